@@ -1,0 +1,56 @@
+// Request and response objects of the native core.
+//
+// Ownership: an InputTensor's bytes are a view. When the request comes from JS, the JS
+// pending-request table (ts/model.ts) holds the TypedArrays until this request's completion has
+// been delivered back to the main thread, which happens only after every native reader is done.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/datatype.h"
+#include "core/shape.h"
+#include "core/status.h"
+#include "memory/buffer_pool.h"
+
+namespace infernode {
+
+struct InputTensor {
+  std::string name;
+  DataType dtype = DataType::kInvalid;
+  Shape shape;  // full shape, batch axis included when the model batches
+  const uint8_t* data = nullptr;
+  uint64_t byte_size = 0;
+};
+
+struct InferenceRequest {
+  uint64_t id = 0;
+  std::vector<InputTensor> inputs;
+  uint32_t priority = 0;       // as the client sent it; 0 = the model's default level
+  uint64_t timeout_us = 0;     // the client's timeout; 0 = none
+
+  // Filled in by validation and the queue.
+  int64_t batch_size = 1;      // rows this request adds to a batch (1 when not batching)
+  std::string batch_key;       // requests batch together only when their keys are equal
+  size_t level = 0;            // 0-based priority level it was queued on
+  uint64_t enqueue_ns = 0;
+  uint64_t deadline_ns = 0;    // queue timeout; 0 = none
+};
+
+// An output produced by a native engine, in pooled memory.
+struct OutputTensor {
+  std::string name;
+  DataType dtype = DataType::kInvalid;
+  Shape shape;
+  PooledBuffer data;
+};
+
+struct InferenceResponse {
+  uint64_t request_id = 0;
+  Status status;
+  std::vector<OutputTensor> outputs;  // empty for the JS engine: its outputs stay in JS
+};
+
+}  // namespace infernode

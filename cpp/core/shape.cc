@@ -1,0 +1,69 @@
+#include "core/shape.h"
+
+#include <cstring>
+#include <limits>
+
+namespace infernode {
+
+std::string ShapeToString(const Shape& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) out += ",";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+Status ElementCount(const Shape& shape, int64_t* count) {
+  int64_t total = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0) return InvalidArg("negative dimension in shape " + ShapeToString(shape));
+    if (dim != 0 && total > std::numeric_limits<int64_t>::max() / dim) {
+      return InvalidArg("element count of shape " + ShapeToString(shape) + " overflows");
+    }
+    total *= dim;
+  }
+  *count = total;
+  return Status::Success();
+}
+
+Status ByteSize(DataType dtype, const Shape& shape, uint64_t* bytes) {
+  const size_t elem = DataTypeByteSize(dtype);
+  if (elem == 0) {
+    return InvalidArg(std::string("datatype ") + DataTypeName(dtype) + " has no fixed byte size");
+  }
+  int64_t count = 0;
+  RETURN_IF_ERROR(ElementCount(shape, &count));
+  const uint64_t n = static_cast<uint64_t>(count);
+  if (n > std::numeric_limits<uint64_t>::max() / elem) {
+    return InvalidArg("byte size of shape " + ShapeToString(shape) + " overflows");
+  }
+  *bytes = n * elem;
+  return Status::Success();
+}
+
+bool ShapeMatches(const Shape& dims, const Shape& shape) {
+  if (dims.size() != shape.size()) return false;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] != -1 && dims[i] != shape[i]) return false;
+  }
+  return true;
+}
+
+Status CountSerializedBytes(const uint8_t* data, uint64_t size, int64_t* count) {
+  uint64_t offset = 0;
+  int64_t n = 0;
+  while (offset < size) {
+    if (size - offset < 4) return InvalidArg("truncated BYTES element length");
+    uint32_t len = 0;
+    std::memcpy(&len, data + offset, 4);  // little-endian hosts only (x86-64, arm64)
+    offset += 4;
+    if (len > size - offset) return InvalidArg("BYTES element runs past the end of the data");
+    offset += len;
+    ++n;
+  }
+  *count = n;
+  return Status::Success();
+}
+
+}  // namespace infernode

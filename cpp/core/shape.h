@@ -1,0 +1,32 @@
+// Shapes and the size arithmetic on them. Every product and byte size is checked for
+// overflow before anything is allocated from it (security.md: sizes from the wire).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/datatype.h"
+#include "core/status.h"
+
+namespace infernode {
+
+using Shape = std::vector<int64_t>;
+
+// "[2,3]" for messages.
+std::string ShapeToString(const Shape& shape);
+
+// Product of the dims. Fails on a negative dim or when the product exceeds INT64_MAX.
+Status ElementCount(const Shape& shape, int64_t* count);
+
+// Element count times the datatype's size. Fails for BYTES, invalid types, overflow.
+Status ByteSize(DataType dtype, const Shape& shape, uint64_t* bytes);
+
+// True when `shape` matches `dims` where -1 in dims accepts any size.
+bool ShapeMatches(const Shape& dims, const Shape& shape);
+
+// Walks a BYTES buffer (4-byte little-endian length, then the bytes, per element) and
+// counts its elements. Fails when an element runs past the end.
+Status CountSerializedBytes(const uint8_t* data, uint64_t size, int64_t* count);
+
+}  // namespace infernode

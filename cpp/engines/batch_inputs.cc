@@ -1,0 +1,71 @@
+#include "engines/batch_inputs.h"
+
+#include <cstring>
+
+namespace infernode {
+
+namespace {
+
+const InputTensor* FindInput(const InferenceRequest& request, const std::string& name) {
+  for (const InputTensor& in : request.inputs) {
+    if (in.name == name) return &in;
+  }
+  return nullptr;
+}
+
+// The gathered shape: rows stacked when every request has the same non-batch dims, else the
+// flat concatenation Triton hands to ragged-batching backends.
+Shape GatheredShape(const std::vector<const InputTensor*>& parts, bool batching) {
+  if (!batching) return parts[0]->shape;
+  Shape tail(parts[0]->shape.begin() + 1, parts[0]->shape.end());
+  int64_t rows = 0;
+  int64_t elements = 0;
+  bool uniform = true;
+  for (const InputTensor* part : parts) {
+    rows += part->shape[0];
+    int64_t count = 0;
+    ElementCount(part->shape, &count);
+    elements += count;
+    uniform = uniform && Shape(part->shape.begin() + 1, part->shape.end()) == tail;
+  }
+  if (!uniform) return Shape{elements};
+  tail.insert(tail.begin(), rows);
+  return tail;
+}
+
+}  // namespace
+
+Status GatherBatchInputs(const ModelConfig& config, const Batch& batch, BufferPool* pool,
+                         std::vector<GatheredInput>* out) {
+  out->clear();
+  if (batch.requests.empty()) return Status::Success();
+  for (const TensorConfig& spec : config.inputs) {
+    std::vector<const InputTensor*> parts;
+    uint64_t total = 0;
+    for (const auto& request : batch.requests) {
+      const InputTensor* in = FindInput(*request, spec.name);
+      if (in == nullptr) break;
+      parts.push_back(in);
+      total += in->byte_size;
+    }
+    if (parts.empty()) continue;
+    if (parts.size() != batch.requests.size()) {
+      return Internal("input '" + spec.name + "' of model '" + config.name +
+                      "' is present in only some requests of a batch");
+    }
+    GatheredInput gathered;
+    gathered.name = spec.name;
+    gathered.dtype = spec.dtype;
+    gathered.shape = GatheredShape(parts, config.max_batch_size > 0);
+    RETURN_IF_ERROR(pool->Acquire(total, &gathered.buffer));
+    uint64_t offset = 0;
+    for (const InputTensor* part : parts) {
+      if (part->byte_size > 0) std::memcpy(gathered.buffer.Data() + offset, part->data, part->byte_size);
+      offset += part->byte_size;
+    }
+    out->push_back(std::move(gathered));
+  }
+  return Status::Success();
+}
+
+}  // namespace infernode

@@ -1,0 +1,49 @@
+// Module entry: registers NativeModel and the free functions typed in ts/native.ts. State is
+// per environment (instance data), so the addon also loads in worker threads.
+#include <napi.h>
+
+#include "memory/cuda_host.h"
+#include "napi/addon_data.h"
+#include "napi/native_model.h"
+
+namespace infernode {
+
+namespace {
+
+// init(InferenceServerError): the class native code rejects and throws with.
+Napi::Value Init(const Napi::CallbackInfo& info) {
+  AddonData* data = info.Env().GetInstanceData<AddonData>();
+  if (!info[0].IsFunction()) throw Napi::TypeError::New(info.Env(), "init(errorClass)");
+  data->error_class = Napi::Persistent(info[0].As<Napi::Function>());
+  return info.Env().Undefined();
+}
+
+Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("cuda", CudaCompiledIn());
+  out.Set("cudaDeviceCount", CudaDeviceCount());
+  out.Set("napiVersion", NAPI_VERSION);
+  return out;
+}
+
+}  // namespace
+
+Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
+  auto* data = new AddonData();
+  env.SetInstanceData<AddonData>(data);  // deleted with the environment
+  Napi::Function native_model = NativeModel::Define(env);
+  data->native_model = Napi::Persistent(native_model);
+  exports.Set("NativeModel", native_model);
+  exports.Set("init", Napi::Function::New<Init>(env, "init"));
+  exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
+  return exports;
+}
+
+}  // namespace infernode
+
+static Napi::Object InitInfernode(Napi::Env env, Napi::Object exports) {
+  return infernode::InitModule(env, exports);
+}
+
+NODE_API_MODULE(infernode, InitInfernode)

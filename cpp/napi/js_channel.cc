@@ -1,0 +1,97 @@
+#include "napi/js_channel.h"
+
+#include <iterator>
+#include <utility>
+
+namespace infernode {
+
+namespace {
+struct ExecuteMessage {
+  uint32_t instance;
+  uint64_t token;
+  std::vector<uint64_t> ids;
+};
+}  // namespace
+
+struct JsChannel::State {
+  std::mutex mu;
+  std::vector<ExecuteMessage> executes;
+  std::vector<InferenceResponse> responses;
+  bool wake_pending = false;
+  bool closed = false;
+  JsChannelListener* listener = nullptr;  // read and cleared on the main thread only
+
+  void Drain(Napi::Env env) {
+    std::vector<ExecuteMessage> execs;
+    std::vector<InferenceResponse> resps;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      execs.swap(executes);
+      resps.swap(responses);
+      wake_pending = false;
+    }
+    if (listener != nullptr && !resps.empty()) listener->OnResponses(env, std::move(resps));
+    for (const ExecuteMessage& m : execs) {
+      if (listener == nullptr) return;
+      listener->OnExecute(env, m.instance, m.token, m.ids);
+    }
+  }
+};
+
+void JsChannel::CallJs(Napi::Env env, Napi::Function, SharedState* state, std::nullptr_t*) {
+  if (env != nullptr && state != nullptr) (*state)->Drain(env);
+}
+
+JsChannel::JsChannel(Napi::Env env, JsChannelListener* listener) : state_(std::make_shared<State>()) {
+  state_->listener = listener;
+  auto* context = new SharedState(state_);  // freed by the finalizer below
+  tsfn_ = Tsfn::New(env, "infernode-model", 0, 1, context,
+                    [](Napi::Env, void*, SharedState* ctx) { delete ctx; });
+  tsfn_.Unref(env);
+}
+
+JsChannel::~JsChannel() { Close(); }
+
+void JsChannel::Wake(std::unique_lock<std::mutex>& lock) {
+  if (state_->wake_pending || state_->closed) return;
+  state_->wake_pending = true;
+  lock.unlock();
+  if (tsfn_.NonBlockingCall(static_cast<std::nullptr_t*>(nullptr)) != napi_ok) {
+    std::lock_guard<std::mutex> relock(state_->mu);
+    state_->wake_pending = false;  // the env is closing; nothing will drain
+  }
+}
+
+void JsChannel::PostExecute(uint32_t instance, uint64_t token, std::vector<uint64_t> ids) {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  if (state_->closed) return;
+  state_->executes.push_back(ExecuteMessage{instance, token, std::move(ids)});
+  Wake(lock);
+}
+
+void JsChannel::Deliver(std::vector<InferenceResponse> responses) {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  if (state_->closed) return;
+  std::move(responses.begin(), responses.end(), std::back_inserter(state_->responses));
+  Wake(lock);
+}
+
+void JsChannel::Ref(Napi::Env env) {
+  if (!state_->closed) tsfn_.Ref(env);
+}
+
+void JsChannel::Unref(Napi::Env env) {
+  if (!state_->closed) tsfn_.Unref(env);
+}
+
+void JsChannel::Close() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->closed) return;
+    state_->closed = true;
+  }
+  state_->listener = nullptr;
+  tsfn_.Release();
+}
+
+}  // namespace infernode

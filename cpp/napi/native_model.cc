@@ -1,0 +1,217 @@
+#include "napi/native_model.h"
+
+#include <utility>
+
+#include "napi/addon_data.h"
+#include "napi/config_from_js.h"
+#include "napi/errors.h"
+#include "napi/js_instance.h"
+
+namespace infernode {
+
+namespace {
+
+// Reads one input of enqueue(): the data pointer and length of a TypedArray/Buffer view.
+InputTensor InputFromJs(Napi::Env env, const Napi::Value& name, const Napi::Value& dtype,
+                        const Napi::Value& shape, const Napi::Value& data) {
+  InputTensor in;
+  in.name = name.As<Napi::String>().Utf8Value();
+  in.dtype = DataTypeFromCode(dtype.As<Napi::Number>().Int32Value());
+  Napi::Array dims = shape.As<Napi::Array>();
+  const uint32_t rank = dims.Length();
+  in.shape.resize(rank);
+  for (uint32_t d = 0; d < rank; ++d) in.shape[d] = dims.Get(d).As<Napi::Number>().Int64Value();
+  if (!data.IsTypedArray() && !data.IsDataView()) {
+    throw Napi::TypeError::New(env, "data of input '" + in.name + "' must be a TypedArray or Buffer");
+  }
+  Napi::TypedArray view = data.As<Napi::TypedArray>();
+  in.data = static_cast<const uint8_t*>(view.ArrayBuffer().Data()) + view.ByteOffset();
+  in.byte_size = view.ByteLength();
+  return in;
+}
+
+}  // namespace
+
+Napi::Function NativeModel::Define(Napi::Env env) {
+  return DefineClass(env, "NativeModel",
+                     {InstanceMethod<&NativeModel::Enqueue>("enqueue"),
+                      InstanceMethod<&NativeModel::CompleteBatch>("completeBatch"),
+                      InstanceMethod<&NativeModel::Cancel>("cancel"),
+                      InstanceMethod<&NativeModel::Drain>("drain"),
+                      InstanceMethod<&NativeModel::Stop>("stop"),
+                      InstanceMethod<&NativeModel::Stats>("stats")});
+}
+
+NativeModel::NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeModel>(info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[0].IsObject() || !info[1].IsFunction() || !info[2].IsFunction()) {
+    throw Napi::TypeError::New(env, "NativeModel(config, onExecute, onComplete)");
+  }
+  ModelConfig config = ModelConfigFromJs(info[0].As<Napi::Object>());
+  on_execute_ = Napi::Persistent(info[1].As<Napi::Function>());
+  on_complete_ = Napi::Persistent(info[2].As<Napi::Function>());
+  channel_ = std::make_unique<JsChannel>(env, this);
+  const uint32_t instance_count = config.instance_count;
+  scheduler_ = std::make_unique<DynamicBatchScheduler>(std::move(config), channel_.get());
+  std::vector<std::unique_ptr<ModelInstance>> instances;
+  for (uint32_t i = 0; i < instance_count; ++i) instances.push_back(std::make_unique<JsInstance>(channel_.get()));
+  scheduler_->Start(std::move(instances));
+  cleanup_hook_ = env.AddCleanupHook(&NativeModel::CleanupHook, this);
+}
+
+NativeModel::~NativeModel() {
+  if (!stopped_) cleanup_hook_.Remove(Env());
+  StopAll();
+}
+
+void NativeModel::CleanupHook(NativeModel* self) { self->StopAll(); }
+
+void NativeModel::StopAll() {
+  if (stopped_) return;
+  stopped_ = true;
+  scheduler_->Stop();  // joins the batcher thread; results are dropped with the environment
+  channel_->Close();
+}
+
+Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  // enqueue(id, names[], dtypeCodes[], shapes[][], datas[], priority, timeoutUs)
+  auto request = std::make_unique<InferenceRequest>();
+  request->id = static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value());
+  Napi::Array names = info[1].As<Napi::Array>();
+  Napi::Array dtypes = info[2].As<Napi::Array>();
+  Napi::Array shapes = info[3].As<Napi::Array>();
+  Napi::Array datas = info[4].As<Napi::Array>();
+  const uint32_t count = names.Length();
+  request->inputs.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    request->inputs.push_back(InputFromJs(env, names.Get(i), dtypes.Get(i), shapes.Get(i), datas.Get(i)));
+  }
+  request->priority = info[5].IsNumber() ? info[5].As<Napi::Number>().Uint32Value() : 0;
+  request->timeout_us = info[6].IsNumber() ? static_cast<uint64_t>(info[6].As<Napi::Number>().Int64Value()) : 0;
+  if (stopped_) ThrowStatus(env, Unavailable("model '" + scheduler_->Config().name + "' is stopped"));
+  Status status = scheduler_->Enqueue(request);
+  if (!status.IsOk()) ThrowStatus(env, status);
+  if (outstanding_++ == 0) channel_->Ref(env);
+  return env.Undefined();
+}
+
+Napi::Value NativeModel::CompleteBatch(const Napi::CallbackInfo& info) {
+  // completeBatch(instance, token, code, message) for the whole batch, or
+  // completeBatch(instance, token, codes: Int32Array, messages: string[]) per request.
+  Napi::Env env = info.Env();
+  const uint32_t instance = info[0].As<Napi::Number>().Uint32Value();
+  const uint64_t token = static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value());
+  std::vector<Status> statuses;
+  if (info[2].IsTypedArray()) {
+    Napi::Int32Array codes = info[2].As<Napi::Int32Array>();
+    Napi::Array messages = info[3].As<Napi::Array>();
+    for (size_t i = 0; i < codes.ElementLength(); ++i) {
+      const auto code = static_cast<StatusCode>(codes[i]);
+      statuses.emplace_back(code, code == StatusCode::kSuccess ? "" : messages.Get(i).ToString().Utf8Value());
+    }
+  } else {
+    const auto code = static_cast<StatusCode>(info[2].As<Napi::Number>().Int32Value());
+    statuses.emplace_back(code, code == StatusCode::kSuccess ? "" : info[3].ToString().Utf8Value());
+  }
+  if (stopped_) return env.Null();
+  return ResponsesToJs(env, scheduler_->CompleteBatch(instance, token, std::move(statuses)));
+}
+
+Napi::Value NativeModel::Cancel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (stopped_) return env.Null();
+  return ResponsesToJs(env, scheduler_->Cancel(static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value())));
+}
+
+Napi::Value NativeModel::Drain(const Napi::CallbackInfo& info) {
+  if (!stopped_) scheduler_->Drain();
+  return info.Env().Undefined();
+}
+
+Napi::Value NativeModel::Stop(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (stopped_) return env.Null();
+  std::vector<InferenceResponse> failed = scheduler_->Stop();
+  Napi::Value result = ResponsesToJs(env, std::move(failed));
+  stopped_ = true;
+  cleanup_hook_.Remove(env);
+  channel_->Close();
+  return result;
+}
+
+void NativeModel::OnExecute(Napi::Env env, uint32_t instance, uint64_t token, const std::vector<uint64_t>& ids) {
+  Napi::Float64Array js_ids = Napi::Float64Array::New(env, ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) js_ids[i] = static_cast<double>(ids[i]);
+  on_execute_.Call({Napi::Number::New(env, instance), Napi::Number::New(env, static_cast<double>(token)), js_ids});
+}
+
+void NativeModel::OnResponses(Napi::Env env, std::vector<InferenceResponse> responses) {
+  Napi::Value batch = ResponsesToJs(env, std::move(responses));
+  if (batch.IsObject()) on_complete_.Call({batch});
+}
+
+Napi::Value NativeModel::ResponsesToJs(Napi::Env env, std::vector<InferenceResponse> responses) {
+  if (responses.empty()) return env.Null();
+  const size_t n = responses.size();
+  Napi::Float64Array ids = Napi::Float64Array::New(env, n);
+  Napi::Int32Array codes = Napi::Int32Array::New(env, n);
+  Napi::Array messages = Napi::Array::New(env);
+  for (size_t i = 0; i < n; ++i) {
+    ids[i] = static_cast<double>(responses[i].request_id);
+    codes[i] = static_cast<int32_t>(responses[i].status.Code());
+    if (!responses[i].status.IsOk()) messages.Set(static_cast<uint32_t>(i), responses[i].status.Message());
+  }
+  outstanding_ -= static_cast<int64_t>(n);
+  if (outstanding_ <= 0) {
+    outstanding_ = 0;
+    channel_->Unref(env);
+  }
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("ids", ids);
+  out.Set("codes", codes);
+  out.Set("messages", messages);
+  return out;
+}
+
+}  // namespace infernode
+
+namespace infernode {
+
+namespace {
+
+Napi::Object DurationToJs(Napi::Env env, const DurationStat& d) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("count", static_cast<double>(d.count));
+  o.Set("ns", static_cast<double>(d.ns));
+  return o;
+}
+
+}  // namespace
+
+Napi::Value NativeModel::Stats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const ModelStats s = scheduler_->Stats();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("success", DurationToJs(env, s.success));
+  out.Set("fail", DurationToJs(env, s.fail));
+  out.Set("queue", DurationToJs(env, s.queue));
+  out.Set("computeInfer", DurationToJs(env, s.compute_infer));
+  out.Set("inferenceCount", static_cast<double>(s.inference_count));
+  out.Set("executionCount", static_cast<double>(s.execution_count));
+  out.Set("lastInferenceMs", static_cast<double>(s.last_inference_ms));
+  out.Set("rejectedCount", static_cast<double>(s.rejected_count));
+  out.Set("pending", static_cast<double>(s.pending));
+  Napi::Array batches = Napi::Array::New(env);
+  uint32_t i = 0;
+  for (const auto& [rows, stat] : s.batch_compute_infer) {
+    Napi::Object b = Napi::Object::New(env);
+    b.Set("batchSize", static_cast<double>(rows));
+    b.Set("computeInfer", DurationToJs(env, stat));
+    batches.Set(i++, b);
+  }
+  out.Set("batchStats", batches);
+  return out;
+}
+
+}  // namespace infernode

@@ -1,0 +1,50 @@
+// NativeModel: the JS handle of one bound model (typed in ts/native.ts). It owns the model's
+// scheduler and its JS channel; JS instances run the bound callables.
+//
+// Threads: every method runs on the main thread. `outstanding_` counts requests enqueued and
+// not yet handed back to JS; while it is non-zero the channel keeps the event loop alive.
+#pragma once
+
+#include <napi.h>
+
+#include <memory>
+
+#include "napi/js_channel.h"
+#include "scheduling/dynamic_batch_scheduler.h"
+
+namespace infernode {
+
+class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannelListener {
+ public:
+  static Napi::Function Define(Napi::Env env);
+
+  // new NativeModel(config, onExecute(instance, token, ids), onComplete(ids, codes, messages))
+  explicit NativeModel(const Napi::CallbackInfo& info);
+  ~NativeModel() override;
+
+  void OnExecute(Napi::Env env, uint32_t instance, uint64_t token, const std::vector<uint64_t>& ids) override;
+  void OnResponses(Napi::Env env, std::vector<InferenceResponse> responses) override;
+
+ private:
+  Napi::Value Enqueue(const Napi::CallbackInfo& info);
+  Napi::Value CompleteBatch(const Napi::CallbackInfo& info);
+  Napi::Value Cancel(const Napi::CallbackInfo& info);
+  Napi::Value Drain(const Napi::CallbackInfo& info);
+  Napi::Value Stop(const Napi::CallbackInfo& info);
+  Napi::Value Stats(const Napi::CallbackInfo& info);
+
+  // Converts handed-back responses to { ids, codes, messages } and updates outstanding_.
+  Napi::Value ResponsesToJs(Napi::Env env, std::vector<InferenceResponse> responses);
+  void StopAll();
+  static void CleanupHook(NativeModel* self);
+
+  std::unique_ptr<JsChannel> channel_;
+  std::unique_ptr<DynamicBatchScheduler> scheduler_;
+  Napi::FunctionReference on_execute_;
+  Napi::FunctionReference on_complete_;
+  Napi::Env::CleanupHook<void (*)(NativeModel*), NativeModel> cleanup_hook_;
+  int64_t outstanding_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace infernode

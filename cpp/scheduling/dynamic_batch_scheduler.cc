@@ -1,0 +1,244 @@
+#include "scheduling/dynamic_batch_scheduler.h"
+
+#include <chrono>
+#include <utility>
+
+#include "scheduling/batch_former.h"
+#include "scheduling/request_validator.h"
+
+namespace infernode {
+
+uint64_t SteadyNowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+namespace {
+
+uint64_t WallNowMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+InferenceResponse Fail(const InferenceRequest& request, const Status& status) {
+  InferenceResponse response;
+  response.request_id = request.id;
+  response.status = status;
+  return response;
+}
+
+}  // namespace
+
+DynamicBatchScheduler::DynamicBatchScheduler(ModelConfig config, CompletionSink* sink)
+    : config_(std::move(config)),
+      sink_(sink),
+      queue_(config_),
+      orderer_(config_.batching.preserve_ordering) {}
+
+DynamicBatchScheduler::~DynamicBatchScheduler() { Stop(); }
+
+void DynamicBatchScheduler::Start(std::vector<std::unique_ptr<ModelInstance>> instances) {
+  std::lock_guard<std::mutex> lock(mu_);
+  instances_ = std::move(instances);
+  in_flight_.resize(instances_.size());
+  started_ = true;
+  thread_ = std::thread([this] { Run(); });
+}
+
+Status DynamicBatchScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request) {
+  RETURN_IF_ERROR(ValidateRequest(config_, request.get()));
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || draining_) {
+      return Unavailable("model '" + config_.name + "' is not accepting requests: it is shutting down");
+    }
+    Status status = queue_.Enqueue(request, SteadyNowNs());
+    if (!status.IsOk()) {
+      ++stats_.fail.count;
+      ++stats_.rejected_count;
+      return status;
+    }
+    ++stats_.pending;
+    wake = IdleInstance() >= 0;
+  }
+  if (wake) cv_.notify_one();
+  return Status::Success();
+}
+
+std::vector<InferenceResponse> DynamicBatchScheduler::Cancel(uint64_t request_id) {
+  std::vector<InferenceResponse> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_ptr<InferenceRequest> request = queue_.Remove(request_id);
+  if (request) {
+    --stats_.pending;
+    stats_.fail.Add(SteadyNowNs() - request->enqueue_ns);
+    out.push_back(Fail(*request, Status(StatusCode::kCancelled, "Request for model '" + config_.name +
+                                                                   "' was cancelled")));
+  }
+  return out;
+}
+
+int DynamicBatchScheduler::IdleInstance() const {
+  for (size_t i = 0; i < in_flight_.size(); ++i) {
+    if (!in_flight_[i]) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<PendingRequest> DynamicBatchScheduler::PendingView() const {
+  const size_t limit = static_cast<size_t>(config_.max_batch_size) + 1;
+  std::vector<PendingRequest> view;
+  for (const InferenceRequest* r : queue_.Peek(limit)) {
+    view.push_back(PendingRequest{r->batch_size, r->enqueue_ns, &r->batch_key});
+  }
+  return view;
+}
+
+void DynamicBatchScheduler::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    const uint64_t now = SteadyNowNs();
+    std::vector<std::unique_ptr<InferenceRequest>> expired;
+    queue_.ApplyTimeouts(now, &expired);
+    if (!expired.empty()) {
+      std::vector<InferenceResponse> failed;
+      for (auto& request : expired) {
+        stats_.fail.Add(now - request->enqueue_ns);
+        ++stats_.rejected_count;
+        --stats_.pending;
+        failed.push_back(Fail(*request, Unavailable("Request timeout expired")));
+      }
+      lock.unlock();
+      sink_->Deliver(std::move(failed));
+      lock.lock();
+      continue;
+    }
+    uint64_t wait_ns = 0;
+    const int idle = IdleInstance();
+    if (idle >= 0 && queue_.Size() > 0) {
+      const BatchDecision decision = FormBatch(PendingView(), config_, now, draining_);
+      if (decision.count > 0) {
+        auto batch = std::make_unique<Batch>();
+        batch->instance = static_cast<uint32_t>(idle);
+        batch->sequence = next_sequence_++;
+        batch->token = next_token_++;
+        batch->dispatch_ns = now;
+        batch->requests = queue_.Pop(decision.count);
+        for (const auto& r : batch->requests) batch->rows += r->batch_size;
+        const Batch& dispatched = *batch;
+        in_flight_[idle] = std::move(batch);
+        ModelInstance* instance = instances_[idle].get();
+        lock.unlock();
+        instance->Execute(dispatched);  // must not touch `dispatched` after handing it on
+        lock.lock();
+        continue;
+      }
+      wait_ns = decision.wait_ns;
+    }
+    uint64_t wake_ns = wait_ns == 0 ? 0 : now + wait_ns;
+    const uint64_t deadline = queue_.NextDeadline();
+    if (deadline != 0 && (wake_ns == 0 || deadline < wake_ns)) wake_ns = deadline;
+    if (wake_ns == 0) {
+      cv_.wait(lock);
+    } else {
+      cv_.wait_for(lock, std::chrono::nanoseconds(wake_ns - now));
+    }
+  }
+}
+
+void DynamicBatchScheduler::RecordCompletion(const Batch& batch, const std::vector<Status>& statuses,
+                                             uint64_t now_ns, std::vector<InferenceResponse>* out) {
+  const uint64_t compute_ns = now_ns - batch.dispatch_ns;
+  bool any_success = false;
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    const InferenceRequest& request = *batch.requests[i];
+    const Status& status = statuses.size() == 1 ? statuses[0] : statuses[i];
+    InferenceResponse response;
+    response.request_id = request.id;
+    response.status = status;
+    if (status.IsOk()) {
+      any_success = true;
+      stats_.success.Add(now_ns - request.enqueue_ns);
+      stats_.queue.Add(batch.dispatch_ns - request.enqueue_ns);
+      stats_.compute_infer.Add(compute_ns);
+    } else {
+      stats_.fail.Add(now_ns - request.enqueue_ns);
+    }
+    --stats_.pending;
+    out->push_back(std::move(response));
+  }
+  if (any_success) {
+    stats_.inference_count += static_cast<uint64_t>(batch.rows);
+    ++stats_.execution_count;
+    stats_.batch_compute_infer[batch.rows].Add(compute_ns);
+    stats_.last_inference_ms = WallNowMs();
+  }
+}
+
+std::vector<InferenceResponse> DynamicBatchScheduler::CompleteBatch(uint32_t instance, uint64_t token,
+                                                                    std::vector<Status> statuses) {
+  std::vector<InferenceResponse> released;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (instance >= in_flight_.size() || !in_flight_[instance] || in_flight_[instance]->token != token) {
+      return released;  // stale: the batch was already failed by Stop()
+    }
+    std::unique_ptr<Batch> batch = std::move(in_flight_[instance]);
+    if (statuses.size() != 1 && statuses.size() != batch->requests.size()) {
+      statuses.assign(1, Internal("model '" + config_.name + "' returned " + std::to_string(statuses.size()) +
+                                  " statuses for a batch of " + std::to_string(batch->requests.size()) +
+                                  " requests"));
+    }
+    std::vector<InferenceResponse> responses;
+    RecordCompletion(*batch, statuses, SteadyNowNs(), &responses);
+    released = orderer_.Complete(batch->sequence, std::move(responses));
+  }
+  cv_.notify_one();
+  return released;
+}
+
+void DynamicBatchScheduler::Drain() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_ = true;
+  }
+  cv_.notify_one();
+}
+
+std::vector<InferenceResponse> DynamicBatchScheduler::Stop() {
+  std::vector<InferenceResponse> failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return failed;
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  const Status shutting_down = Unavailable("model '" + config_.name + "' was stopped before the request completed");
+  for (auto& batch : in_flight_) {
+    if (!batch) continue;
+    std::vector<InferenceResponse> responses;
+    RecordCompletion(*batch, {shutting_down}, SteadyNowNs(), &responses);
+    for (auto& r : orderer_.Complete(batch->sequence, std::move(responses))) failed.push_back(std::move(r));
+    batch.reset();
+  }
+  for (auto& r : orderer_.TakeAll()) failed.push_back(std::move(r));
+  const uint64_t now = SteadyNowNs();
+  for (auto& request : queue_.TakeAll()) {
+    stats_.fail.Add(now - request->enqueue_ns);
+    --stats_.pending;
+    failed.push_back(Fail(*request, shutting_down));
+  }
+  return failed;
+}
+
+ModelStats DynamicBatchScheduler::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace infernode

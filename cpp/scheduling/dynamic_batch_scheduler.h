@@ -1,0 +1,85 @@
+// One model's scheduler: its queue, its batcher thread, its instances.
+//
+// Threads: Enqueue/Cancel/Stop are called from the main thread; CompleteBatch from whichever
+// thread an instance finishes on; the batcher thread forms batches and hands them to idle
+// instances. All state below is guarded by mu_; the batcher thread never calls an instance
+// while holding it.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engines/engine.h"
+#include "scheduling/batch_former.h"
+#include "scheduling/completion_sink.h"
+#include "scheduling/model_config.h"
+#include "scheduling/model_stats.h"
+#include "scheduling/priority_queue.h"
+#include "scheduling/response_orderer.h"
+
+namespace infernode {
+
+class DynamicBatchScheduler {
+ public:
+  DynamicBatchScheduler(ModelConfig config, CompletionSink* sink);
+  ~DynamicBatchScheduler();
+  DynamicBatchScheduler(const DynamicBatchScheduler&) = delete;
+  DynamicBatchScheduler& operator=(const DynamicBatchScheduler&) = delete;
+
+  // Takes the instances (one batch at a time each) and starts the batcher thread.
+  void Start(std::vector<std::unique_ptr<ModelInstance>> instances);
+
+  // Validates and queues. On error the request stays with the caller and nothing is queued.
+  Status Enqueue(std::unique_ptr<InferenceRequest>& request);
+
+  // Removes a queued request; returns its CANCELLED response, or nothing when it already left
+  // the queue (then it completes normally and the caller drops the result).
+  std::vector<InferenceResponse> Cancel(uint64_t request_id);
+
+  // An instance finished the batch of `token`. `statuses` holds one status per request, or
+  // one for the whole batch. Returns the responses that may be released now (ordering).
+  std::vector<InferenceResponse> CompleteBatch(uint32_t instance, uint64_t token,
+                                               std::vector<Status> statuses);
+
+  // From now on queued requests are sent without waiting for the queue delay.
+  void Drain();
+
+  // Stops the batcher thread (joined before returning) and fails everything queued or
+  // executing with UNAVAILABLE. Later completions of executing batches are ignored.
+  std::vector<InferenceResponse> Stop();
+
+  ModelStats Stats() const;
+  const ModelConfig& Config() const { return config_; }
+
+ private:
+  void Run();
+  int IdleInstance() const;
+  std::vector<PendingRequest> PendingView() const;
+  void RecordCompletion(const Batch& batch, const std::vector<Status>& statuses, uint64_t now_ns,
+                        std::vector<InferenceResponse>* out);
+
+  const ModelConfig config_;
+  CompletionSink* const sink_;  // not owned; outlives the scheduler
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  PriorityQueue queue_;
+  ResponseOrderer orderer_;
+  std::vector<std::unique_ptr<ModelInstance>> instances_;
+  std::vector<std::unique_ptr<Batch>> in_flight_;  // per instance; null when idle
+  ModelStats stats_;
+  uint64_t next_sequence_ = 0;
+  uint64_t next_token_ = 1;
+  bool draining_ = false;
+  bool stopping_ = false;
+  bool started_ = false;
+  std::thread thread_;
+};
+
+uint64_t SteadyNowNs();
+
+}  // namespace infernode

@@ -1,0 +1,132 @@
+#include "scheduling/priority_queue.h"
+
+#include <algorithm>
+
+namespace infernode {
+
+PriorityQueue::PriorityQueue(const ModelConfig& config) {
+  const DynamicBatchingConfig& b = config.batching;
+  const size_t count = b.priority_levels == 0 ? 1 : b.priority_levels;
+  levels_ = std::vector<Level>(count);  // Level is move-only: built in place, never resized
+  for (size_t i = 0; i < count; ++i) {
+    auto it = b.priority_queue_policy.find(static_cast<uint32_t>(i + 1));
+    levels_[i].policy = it != b.priority_queue_policy.end() ? it->second : b.default_queue_policy;
+  }
+  default_level_ = b.default_priority_level == 0 ? 0 : b.default_priority_level - 1;
+  hard_limit_ = config.max_queue_size_hard_limit;
+}
+
+size_t PriorityQueue::LevelOf(uint32_t priority) const {
+  // Triton: priority 0 or beyond the number of levels means the default level.
+  if (priority == 0 || priority > levels_.size()) return default_level_;
+  return priority - 1;
+}
+
+uint64_t PriorityQueue::DeadlineOf(const Level& level, const InferenceRequest& request,
+                                   uint64_t now_ns) const {
+  uint64_t timeout_us = level.policy.default_timeout_us;
+  // scheduler_utils.cc: the request's own timeout counts only when overriding is allowed, the
+  // level has a default, and the request asks for less.
+  if (level.policy.allow_timeout_override && timeout_us != 0 && request.timeout_us != 0 &&
+      request.timeout_us < timeout_us) {
+    timeout_us = request.timeout_us;
+  }
+  return timeout_us == 0 ? 0 : now_ns + timeout_us * 1000;
+}
+
+Status PriorityQueue::Enqueue(std::unique_ptr<InferenceRequest>& request, uint64_t now_ns) {
+  const size_t index = LevelOf(request->priority);
+  Level& level = levels_[index];
+  const size_t level_size = level.ready.size() + level.delayed.size();
+  if ((level.policy.max_queue_size != 0 && level_size >= level.policy.max_queue_size) ||
+      size_ >= hard_limit_) {
+    return Unavailable("Exceeds maximum queue size");
+  }
+  request->level = index;
+  request->enqueue_ns = now_ns;
+  request->deadline_ns = DeadlineOf(level, *request, now_ns);
+  if (request->deadline_ns != 0 && (next_deadline_ns_ == 0 || request->deadline_ns < next_deadline_ns_)) {
+    next_deadline_ns_ = request->deadline_ns;
+  }
+  level.ready.push_back(std::move(request));
+  ++size_;
+  return Status::Success();
+}
+
+void PriorityQueue::ApplyTimeouts(uint64_t now_ns,
+                                  std::vector<std::unique_ptr<InferenceRequest>>* rejected) {
+  if (next_deadline_ns_ == 0 || now_ns < next_deadline_ns_) return;
+  for (Level& level : levels_) {
+    std::deque<std::unique_ptr<InferenceRequest>> keep;
+    for (auto& request : level.ready) {
+      if (request->deadline_ns == 0 || request->deadline_ns > now_ns) {
+        keep.push_back(std::move(request));
+      } else if (level.policy.timeout_action == TimeoutAction::kReject) {
+        rejected->push_back(std::move(request));
+        --size_;
+      } else {
+        request->deadline_ns = 0;  // delayed requests are served eventually, never rejected
+        level.delayed.push_back(std::move(request));
+      }
+    }
+    level.ready.swap(keep);
+  }
+  RecomputeNextDeadline();
+}
+
+void PriorityQueue::RecomputeNextDeadline() {
+  next_deadline_ns_ = 0;
+  for (const Level& level : levels_) {
+    for (const auto& request : level.ready) {
+      if (request->deadline_ns != 0 && (next_deadline_ns_ == 0 || request->deadline_ns < next_deadline_ns_)) {
+        next_deadline_ns_ = request->deadline_ns;
+      }
+    }
+  }
+}
+
+std::vector<const InferenceRequest*> PriorityQueue::Peek(size_t limit) const {
+  std::vector<const InferenceRequest*> out;
+  for (const Level& level : levels_) {
+    for (const auto* list : {&level.ready, &level.delayed}) {
+      for (const auto& request : *list) {
+        if (out.size() >= limit) return out;
+        out.push_back(request.get());
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::unique_ptr<InferenceRequest>> PriorityQueue::Pop(size_t count) {
+  std::vector<std::unique_ptr<InferenceRequest>> out;
+  for (Level& level : levels_) {
+    for (auto* list : {&level.ready, &level.delayed}) {
+      while (out.size() < count && !list->empty()) {
+        out.push_back(std::move(list->front()));
+        list->pop_front();
+        --size_;
+      }
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<InferenceRequest> PriorityQueue::Remove(uint64_t id) {
+  for (Level& level : levels_) {
+    for (auto* list : {&level.ready, &level.delayed}) {
+      auto it = std::find_if(list->begin(), list->end(), [id](const auto& r) { return r->id == id; });
+      if (it != list->end()) {
+        std::unique_ptr<InferenceRequest> found = std::move(*it);
+        list->erase(it);
+        --size_;
+        return found;
+      }
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::unique_ptr<InferenceRequest>> PriorityQueue::TakeAll() { return Pop(size_); }
+
+}  // namespace infernode

@@ -1,0 +1,62 @@
+// The per-model request queue: priority levels, each with its own queue policy (size limit,
+// timeout, REJECT or DELAY). Not thread-safe: the scheduler guards it with its mutex.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "core/request.h"
+#include "scheduling/model_config.h"
+
+namespace infernode {
+
+class PriorityQueue {
+ public:
+  explicit PriorityQueue(const ModelConfig& config);
+
+  // Queues the request on its level; UNAVAILABLE "Exceeds maximum queue size" when full.
+  // On failure the request is left in `request`.
+  Status Enqueue(std::unique_ptr<InferenceRequest>& request, uint64_t now_ns);
+
+  // Applies timeouts: REJECT-level requests past their deadline are moved to `rejected`,
+  // DELAY-level ones behind the level's other requests.
+  void ApplyTimeouts(uint64_t now_ns, std::vector<std::unique_ptr<InferenceRequest>>* rejected);
+
+  // Earliest deadline among queued requests that can still expire; 0 when none.
+  uint64_t NextDeadline() const { return next_deadline_ns_; }
+
+  // The first `limit` requests in service order (levels high to low, FIFO, delayed last).
+  std::vector<const InferenceRequest*> Peek(size_t limit) const;
+
+  // Removes and returns the first `count` requests in service order.
+  std::vector<std::unique_ptr<InferenceRequest>> Pop(size_t count);
+
+  // Removes a queued request by id; nullptr when it is not queued.
+  std::unique_ptr<InferenceRequest> Remove(uint64_t id);
+
+  // Everything queued, in service order.
+  std::vector<std::unique_ptr<InferenceRequest>> TakeAll();
+
+  size_t Size() const { return size_; }
+
+ private:
+  struct Level {
+    QueuePolicy policy;
+    std::deque<std::unique_ptr<InferenceRequest>> ready;
+    std::deque<std::unique_ptr<InferenceRequest>> delayed;  // timed out under DELAY
+  };
+
+  size_t LevelOf(uint32_t priority) const;
+  uint64_t DeadlineOf(const Level& level, const InferenceRequest& request, uint64_t now_ns) const;
+  void RecomputeNextDeadline();
+
+  std::vector<Level> levels_;
+  size_t default_level_ = 0;
+  size_t size_ = 0;
+  size_t hard_limit_ = 0;
+  uint64_t next_deadline_ns_ = 0;
+};
+
+}  // namespace infernode

@@ -1,0 +1,133 @@
+#include "scheduling/request_validator.h"
+
+#include <unordered_set>
+
+namespace infernode {
+
+namespace {
+
+std::string InputLabel(const ModelConfig& config, const std::string& input) {
+  return "input '" + input + "' for model '" + config.name + "'";
+}
+
+const TensorConfig* FindInput(const ModelConfig& config, const std::string& name) {
+  for (const TensorConfig& t : config.inputs) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+// Shape and byte-size checks of one input; `rows` gets its batch dim (batching models).
+Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const InputTensor& in,
+                     int64_t* rows) {
+  const std::string label = InputLabel(config, in.name);
+  if (in.dtype != spec.dtype) {
+    return InvalidArg(std::string("unexpected datatype ") + DataTypeName(in.dtype) + " for " + label +
+                      ", expected " + DataTypeName(spec.dtype));
+  }
+  const bool batching = config.max_batch_size > 0;
+  Shape dims = in.shape;
+  if (batching) {
+    if (in.shape.empty()) {
+      return InvalidArg("unexpected shape for " + label + ": missing the batch dimension, expected [-1" +
+                        (spec.dims.empty() ? "" : ",") + ShapeToString(spec.dims).substr(1));
+    }
+    *rows = in.shape[0];
+    dims.erase(dims.begin());
+  }
+  if (!ShapeMatches(spec.dims, dims)) {
+    Shape expected = spec.dims;
+    if (batching) expected.insert(expected.begin(), -1);
+    return InvalidArg("unexpected shape for " + label + ". Expected " + ShapeToString(expected) +
+                      ", got " + ShapeToString(in.shape));
+  }
+  int64_t count = 0;
+  RETURN_IF_ERROR(ElementCount(in.shape, &count));
+  if (in.dtype == DataType::kBytes) {
+    int64_t found = 0;
+    Status s = CountSerializedBytes(in.data, in.byte_size, &found);
+    if (!s.IsOk()) return InvalidArg(s.Message() + " in " + label);
+    if (found != count) {
+      return InvalidArg("expected " + std::to_string(count) + " string elements for " + label +
+                        ", got " + std::to_string(found));
+    }
+    return Status::Success();
+  }
+  uint64_t expected_bytes = 0;
+  RETURN_IF_ERROR(ByteSize(in.dtype, in.shape, &expected_bytes));
+  if (expected_bytes != in.byte_size) {
+    return InvalidArg("input byte size mismatch for " + label + ": expected " +
+                      std::to_string(expected_bytes) + " bytes for shape " + ShapeToString(in.shape) +
+                      ", got " + std::to_string(in.byte_size));
+  }
+  return Status::Success();
+}
+
+bool HasVariableDim(const Shape& dims) {
+  for (int64_t d : dims) {
+    if (d < 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status ValidateRequest(const ModelConfig& config, InferenceRequest* request) {
+  std::unordered_set<std::string> seen;
+  int64_t batch = -1;
+  for (const InputTensor& in : request->inputs) {
+    if (!seen.insert(in.name).second) {
+      return InvalidArg("duplicate " + InputLabel(config, in.name));
+    }
+    const TensorConfig* spec = FindInput(config, in.name);
+    if (spec == nullptr) {
+      return InvalidArg("unexpected inference input '" + in.name + "' for model '" + config.name + "'");
+    }
+    int64_t rows = 1;
+    RETURN_IF_ERROR(ValidateInput(config, *spec, in, &rows));
+    if (batch >= 0 && rows != batch) {
+      return InvalidArg("input '" + in.name + "' for model '" + config.name + "' has batch size " +
+                        std::to_string(rows) + ", other inputs have " + std::to_string(batch));
+    }
+    batch = rows;
+  }
+  std::string key;
+  for (const TensorConfig& spec : config.inputs) {
+    const InputTensor* present = nullptr;
+    for (const InputTensor& in : request->inputs) {
+      if (in.name == spec.name) present = &in;
+    }
+    if (present == nullptr) {
+      if (!spec.optional) {
+        return InvalidArg("expected " + std::to_string(config.inputs.size()) + " inputs but missing input '" +
+                          spec.name + "' for model '" + config.name + "'");
+      }
+      key += "-;";
+      continue;
+    }
+    key += "+";
+    // Variable-size inputs must agree on their non-batch dims unless ragged batching is allowed.
+    if (HasVariableDim(spec.dims) && !spec.allow_ragged_batch) {
+      key += ShapeToString(Shape(present->shape.begin() + (config.max_batch_size > 0 ? 1 : 0),
+                                 present->shape.end()));
+    }
+    key += ";";
+  }
+  if (request->inputs.empty()) {
+    return InvalidArg("request for model '" + config.name + "' has no inputs");
+  }
+  if (config.max_batch_size > 0) {
+    if (batch < 1) {
+      return InvalidArg("inference request batch-size must be >= 1 for model '" + config.name + "'");
+    }
+    if (batch > config.max_batch_size) {
+      return InvalidArg("inference request batch-size must be <= " + std::to_string(config.max_batch_size) +
+                        " for '" + config.name + "', got " + std::to_string(batch));
+    }
+  }
+  request->batch_size = config.max_batch_size > 0 ? batch : 1;
+  request->batch_key = std::move(key);
+  return Status::Success();
+}
+
+}  // namespace infernode

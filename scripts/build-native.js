@@ -1,0 +1,41 @@
+#!/usr/bin/env node
+// Source build of the addon, run by `npm install` when no prebuild fits (node-gyp-build) and by
+// `npm run build:native`. cmake-js when cmake is on PATH (CUDA when nvcc is found), else the
+// CPU-only node-gyp build of binding.gyp.
+'use strict';
+const { spawnSync } = require('node:child_process');
+const path = require('node:path');
+
+const root = path.join(__dirname, '..');
+
+function run(cmd, args) {
+  const result = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', shell: false });
+  return result.status === 0;
+}
+
+function has(cmd) {
+  return spawnSync(cmd, ['--version'], { stdio: 'ignore' }).status === 0;
+}
+
+function cmakeJs() {
+  const cli = require.resolve('cmake-js/bin/cmake-js');
+  const extra = process.env.INFERNODE_CMAKE_ARGS ? process.env.INFERNODE_CMAKE_ARGS.split(' ') : [];
+  return run(process.execPath, [cli, 'compile', '--parallel', String(require('node:os').availableParallelism?.() ?? 2), ...extra]);
+}
+
+function nodeGyp() {
+  let cli;
+  try {
+    cli = require.resolve('node-gyp/bin/node-gyp.js');
+  } catch {
+    cli = path.join(path.dirname(process.execPath), '../lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js');
+  }
+  return run(process.execPath, [cli, 'rebuild']);
+}
+
+const wantGyp = process.argv.includes('--node-gyp') || process.env.INFERNODE_BUILD === 'node-gyp';
+const ok = !wantGyp && has('cmake') ? cmakeJs() : nodeGyp();
+if (!ok) {
+  console.error('infernode: the native build failed. It needs a C++17 compiler and cmake (or python3 + make for node-gyp).');
+  process.exit(1);
+}

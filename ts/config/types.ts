@@ -1,0 +1,116 @@
+/**
+ * The user-facing configuration types, PyTriton's names in camelCase with PyTriton's defaults.
+ * `bind()` turns these into the one normalized config (`normalize.ts`) that native code receives.
+ */
+import type { DataType, TypedArrayConstructor } from '../tensor';
+
+/** What to do with a request that waited in the queue past its timeout. */
+export enum TimeoutAction {
+  /** Fail the request with "Request timeout expired" (UNAVAILABLE). */
+  REJECT = 'REJECT',
+  /** Keep it, but behind every request that has not timed out. */
+  DELAY = 'DELAY',
+}
+
+/** Where a model instance runs. Bound JS callables always run as KIND_CPU instances. */
+export enum DeviceKind {
+  KIND_AUTO = 'KIND_AUTO',
+  KIND_CPU = 'KIND_CPU',
+  KIND_GPU = 'KIND_GPU',
+}
+
+/** Queue policy of one priority level (Triton's `ModelQueuePolicy`). */
+export interface QueuePolicy {
+  /** Default `REJECT`. */
+  timeoutAction?: TimeoutAction;
+  /** Default 0: requests never time out in the queue. */
+  defaultTimeoutMicroseconds?: number;
+  /** Default false: a request's own `timeoutMicroseconds` may only shorten the default when true. */
+  allowTimeoutOverride?: boolean;
+  /** Default 0: no limit beyond the server's hard cap (`TritonConfig.maxQueueSizeHardLimit`). */
+  maxQueueSize?: number;
+}
+
+/** Dynamic batcher settings (Triton's `ModelDynamicBatching`). */
+export interface DynamicBatcher {
+  /** Default 0: send whatever is queued as soon as an instance is free. */
+  maxQueueDelayMicroseconds?: number;
+  /** Default none, which means "full" (`maxBatchSize`). */
+  preferredBatchSize?: number[];
+  /** Default false. */
+  preserveOrdering?: boolean;
+  /** Default 0 (one level). Level 1 is the highest. */
+  priorityLevels?: number;
+  /** Default 0 (the lowest level when `priorityLevels` is set). */
+  defaultPriorityLevel?: number;
+  defaultQueuePolicy?: QueuePolicy;
+  /** Queue policy per priority level (1-based keys). */
+  priorityQueuePolicy?: Record<number, QueuePolicy>;
+}
+
+/** Warm-up data for one input. Exactly one source must be chosen. */
+export interface WarmupInput {
+  dtype: DataType | TypedArrayConstructor;
+  shape: number[];
+  zeroData?: boolean;
+  randomData?: boolean;
+  /** A raw little-endian file with the input's data (numeric) or length-prefixed strings (BYTES). */
+  inputDataFile?: string;
+}
+
+/** One warm-up: `count` requests of `batchSize` rows, run on every instance before the model is ready. */
+export interface ModelWarmup {
+  name: string;
+  batchSize: number;
+  inputs: Record<string, WarmupInput>;
+  count: number;
+}
+
+/** Model settings of `bind()` (PyTriton's `ModelConfig`). */
+export interface ModelConfig {
+  /** Default true. */
+  batching?: boolean;
+  /** Default 4. Must be ≥ 1 when batching. */
+  maxBatchSize?: number;
+  /** Default `{}` (dynamic batching on whenever batching is). */
+  batcher?: DynamicBatcher;
+  /** Default false. */
+  responseCache?: boolean;
+  /** Default false. */
+  decoupled?: boolean;
+  modelWarmup?: ModelWarmup[];
+}
+
+/** An input or output declaration (PyTriton's `Tensor`). `shape` excludes the batch axis. */
+export interface Tensor {
+  /** Default `INPUT_<n>` / `OUTPUT_<n>` (1-based). */
+  name?: string;
+  dtype: DataType | TypedArrayConstructor;
+  /** -1 marks a dynamic dim. */
+  shape: number[];
+  /** Inputs only: the input may be absent from a request. Default false. */
+  optional?: boolean;
+  /** Inputs only: requests with different shapes of this input may share a batch. Default false. */
+  allowRaggedBatch?: boolean;
+}
+
+/** Server settings (PyTriton's `TritonConfig`); every field has Triton's default when absent. */
+export interface TritonConfig {
+  id?: string;
+  logVerbose?: number;
+  exitTimeoutSecs?: number;
+  strictReadiness?: boolean;
+  allowHttp?: boolean;
+  httpAddress?: string;
+  httpPort?: number;
+  httpRestrictedApi?: string;
+  allowGrpc?: boolean;
+  grpcAddress?: string;
+  grpcPort?: number;
+  grpcRestrictedProtocol?: string;
+  allowMetrics?: boolean;
+  metricsAddress?: string;
+  metricsPort?: number;
+  /** Hard cap on queued requests per model, so no queue is unbounded. Default 65536. */
+  maxQueueSizeHardLimit?: number;
+}

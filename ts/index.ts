@@ -1,0 +1,15 @@
+/** infernode's public API. */
+export { Triton, type BindOptions, type InferInput, type TritonInferOptions } from './triton';
+export {
+  TimeoutAction, DeviceKind,
+  type TritonConfig, type ModelConfig, type Tensor, type DynamicBatcher, type QueuePolicy,
+  type ModelWarmup, type WarmupInput,
+} from './config/types';
+export type { NormalizedModelConfig, NormalizedTensor } from './config/normalize';
+export { InferenceServerError, StatusCode, type StatusCodeName } from './errors';
+export { Request, type InferFunc, type Parameters, type ResponseOutputs, type TritonContext } from './request';
+export {
+  NDArray, ndarray, concatRows, DATA_TYPES, type DataType, type TypedArray, type TensorData,
+} from './tensor';
+export type { InferOptions } from './model';
+export * from './decorators';

@@ -1,0 +1,237 @@
+/**
+ * A bound model: the JS side of one NativeModel. It queues requests natively, runs the bound
+ * callables when native code dispatches a batch to an instance, and settles each request's
+ * promise when native code hands the request back.
+ *
+ * Ownership: `pending` holds every request (and so its input TypedArrays, which native code
+ * reads as views) from enqueue until native code hands it back; only then is the entry removed.
+ */
+import { InferenceServerError, invalidArg, toInferenceServerError, StatusCode } from './errors';
+import type { NormalizedModelConfig } from './config/normalize';
+import { native, type NativeModel, type NativeResponses, type NativeModelStats } from './native';
+import { collectOutputs } from './outputs';
+import { Request, type InferFunc, type Parameters, type TritonContext } from './request';
+import { NDArray, dataTypeCode, serializeBytes } from './tensor';
+
+/** Options of one in-process inference. */
+export interface InferOptions {
+  /** Priority level (1 is highest); 0 or absent = the model's default level. */
+  priority?: number;
+  /** Queue timeout; counts only where the model's queue policy allows overriding. */
+  timeoutMicroseconds?: number;
+  parameters?: Parameters;
+  /** Outputs to return; all declared outputs when absent. */
+  outputs?: string[];
+  /** Aborting cancels the request: removed from the queue, or its result dropped. */
+  signal?: AbortSignal;
+}
+
+interface PendingRequest {
+  request: Request;
+  requestedOutputs: string[] | null;
+  resolve: (outputs: Record<string, NDArray>) => void;
+  reject: (err: InferenceServerError) => void;
+  outputs?: Record<string, NDArray>;
+  settled: boolean;
+}
+
+let nextRequestId = 1;
+
+export class BoundModel {
+  readonly config: NormalizedModelConfig;
+  readonly #native: NativeModel;
+  readonly #funcs: InferFunc[];
+  readonly #strict: boolean;
+  readonly #pending = new Map<number, PendingRequest>();
+  readonly #outputNames: Set<string>;
+  #stopped = false;
+  #drained: (() => void) | null = null;
+
+  constructor(config: NormalizedModelConfig, funcs: InferFunc[], strict: boolean) {
+    this.config = config;
+    this.#funcs = funcs;
+    this.#strict = strict;
+    this.#outputNames = new Set(config.outputs.map((t) => t.name));
+    this.#native = new (native().NativeModel)(
+      config,
+      (instance, token, ids) => this.#execute(instance, token, ids),
+      (responses) => this.#settle(responses),
+    );
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  get version(): number {
+    return this.config.version;
+  }
+
+  /** Requests queued or executing. */
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
+  /** Queues one request; resolves with its outputs or rejects with an InferenceServerError. */
+  infer(inputs: Record<string, NDArray>, options: InferOptions = {}): Promise<Record<string, NDArray>> {
+    const id = nextRequestId++;
+    let requestedOutputs: string[] | null = null;
+    try {
+      requestedOutputs = this.#checkRequestedOutputs(options.outputs);
+      this.#enqueue(id, inputs, options);
+    } catch (err) {
+      return Promise.reject(toInferenceServerError(err));
+    }
+    return new Promise((resolve, reject) => {
+      const entry: PendingRequest = {
+        request: new Request(inputs, options.parameters ?? {}, requestedOutputs),
+        requestedOutputs,
+        resolve,
+        reject,
+        settled: false,
+      };
+      this.#pending.set(id, entry);
+      if (options.signal) this.#watchAbort(id, entry, options.signal);
+    });
+  }
+
+  #checkRequestedOutputs(names: string[] | undefined): string[] | null {
+    if (!names) return null;
+    for (const name of names) {
+      if (!this.#outputNames.has(name)) {
+        throw invalidArg(`unexpected inference output '${name}' for model '${this.config.name}'`);
+      }
+    }
+    return names;
+  }
+
+  #enqueue(id: number, inputs: Record<string, NDArray>, options: InferOptions): void {
+    const names = Object.keys(inputs);
+    const dtypes: number[] = [];
+    const shapes: number[][] = [];
+    const datas: ArrayBufferView[] = [];
+    for (const name of names) {
+      const arr = inputs[name];
+      if (!(arr instanceof NDArray)) {
+        throw invalidArg(`input '${name}' for model '${this.config.name}' must be an NDArray`);
+      }
+      dtypes.push(dataTypeCode(arr.dtype));
+      shapes.push(arr.shape);
+      datas.push(arr.dtype === 'BYTES' ? serializeBytes(arr.data as Uint8Array[]) : (arr.data as ArrayBufferView));
+    }
+    if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', `model '${this.config.name}' is not ready: it was stopped`);
+    this.#native.enqueue(id, names, dtypes, shapes, datas, options.priority ?? 0, options.timeoutMicroseconds ?? 0);
+  }
+
+  #watchAbort(id: number, entry: PendingRequest, signal: AbortSignal): void {
+    const onAbort = (): void => {
+      const released = this.#native.cancel(id);
+      if (released) {
+        this.#settle(released);
+      } else if (!entry.settled) {
+        // Already executing: answer now; the entry stays until native code hands it back.
+        entry.settled = true;
+        entry.reject(new InferenceServerError('CANCELLED', `request for model '${this.config.name}' was cancelled`));
+      }
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  }
+
+  /** Native code dispatched a batch to `instance`: run its callable. Never throws. */
+  #execute(instance: number, token: number, ids: Float64Array): void {
+    const entries: PendingRequest[] = [];
+    for (const id of ids) entries.push(this.#pending.get(id)!);
+    const context: TritonContext = { modelConfig: this.config, instanceIndex: instance };
+    let result: unknown;
+    try {
+      result = this.#funcs[instance](entries.map((e) => e.request), context);
+    } catch (err) {
+      this.#finish(instance, token, entries, err);
+      return;
+    }
+    if (result instanceof Promise) {
+      result.then((value) => this.#finish(instance, token, entries, null, value),
+        (err: unknown) => this.#finish(instance, token, entries, err ?? new Error('inference callable rejected')));
+    } else {
+      this.#finish(instance, token, entries, null, result);
+    }
+  }
+
+  #finish(instance: number, token: number, entries: PendingRequest[], error: unknown, result?: unknown): void {
+    let failure = error;
+    if (!failure) {
+      try {
+        const rows = entries.map((e) => this.#rowsOf(e.request));
+        const outputs = collectOutputs(this.config, result, rows, this.#strict);
+        entries.forEach((e, i) => { e.outputs = outputs[i]; });
+      } catch (err) {
+        failure = err;
+      }
+    }
+    let released: NativeResponses | null;
+    if (failure) {
+      const err = toInferenceServerError(failure);
+      released = this.#native.completeBatch(instance, token, StatusCode[err.code], err.message);
+    } else {
+      released = this.#native.completeBatch(instance, token, 0, '');
+    }
+    if (released) this.#settle(released);
+  }
+
+  #rowsOf(request: Request): number {
+    if (this.config.maxBatchSize === 0) return 1;
+    for (const name in request.data) return request.data[name].rows;
+    return 1;
+  }
+
+  /** Native code handed requests back: resolve or reject each. Never throws. */
+  #settle(responses: NativeResponses): void {
+    const { ids, codes, messages } = responses;
+    for (let i = 0; i < ids.length; i++) {
+      const entry = this.#pending.get(ids[i]);
+      if (!entry) continue;
+      this.#pending.delete(ids[i]);
+      if (entry.settled) continue;
+      entry.settled = true;
+      if (codes[i] === 0) entry.resolve(this.#selectOutputs(entry));
+      else entry.reject(new InferenceServerError(codes[i], messages[i] ?? 'inference failed'));
+    }
+    if (this.#drained && this.#pending.size === 0) this.#drained();
+  }
+
+  #selectOutputs(entry: PendingRequest): Record<string, NDArray> {
+    const all = entry.outputs ?? {};
+    if (!entry.requestedOutputs) return all;
+    const picked: Record<string, NDArray> = {};
+    for (const name of entry.requestedOutputs) if (all[name]) picked[name] = all[name];
+    return picked;
+  }
+
+  /** Per-model statistics counters (Triton's statistics extension shape). */
+  stats(): NativeModelStats {
+    return this.#native.stats();
+  }
+
+  /**
+   * Graceful stop: refuse new requests, send what is queued without waiting for the queue
+   * delay, wait up to `timeoutMs` for everything to finish, then fail whatever is left.
+   */
+  async stop(timeoutMs = 30_000): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#native.drain();
+    if (this.#pending.size > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, timeoutMs);
+        this.#drained = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    this.#drained = null;
+    const failed = this.#native.stop();
+    if (failed) this.#settle(failed);
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * The one typed contract of the native addon, and the only file that loads it.
+ * Loading order: node-gyp-build (prebuilds/<platform>-<arch>/, then build/Release); on failure a
+ * single error lists what was tried and how to fix it.
+ */
+import * as path from 'node:path';
+import { InferenceServerError } from './errors';
+import type { NormalizedModelConfig } from './config/normalize';
+
+/** Requests handed back by native code: parallel arrays, codes are StatusCode numbers (0 = ok). */
+export interface NativeResponses {
+  ids: Float64Array;
+  codes: Int32Array;
+  /** Error message per failed entry (sparse). */
+  messages: (string | undefined)[];
+}
+
+export interface NativeDuration {
+  count: number;
+  ns: number;
+}
+
+export interface NativeModelStats {
+  success: NativeDuration;
+  fail: NativeDuration;
+  queue: NativeDuration;
+  computeInfer: NativeDuration;
+  inferenceCount: number;
+  executionCount: number;
+  lastInferenceMs: number;
+  rejectedCount: number;
+  pending: number;
+  batchStats: { batchSize: number; computeInfer: NativeDuration }[];
+}
+
+/** Backed by cpp/napi/native_model.{h,cc}. Every method runs on the main thread. */
+export interface NativeModel {
+  /** Validates and queues; throws InferenceServerError (INVALID_ARG, UNAVAILABLE) synchronously. */
+  enqueue(
+    id: number, names: string[], dtypeCodes: number[], shapes: number[][], datas: ArrayBufferView[],
+    priority: number, timeoutMicroseconds: number,
+  ): void;
+  /** Reports a batch done; returns the responses releasable now (preserve_ordering may hold some). */
+  completeBatch(instance: number, token: number, code: number, message: string): NativeResponses | null;
+  completeBatch(instance: number, token: number, codes: Int32Array, messages: string[]): NativeResponses | null;
+  /** Removes a queued request: its CANCELLED response, or null when it already left the queue. */
+  cancel(id: number): NativeResponses | null;
+  /** Queued requests are sent without waiting for the queue delay; new ones are refused. */
+  drain(): void;
+  /** Joins the batcher thread; returns the failures of everything still queued or executing. */
+  stop(): NativeResponses | null;
+  stats(): NativeModelStats;
+}
+
+export type ExecuteCallback = (instance: number, token: number, ids: Float64Array) => void;
+export type CompleteCallback = (responses: NativeResponses) => void;
+
+export interface NativeModelConstructor {
+  new (config: NormalizedModelConfig, onExecute: ExecuteCallback, onComplete: CompleteCallback): NativeModel;
+}
+
+export interface BuildInfo {
+  cuda: boolean;
+  cudaDeviceCount: number;
+  napiVersion: number;
+}
+
+export interface Addon {
+  NativeModel: NativeModelConstructor;
+  init(errorClass: typeof InferenceServerError): void;
+  buildInfo(): BuildInfo;
+}
+
+let addon: Addon | undefined;
+
+/** The loaded addon (loaded once per environment, on first use). */
+export function native(): Addon {
+  if (addon) return addon;
+  const root = path.join(__dirname, '..');
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    addon = require('node-gyp-build')(root) as Addon;
+  } catch (err) {
+    throw new Error(
+      `infernode: could not load the native addon (${(err as Error).message}).\n` +
+        `Tried prebuilds/${process.platform}-${process.arch}/ and build/Release/ under ${root}.\n` +
+        'Build it with `npm run build:native` (needs cmake and a C++17 compiler) or reinstall the package.',
+    );
+  }
+  addon.init(InferenceServerError);
+  return addon;
+}

@@ -1,0 +1,48 @@
+/**
+ * What an inference callable receives: one `Request` per client request in the batch
+ * (PyTriton's `pytriton.proxy.types.Request`), and the `TritonContext` decorators read.
+ */
+import type { NDArray } from './tensor';
+import type { NormalizedModelConfig } from './config/normalize';
+
+/** Request parameters as KServe v2 carries them. */
+export type Parameters = Record<string, string | number | boolean>;
+
+/** One client request inside an execution. `data` holds its inputs (with their batch axis). */
+export class Request {
+  constructor(
+    readonly data: Record<string, NDArray>,
+    readonly parameters: Parameters = {},
+    readonly requestedOutputNames: string[] | null = null,
+  ) {}
+
+  /** Input by name. */
+  get(name: string): NDArray | undefined {
+    return this.data[name];
+  }
+
+  /** Names of the inputs present. */
+  keys(): string[] {
+    return Object.keys(this.data);
+  }
+}
+
+/** What a callable returns for one request: outputs by name (NDArray or TypedArray). */
+export type ResponseOutputs = Record<string, NDArray | import('./tensor').TypedArray>;
+
+/** What decorators and `tritonContext` callables can read about the bound model. */
+export interface TritonContext {
+  /** The normalized config of the model this callable serves. */
+  readonly modelConfig: NormalizedModelConfig;
+  /** Which instance (0-based index into the bound callables) runs this call. */
+  readonly instanceIndex: number;
+}
+
+/**
+ * An inference callable as `bind()` takes it: requests in, one outputs object per request out
+ * (sync or async). The context is passed as a second argument for decorators to use.
+ */
+export type InferFunc = (
+  requests: Request[],
+  context: TritonContext,
+) => ResponseOutputs[] | Promise<ResponseOutputs[]>;

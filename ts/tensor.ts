@@ -1,0 +1,226 @@
+/**
+ * Datatypes and the NDArray value that carries tensor data through the JS API.
+ *
+ * Numeric tensors hold a TypedArray in row-major order. BYTES tensors hold one Uint8Array
+ * (usually a Buffer) per element. FP16 and BF16 hold their raw 16-bit patterns in a
+ * Uint16Array; BOOL holds one byte per element (0 or 1) in a Uint8Array.
+ */
+import { invalidArg } from './errors';
+
+/** Triton's datatype names, in the order of Triton's `TYPE_*` enum (values 1..14). */
+export const DATA_TYPES = [
+  'BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64',
+  'FP16', 'FP32', 'FP64', 'BYTES', 'BF16',
+] as const;
+
+export type DataType = (typeof DATA_TYPES)[number];
+
+/** Triton's `TYPE_*` enum value for a datatype (shared with `cpp/core/datatype.h`). */
+export function dataTypeCode(dtype: DataType): number {
+  return DATA_TYPES.indexOf(dtype) + 1;
+}
+
+export type TypedArray =
+  | Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array
+  | BigUint64Array | BigInt64Array | Float32Array | Float64Array;
+
+export type TypedArrayConstructor =
+  | Uint8ArrayConstructor | Int8ArrayConstructor | Uint16ArrayConstructor | Int16ArrayConstructor
+  | Uint32ArrayConstructor | Int32ArrayConstructor | BigUint64ArrayConstructor
+  | BigInt64ArrayConstructor | Float32ArrayConstructor | Float64ArrayConstructor;
+
+/** Data of a tensor: a TypedArray, or one byte string per element for BYTES. */
+export type TensorData = TypedArray | Uint8Array[];
+
+const ARRAY_TYPE: Record<Exclude<DataType, 'BYTES'>, TypedArrayConstructor> = {
+  BOOL: Uint8Array,
+  UINT8: Uint8Array,
+  UINT16: Uint16Array,
+  UINT32: Uint32Array,
+  UINT64: BigUint64Array,
+  INT8: Int8Array,
+  INT16: Int16Array,
+  INT32: Int32Array,
+  INT64: BigInt64Array,
+  FP16: Uint16Array,
+  FP32: Float32Array,
+  FP64: Float64Array,
+  BF16: Uint16Array,
+};
+
+/** Bytes per element; 0 for BYTES (variable length). */
+export function dataTypeByteSize(dtype: DataType): number {
+  return dtype === 'BYTES' ? 0 : ARRAY_TYPE[dtype].BYTES_PER_ELEMENT;
+}
+
+/** The TypedArray constructor that holds a numeric datatype. */
+export function typedArrayFor(dtype: Exclude<DataType, 'BYTES'>): TypedArrayConstructor {
+  return ARRAY_TYPE[dtype];
+}
+
+/** Datatype implied by a TypedArray (Uint8Array → UINT8, Uint16Array → UINT16). */
+export function dataTypeOfArray(data: TypedArray): DataType {
+  if (data instanceof Float32Array) return 'FP32';
+  if (data instanceof Float64Array) return 'FP64';
+  if (data instanceof Int32Array) return 'INT32';
+  if (data instanceof BigInt64Array) return 'INT64';
+  if (data instanceof Uint8Array) return 'UINT8';
+  if (data instanceof Int8Array) return 'INT8';
+  if (data instanceof Int16Array) return 'INT16';
+  if (data instanceof Uint16Array) return 'UINT16';
+  if (data instanceof Uint32Array) return 'UINT32';
+  if (data instanceof BigUint64Array) return 'UINT64';
+  throw invalidArg('unsupported TypedArray');
+}
+
+/** Accepts a datatype name (`'FP32'`, `'TYPE_FP32'`, `'TYPE_STRING'`) or a TypedArray constructor. */
+export function parseDataType(value: DataType | string | TypedArrayConstructor): DataType {
+  if (typeof value === 'function') {
+    const match = (Object.keys(ARRAY_TYPE) as Exclude<DataType, 'BYTES'>[]).find(
+      (dt) => ARRAY_TYPE[dt] === value && dt !== 'BOOL' && dt !== 'FP16' && dt !== 'BF16',
+    );
+    if (!match) throw invalidArg(`unsupported dtype constructor ${value.name}`);
+    return match;
+  }
+  const upper = String(value).toUpperCase();
+  const name = upper === 'TYPE_STRING' ? 'BYTES' : upper.replace(/^TYPE_/, '');
+  if (!(DATA_TYPES as readonly string[]).includes(name)) {
+    throw invalidArg(`unknown datatype '${value}', expected one of ${DATA_TYPES.join(', ')}`);
+  }
+  return name as DataType;
+}
+
+/** Product of dims, checked: every dim must be a non-negative safe integer. */
+export function elementCount(shape: readonly number[]): number {
+  let count = 1;
+  for (const dim of shape) {
+    if (!Number.isSafeInteger(dim) || dim < 0) {
+      throw invalidArg(`invalid dimension ${dim} in shape [${shape.join(',')}]`);
+    }
+    count *= dim;
+    if (!Number.isSafeInteger(count)) throw invalidArg(`shape [${shape.join(',')}] is too large`);
+  }
+  return count;
+}
+
+/** A typed n-dimensional array: the value inference callables receive and return. */
+export class NDArray<D extends TensorData = TensorData> {
+  constructor(
+    readonly dtype: DataType,
+    readonly shape: number[],
+    readonly data: D,
+  ) {
+    const expected = elementCount(shape);
+    if (data.length !== expected) {
+      throw invalidArg(
+        `${dtype} tensor of shape [${shape.join(',')}] needs ${expected} elements, got ${data.length}`,
+      );
+    }
+    if (dtype === 'BYTES' ? !Array.isArray(data) : Array.isArray(data)) {
+      throw invalidArg(`data of a ${dtype} tensor must be ${dtype === 'BYTES' ? 'an array of byte strings' : 'a TypedArray'}`);
+    }
+  }
+
+  /** Number of elements. */
+  get size(): number {
+    return this.data.length;
+  }
+
+  /** Length of the first axis (1 for a scalar). */
+  get rows(): number {
+    return this.shape.length === 0 ? 1 : this.shape[0];
+  }
+
+  /** Rows [start, end) along axis 0, sharing memory with this array. */
+  sliceRows(start: number, end: number): NDArray<D> {
+    const rowSize = this.rows === 0 ? 0 : this.size / this.rows;
+    const data = Array.isArray(this.data)
+      ? this.data.slice(start * rowSize, end * rowSize)
+      : (this.data as TypedArray).subarray(start * rowSize, end * rowSize);
+    return new NDArray(this.dtype, [end - start, ...this.shape.slice(1)], data as D);
+  }
+
+  /** Same data, another shape with the same element count. */
+  reshape(shape: number[]): NDArray<D> {
+    return new NDArray(this.dtype, shape, this.data);
+  }
+
+  /** Element i as a JS value (number, bigint, boolean or byte string). */
+  at(i: number): number | bigint | boolean | Uint8Array {
+    const v = (this.data as ArrayLike<number | bigint | Uint8Array>)[i];
+    return this.dtype === 'BOOL' ? v !== 0 : v;
+  }
+}
+
+/** Builds an NDArray from a TypedArray or byte strings; the datatype is inferred when not given. */
+export function ndarray(data: TensorData | string[], shape?: number[], dtype?: DataType): NDArray {
+  if (Array.isArray(data)) {
+    const items = (data as (string | Uint8Array)[]).map((s) => (typeof s === 'string' ? Buffer.from(s) : s));
+    return new NDArray('BYTES', shape ?? [items.length], items);
+  }
+  return new NDArray(dtype ?? dataTypeOfArray(data), shape ?? [data.length], data);
+}
+
+/** Concatenates arrays along axis 0 (their other dims must agree). */
+export function concatRows(arrays: NDArray[]): NDArray {
+  if (arrays.length === 1) return arrays[0];
+  const first = arrays[0];
+  const tail = first.shape.slice(1).join(',');
+  let rows = 0;
+  let total = 0;
+  for (const a of arrays) {
+    if (a.dtype !== first.dtype || a.shape.slice(1).join(',') !== tail) {
+      throw invalidArg(
+        `cannot concatenate ${a.dtype}[${a.shape.join(',')}] with ${first.dtype}[${first.shape.join(',')}]`,
+      );
+    }
+    rows += a.rows;
+    total += a.size;
+  }
+  const shape = [rows, ...first.shape.slice(1)];
+  if (first.dtype === 'BYTES') {
+    return new NDArray('BYTES', shape, arrays.flatMap((a) => a.data as Uint8Array[]));
+  }
+  const out = new (typedArrayFor(first.dtype as Exclude<DataType, 'BYTES'>))(total);
+  let offset = 0;
+  for (const a of arrays) {
+    (out as Float64Array).set(a.data as Float64Array, offset);
+    offset += a.size;
+  }
+  return new NDArray(first.dtype, shape, out);
+}
+
+/**
+ * BYTES serialization as Triton uses it on the wire and in native code: each element is a
+ * 4-byte little-endian length followed by its bytes.
+ */
+export function serializeBytes(items: readonly Uint8Array[]): Buffer {
+  let total = 0;
+  for (const item of items) total += 4 + item.length;
+  const out = Buffer.allocUnsafe(total);
+  let offset = 0;
+  for (const item of items) {
+    out.writeUInt32LE(item.length, offset);
+    out.set(item, offset + 4);
+    offset += 4 + item.length;
+  }
+  return out;
+}
+
+/** Inverse of serializeBytes; throws INVALID_ARG naming `what` when the encoding is broken. */
+export function deserializeBytes(buf: Uint8Array, count: number, what: string): Buffer[] {
+  const view = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  const items: Buffer[] = [];
+  let offset = 0;
+  while (offset < view.length) {
+    if (offset + 4 > view.length) throw invalidArg(`${what}: truncated BYTES element length`);
+    const len = view.readUInt32LE(offset);
+    if (offset + 4 + len > view.length) throw invalidArg(`${what}: BYTES element exceeds the data`);
+    items.push(view.subarray(offset + 4, offset + 4 + len));
+    offset += 4 + len;
+  }
+  if (items.length !== count) {
+    throw invalidArg(`${what}: expected ${count} BYTES elements, got ${items.length}`);
+  }
+  return items;
+}

@@ -1,0 +1,143 @@
+/**
+ * `Triton`: binds inference callables as models and serves them (PyTriton's `Triton`).
+ * `infer()` is the in-process path; the HTTP/gRPC frontends serve the same models.
+ */
+import type { ModelConfig, Tensor, TritonConfig } from './config/types';
+import { normalizeBindConfig } from './config/normalize';
+import { InferenceServerError, notFound } from './errors';
+import { BoundModel, type InferOptions } from './model';
+import type { InferFunc } from './request';
+import { NDArray, ndarray, type DataType, type TensorData } from './tensor';
+import { runWarmups } from './warmup';
+
+/** Arguments of `bind()` (PyTriton's `bind`, camelCased). */
+export interface BindOptions {
+  modelName: string;
+  /** One callable per model instance; a list binds that many instances. */
+  inferFunc: InferFunc | InferFunc[];
+  inputs: Tensor[];
+  outputs: Tensor[];
+  /** Default 1. */
+  modelVersion?: number;
+  config?: ModelConfig;
+  /** Default false. Validate output names, dtypes and shapes against `outputs`. */
+  strict?: boolean;
+}
+
+/** An input of `infer()`: an NDArray, or its parts. A bare TypedArray is a 1-D tensor. */
+export type InferInput = NDArray | TensorData | { data: TensorData | string[]; shape?: number[]; dtype?: DataType };
+
+export interface TritonInferOptions extends InferOptions {
+  /** Default: the latest bound version. */
+  modelVersion?: number;
+}
+
+function toNDArray(value: InferInput): NDArray {
+  if (value instanceof NDArray) return value;
+  if (ArrayBuffer.isView(value) || Array.isArray(value)) return ndarray(value as TensorData);
+  return ndarray(value.data, value.shape, value.dtype);
+}
+
+export class Triton {
+  readonly config: TritonConfig;
+  /** Lower-cased model name → versions (PyTriton treats names case-insensitively for duplicates). */
+  readonly #models = new Map<string, Map<number, BoundModel>>();
+  readonly #warmups: Promise<void>[] = [];
+  #running = false;
+  #stopped = false;
+
+  constructor(options: { config?: TritonConfig } = {}) {
+    this.config = { ...options.config };
+  }
+
+  /** Binds a callable (or one per instance) as a model; it can serve requests at once. */
+  bind(options: BindOptions): void {
+    if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', 'this Triton was stopped');
+    const funcs = Array.isArray(options.inferFunc) ? options.inferFunc : [options.inferFunc];
+    if (funcs.length === 0 || funcs.some((f) => typeof f !== 'function')) {
+      throw new InferenceServerError('INVALID_ARG', `model '${options.modelName}': inferFunc must be a function or a non-empty list of functions`);
+    }
+    const config = normalizeBindConfig({
+      modelName: options.modelName,
+      modelVersion: options.modelVersion,
+      inputs: options.inputs,
+      outputs: options.outputs,
+      config: options.config,
+      instanceCount: funcs.length,
+      maxQueueSizeHardLimit: this.config.maxQueueSizeHardLimit,
+    });
+    const key = config.name.toLowerCase();
+    const versions = this.#models.get(key) ?? new Map<number, BoundModel>();
+    if (versions.has(config.version)) {
+      throw new InferenceServerError('ALREADY_EXISTS', `model '${config.name}' version ${config.version} is already bound`);
+    }
+    const model = new BoundModel(config, funcs, options.strict ?? false);
+    versions.set(config.version, model);
+    this.#models.set(key, versions);
+    this.#warmups.push(runWarmups(config, funcs));
+  }
+
+  /** Starts serving without blocking: warm-ups finish before it resolves. */
+  async run(): Promise<void> {
+    await Promise.all(this.#warmups);
+    this.#running = true;
+  }
+
+  /** Runs until SIGINT or SIGTERM, then stops gracefully (in-flight requests finish first). */
+  async serve(): Promise<void> {
+    await this.run();
+    await new Promise<void>((resolve) => {
+      const onSignal = (): void => {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        resolve();
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+    });
+    await this.stop();
+  }
+
+  /** Graceful stop of every model; false when already stopped. */
+  async stop(): Promise<boolean> {
+    if (this.#stopped) return false;
+    this.#stopped = true;
+    this.#running = false;
+    const timeoutMs = (this.config.exitTimeoutSecs ?? 30) * 1000;
+    await Promise.all(this.models().map((m) => m.stop(timeoutMs)));
+    return true;
+  }
+
+  /** True between run() and stop(). */
+  isConnected(): boolean {
+    return this.#running;
+  }
+
+  /** Every bound model version. */
+  models(): BoundModel[] {
+    return [...this.#models.values()].flatMap((versions) => [...versions.values()]);
+  }
+
+  /** A bound model; NOT_FOUND when the name or version is unknown. Latest version by default. */
+  model(name: string, version?: number): BoundModel {
+    const versions = this.#models.get(name.toLowerCase());
+    if (!versions || versions.size === 0) throw notFound(`Request for unknown model: '${name}' is not found`);
+    if (version === undefined) return versions.get(Math.max(...versions.keys()))!;
+    const model = versions.get(version);
+    if (!model) throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
+    return model;
+  }
+
+  /** In-process inference: resolves with the outputs, or rejects with an InferenceServerError. */
+  infer(modelName: string, inputs: Record<string, InferInput>, options: TritonInferOptions = {}): Promise<Record<string, NDArray>> {
+    let model: BoundModel;
+    const arrays: Record<string, NDArray> = {};
+    try {
+      model = this.model(modelName, options.modelVersion);
+      for (const name in inputs) arrays[name] = toNDArray(inputs[name]);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return model.infer(arrays, options);
+  }
+}
