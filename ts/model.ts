@@ -8,7 +8,7 @@
  */
 import { InferenceServerError, invalidArg, toInferenceServerError, StatusCode } from './errors';
 import type { NormalizedModelConfig } from './config/normalize';
-import { native, type NativeModel, type NativeResponses, type NativeModelStats } from './native';
+import { native, type Dispatch, type NativeModel, type NativeResponses, type NativeModelStats } from './native';
 import { collectOutputs } from './outputs';
 import { Request, type InferFunc, type Parameters, type TritonContext } from './request';
 import { NDArray, dataTypeCode, serializeBytes } from './tensor';
@@ -45,6 +45,7 @@ export class BoundModel {
   readonly #pending = new Map<number, PendingRequest>();
   readonly #outputNames: Set<string>;
   #stopped = false;
+  #pumpScheduled = false;
   #drained: (() => void) | null = null;
 
   constructor(config: NormalizedModelConfig, funcs: InferFunc[], strict: boolean) {
@@ -75,24 +76,36 @@ export class BoundModel {
   /** Queues one request; resolves with its outputs or rejects with an InferenceServerError. */
   infer(inputs: Record<string, NDArray>, options: InferOptions = {}): Promise<Record<string, NDArray>> {
     const id = nextRequestId++;
-    let requestedOutputs: string[] | null = null;
+    let resolveFn!: (outputs: Record<string, NDArray>) => void;
+    let rejectFn!: (err: InferenceServerError) => void;
+    const promise = new Promise<Record<string, NDArray>>((resolve, reject) => {
+      resolveFn = resolve;
+      rejectFn = reject;
+    });
     try {
-      requestedOutputs = this.#checkRequestedOutputs(options.outputs);
-      this.#enqueue(id, inputs, options);
-    } catch (err) {
-      return Promise.reject(toInferenceServerError(err));
-    }
-    return new Promise((resolve, reject) => {
+      const requestedOutputs = this.#checkRequestedOutputs(options.outputs);
       const entry: PendingRequest = {
         request: new Request(inputs, options.parameters ?? {}, requestedOutputs),
         requestedOutputs,
-        resolve,
-        reject,
+        resolve: resolveFn,
+        reject: rejectFn,
         settled: false,
       };
+      // Stored before enqueue: the scheduler may dispatch this request within the call.
       this.#pending.set(id, entry);
+      try {
+        this.#enqueue(id, inputs, options);
+      } catch (err) {
+        this.#pending.delete(id);
+        throw err;
+      }
       if (options.signal) this.#watchAbort(id, entry, options.signal);
-    });
+    } catch (err) {
+      rejectFn(toInferenceServerError(err));
+      return promise;
+    }
+    this.#schedulePump();
+    return promise;
   }
 
   #checkRequestedOutputs(names: string[] | undefined): string[] | null {
@@ -138,8 +151,32 @@ export class BoundModel {
     else signal.addEventListener('abort', onAbort, { once: true });
   }
 
-  /** Native code dispatched a batch to `instance`: run its callable. Never throws. */
+  /**
+   * Batches for JS instances are formed on this thread: requests queued during one turn of the
+   * event loop are dispatched together by one pump in a microtask (as the batcher would find
+   * them queued), with no batcher-thread hop. The batcher thread takes over only for queue
+   * delays and timeouts, and then reaches JS through the channel (#execute).
+   */
+  #schedulePump(): void {
+    if (this.#pumpScheduled) return;
+    this.#pumpScheduled = true;
+    queueMicrotask(this.#pump);
+  }
+
+  readonly #pump = (): void => {
+    this.#pumpScheduled = false;
+    if (this.#stopped && this.#pending.size === 0) return;
+    let dispatch: Dispatch | undefined;
+    while ((dispatch = this.#native.pump())) this.#run(dispatch[0], dispatch[1], dispatch.subarray(2));
+  };
+
+  /** The batcher thread dispatched a batch to `instance` (through the channel). */
   #execute(instance: number, token: number, ids: Float64Array): void {
+    this.#run(instance, token, ids);
+  }
+
+  /** Runs one batch's callable; its completion is reported to native code. Never throws. */
+  #run(instance: number, token: number, ids: Float64Array): void {
     const entries: PendingRequest[] = [];
     for (const id of ids) entries.push(this.#pending.get(id)!);
     const context: TritonContext = { modelConfig: this.config, instanceIndex: instance };
@@ -151,8 +188,10 @@ export class BoundModel {
       return;
     }
     if (result instanceof Promise) {
-      result.then((value) => this.#finish(instance, token, entries, null, value),
-        (err: unknown) => this.#finish(instance, token, entries, err ?? new Error('inference callable rejected')));
+      result.then(
+        (value) => this.#finish(instance, token, entries, null, value),
+        (err: unknown) => this.#finish(instance, token, entries, err ?? new Error('inference callable rejected')),
+      );
     } else {
       this.#finish(instance, token, entries, null, result);
     }
@@ -176,6 +215,7 @@ export class BoundModel {
     } else {
       released = this.#native.completeBatch(instance, token, 0, '');
     }
+    this.#schedulePump();
     if (released) this.#settle(released);
   }
 

@@ -15,6 +15,12 @@ export interface NativeResponses {
   messages: (string | undefined)[];
 }
 
+/**
+ * `[instance, token, ...requestIds]`: a batch the scheduler dispatched on the main thread to a
+ * JS instance (no batcher-thread hop); the caller must run it and then call completeBatch.
+ */
+export type Dispatch = Float64Array;
+
 export interface NativeDuration {
   count: number;
   ns: number;
@@ -35,12 +41,23 @@ export interface NativeModelStats {
 
 /** Backed by cpp/napi/native_model.{h,cc}. Every method runs on the main thread. */
 export interface NativeModel {
-  /** Validates and queues; throws InferenceServerError (INVALID_ARG, UNAVAILABLE) synchronously. */
+  /**
+   * Validates and queues; throws InferenceServerError (INVALID_ARG, UNAVAILABLE) synchronously.
+   * The caller promises to call pump() soon (once per burst of requests).
+   */
   enqueue(
     id: number, names: string[], dtypeCodes: number[], shapes: number[][], datas: ArrayBufferView[],
     priority: number, timeoutMicroseconds: number,
   ): void;
-  /** Reports a batch done; returns the responses releasable now (preserve_ordering may hold some). */
+  /**
+   * Dispatches the batch the batcher would send now to an idle JS instance, on this thread;
+   * undefined when none can go now (the batcher thread then handles any queue delay).
+   */
+  pump(): Dispatch | undefined;
+  /**
+   * Reports a batch done; returns the responses releasable now (preserve_ordering may hold
+   * some). The caller promises to call pump() soon.
+   */
   completeBatch(instance: number, token: number, code: number, message: string): NativeResponses | null;
   completeBatch(instance: number, token: number, codes: Int32Array, messages: string[]): NativeResponses | null;
   /** Removes a queued request: its CANCELLED response, or null when it already left the queue. */

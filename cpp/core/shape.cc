@@ -35,7 +35,7 @@ Status ByteSize(DataType dtype, const Shape& shape, uint64_t* bytes) {
   int64_t count = 0;
   RETURN_IF_ERROR(ElementCount(shape, &count));
   const uint64_t n = static_cast<uint64_t>(count);
-  if (n > std::numeric_limits<uint64_t>::max() / elem) {
+  if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / elem) {
     return InvalidArg("byte size of shape " + ShapeToString(shape) + " overflows");
   }
   *bytes = n * elem;

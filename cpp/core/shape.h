@@ -19,7 +19,7 @@ std::string ShapeToString(const Shape& shape);
 // Product of the dims. Fails on a negative dim or when the product exceeds INT64_MAX.
 Status ElementCount(const Shape& shape, int64_t* count);
 
-// Element count times the datatype's size. Fails for BYTES, invalid types, overflow.
+// Element count times the datatype's size. Fails for BYTES, invalid types, and sizes beyond INT64_MAX.
 Status ByteSize(DataType dtype, const Shape& shape, uint64_t* bytes);
 
 // True when `shape` matches `dims` where -1 in dims accepts any size.

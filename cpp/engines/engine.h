@@ -27,6 +27,18 @@ class ModelInstance {
   // Starts executing; must not block for the batch's duration. The result comes back through
   // the scheduler's CompleteBatch, on any thread.
   virtual void Execute(const Batch& batch) = 0;
+
+  // True when the instance runs on the thread that reports events to the scheduler (the JS
+  // main thread): the scheduler may then hand it a batch directly from Enqueue/CompleteBatch
+  // instead of waking the batcher thread, saving two thread hops per request.
+  virtual bool RunsOnCallerThread() const { return false; }
+};
+
+// A batch dispatched on the caller's thread (see RunsOnCallerThread).
+struct InlineDispatch {
+  int instance = -1;  // -1: nothing was dispatched
+  uint64_t token = 0;
+  std::vector<uint64_t> request_ids;
 };
 
 }  // namespace infernode

@@ -18,6 +18,8 @@ class JsInstance final : public ModelInstance {
     channel_->PostExecute(batch.instance, batch.token, std::move(ids));
   }
 
+  bool RunsOnCallerThread() const override { return true; }
+
  private:
   JsChannel* channel_;  // owned by the NativeModel, which outlives its scheduler's instances
 };

@@ -30,6 +30,16 @@ InputTensor InputFromJs(Napi::Env env, const Napi::Value& name, const Napi::Valu
   return in;
 }
 
+// [instance, token, id...]: a batch dispatched on the main thread, for JS to execute now.
+Napi::Value DispatchToJs(Napi::Env env, const InlineDispatch& dispatch) {
+  if (dispatch.instance < 0) return env.Undefined();
+  Napi::Float64Array out = Napi::Float64Array::New(env, dispatch.request_ids.size() + 2);
+  out[0] = dispatch.instance;
+  out[1] = static_cast<double>(dispatch.token);
+  for (size_t i = 0; i < dispatch.request_ids.size(); ++i) out[i + 2] = static_cast<double>(dispatch.request_ids[i]);
+  return out;
+}
+
 }  // namespace
 
 Napi::Function NativeModel::Define(Napi::Env env) {
@@ -37,6 +47,7 @@ Napi::Function NativeModel::Define(Napi::Env env) {
                      {InstanceMethod<&NativeModel::Enqueue>("enqueue"),
                       InstanceMethod<&NativeModel::CompleteBatch>("completeBatch"),
                       InstanceMethod<&NativeModel::Cancel>("cancel"),
+                      InstanceMethod<&NativeModel::Pump>("pump"),
                       InstanceMethod<&NativeModel::Drain>("drain"),
                       InstanceMethod<&NativeModel::Stop>("stop"),
                       InstanceMethod<&NativeModel::Stats>("stats")});
@@ -90,7 +101,7 @@ Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   request->priority = info[5].IsNumber() ? info[5].As<Napi::Number>().Uint32Value() : 0;
   request->timeout_us = info[6].IsNumber() ? static_cast<uint64_t>(info[6].As<Napi::Number>().Int64Value()) : 0;
   if (stopped_) ThrowStatus(env, Unavailable("model '" + scheduler_->Config().name + "' is stopped"));
-  Status status = scheduler_->Enqueue(request);
+  Status status = scheduler_->Enqueue(request, /*caller_pumps=*/true);
   if (!status.IsOk()) ThrowStatus(env, status);
   if (outstanding_++ == 0) channel_->Ref(env);
   return env.Undefined();
@@ -115,13 +126,21 @@ Napi::Value NativeModel::CompleteBatch(const Napi::CallbackInfo& info) {
     statuses.emplace_back(code, code == StatusCode::kSuccess ? "" : info[3].ToString().Utf8Value());
   }
   if (stopped_) return env.Null();
-  return ResponsesToJs(env, scheduler_->CompleteBatch(instance, token, std::move(statuses)));
+  return ResponsesToJs(env, scheduler_->CompleteBatch(instance, token, std::move(statuses), /*caller_pumps=*/true));
 }
 
 Napi::Value NativeModel::Cancel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (stopped_) return env.Null();
   return ResponsesToJs(env, scheduler_->Cancel(static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value())));
+}
+
+Napi::Value NativeModel::Pump(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (stopped_) return env.Undefined();
+  InlineDispatch dispatch;
+  scheduler_->Pump(&dispatch);
+  return DispatchToJs(env, dispatch);
 }
 
 Napi::Value NativeModel::Drain(const Napi::CallbackInfo& info) {

@@ -29,6 +29,7 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
   Napi::Value Enqueue(const Napi::CallbackInfo& info);
   Napi::Value CompleteBatch(const Napi::CallbackInfo& info);
   Napi::Value Cancel(const Napi::CallbackInfo& info);
+  Napi::Value Pump(const Napi::CallbackInfo& info);
   Napi::Value Drain(const Napi::CallbackInfo& info);
   Napi::Value Stop(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);

@@ -47,7 +47,7 @@ void DynamicBatchScheduler::Start(std::vector<std::unique_ptr<ModelInstance>> in
   thread_ = std::thread([this] { Run(); });
 }
 
-Status DynamicBatchScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request) {
+Status DynamicBatchScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request, bool caller_pumps) {
   RETURN_IF_ERROR(ValidateRequest(config_, request.get()));
   bool wake = false;
   {
@@ -62,10 +62,45 @@ Status DynamicBatchScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request
       return status;
     }
     ++stats_.pending;
-    wake = IdleInstance() >= 0;
+    wake = ThreadNeededLocked(caller_pumps);
   }
   if (wake) cv_.notify_one();
   return Status::Success();
+}
+
+bool DynamicBatchScheduler::ThreadNeededLocked(bool caller_pumps) const {
+  if (queue_.Size() == 0) return false;
+  if (queue_.NextDeadline() != 0) return true;
+  for (size_t i = 0; i < in_flight_.size(); ++i) {
+    if (!in_flight_[i] && !(caller_pumps && instances_[i]->RunsOnCallerThread())) return true;
+  }
+  return false;
+}
+
+void DynamicBatchScheduler::Pump(InlineDispatch* dispatch) {
+  dispatch->instance = -1;
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    DispatchInlineLocked(dispatch);
+    wake = dispatch->instance < 0 && ThreadNeededLocked(false);
+  }
+  if (wake) cv_.notify_one();
+}
+
+void DynamicBatchScheduler::DispatchInlineLocked(InlineDispatch* dispatch) {
+  const uint64_t now = SteadyNowNs();
+  // Expired requests are the batcher thread's to reject; leave everything to it then.
+  if (queue_.NextDeadline() != 0 && now >= queue_.NextDeadline()) return;
+  uint64_t wait_ns = 0;
+  const int instance = DispatchLocked(now, true, &wait_ns);
+  if (instance < 0) return;
+  const Batch& batch = *in_flight_[instance];
+  dispatch->instance = instance;
+  dispatch->token = batch.token;
+  dispatch->request_ids.clear();
+  for (const auto& r : batch.requests) dispatch->request_ids.push_back(r->id);
 }
 
 std::vector<InferenceResponse> DynamicBatchScheduler::Cancel(uint64_t request_id) {
@@ -81,11 +116,33 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Cancel(uint64_t request_id
   return out;
 }
 
-int DynamicBatchScheduler::IdleInstance() const {
+int DynamicBatchScheduler::IdleInstance(bool caller_thread_only) const {
   for (size_t i = 0; i < in_flight_.size(); ++i) {
-    if (!in_flight_[i]) return static_cast<int>(i);
+    if (!in_flight_[i] && (!caller_thread_only || instances_[i]->RunsOnCallerThread())) {
+      return static_cast<int>(i);
+    }
   }
   return -1;
+}
+
+int DynamicBatchScheduler::DispatchLocked(uint64_t now_ns, bool caller_thread_only, uint64_t* wait_ns) {
+  *wait_ns = 0;
+  const int idle = IdleInstance(caller_thread_only);
+  if (idle < 0 || queue_.Size() == 0) return -1;
+  const BatchDecision decision = FormBatch(PendingView(), config_, now_ns, draining_);
+  if (decision.count == 0) {
+    *wait_ns = decision.wait_ns;
+    return -1;
+  }
+  auto batch = std::make_unique<Batch>();
+  batch->instance = static_cast<uint32_t>(idle);
+  batch->sequence = next_sequence_++;
+  batch->token = next_token_++;
+  batch->dispatch_ns = now_ns;
+  batch->requests = queue_.Pop(decision.count);
+  for (const auto& r : batch->requests) batch->rows += r->batch_size;
+  in_flight_[idle] = std::move(batch);
+  return idle;
 }
 
 std::vector<PendingRequest> DynamicBatchScheduler::PendingView() const {
@@ -117,26 +174,14 @@ void DynamicBatchScheduler::Run() {
       continue;
     }
     uint64_t wait_ns = 0;
-    const int idle = IdleInstance();
-    if (idle >= 0 && queue_.Size() > 0) {
-      const BatchDecision decision = FormBatch(PendingView(), config_, now, draining_);
-      if (decision.count > 0) {
-        auto batch = std::make_unique<Batch>();
-        batch->instance = static_cast<uint32_t>(idle);
-        batch->sequence = next_sequence_++;
-        batch->token = next_token_++;
-        batch->dispatch_ns = now;
-        batch->requests = queue_.Pop(decision.count);
-        for (const auto& r : batch->requests) batch->rows += r->batch_size;
-        const Batch& dispatched = *batch;
-        in_flight_[idle] = std::move(batch);
-        ModelInstance* instance = instances_[idle].get();
-        lock.unlock();
-        instance->Execute(dispatched);  // must not touch `dispatched` after handing it on
-        lock.lock();
-        continue;
-      }
-      wait_ns = decision.wait_ns;
+    const int idle = DispatchLocked(now, false, &wait_ns);
+    if (idle >= 0) {
+      const Batch& dispatched = *in_flight_[idle];
+      ModelInstance* instance = instances_[idle].get();
+      lock.unlock();
+      instance->Execute(dispatched);  // must not touch `dispatched` after handing it on
+      lock.lock();
+      continue;
     }
     uint64_t wake_ns = wait_ns == 0 ? 0 : now + wait_ns;
     const uint64_t deadline = queue_.NextDeadline();
@@ -179,8 +224,10 @@ void DynamicBatchScheduler::RecordCompletion(const Batch& batch, const std::vect
 }
 
 std::vector<InferenceResponse> DynamicBatchScheduler::CompleteBatch(uint32_t instance, uint64_t token,
-                                                                    std::vector<Status> statuses) {
+                                                                    std::vector<Status> statuses,
+                                                                    bool caller_pumps) {
   std::vector<InferenceResponse> released;
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (instance >= in_flight_.size() || !in_flight_[instance] || in_flight_[instance]->token != token) {
@@ -195,8 +242,9 @@ std::vector<InferenceResponse> DynamicBatchScheduler::CompleteBatch(uint32_t ins
     std::vector<InferenceResponse> responses;
     RecordCompletion(*batch, statuses, SteadyNowNs(), &responses);
     released = orderer_.Complete(batch->sequence, std::move(responses));
+    wake = ThreadNeededLocked(caller_pumps) || draining_;
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
   return released;
 }
 

@@ -34,7 +34,14 @@ class DynamicBatchScheduler {
   void Start(std::vector<std::unique_ptr<ModelInstance>> instances);
 
   // Validates and queues. On error the request stays with the caller and nothing is queued.
-  Status Enqueue(std::unique_ptr<InferenceRequest>& request);
+  // `caller_pumps`: the caller will call Pump() soon (the JS main thread does so once per
+  // burst of requests), so instances that run on its thread need no batcher-thread wake.
+  Status Enqueue(std::unique_ptr<InferenceRequest>& request, bool caller_pumps = false);
+
+  // Caller's thread: dispatches the next batch the batcher would send now to an idle instance
+  // that runs on this thread and describes it in `dispatch` (the caller must execute it).
+  // When nothing can go now but something waits (queue delay), wakes the batcher thread.
+  void Pump(InlineDispatch* dispatch);
 
   // Removes a queued request; returns its CANCELLED response, or nothing when it already left
   // the queue (then it completes normally and the caller drops the result).
@@ -43,7 +50,7 @@ class DynamicBatchScheduler {
   // An instance finished the batch of `token`. `statuses` holds one status per request, or
   // one for the whole batch. Returns the responses that may be released now (ordering).
   std::vector<InferenceResponse> CompleteBatch(uint32_t instance, uint64_t token,
-                                               std::vector<Status> statuses);
+                                               std::vector<Status> statuses, bool caller_pumps = false);
 
   // From now on queued requests are sent without waiting for the queue delay.
   void Drain();
@@ -57,7 +64,14 @@ class DynamicBatchScheduler {
 
  private:
   void Run();
-  int IdleInstance() const;
+  int IdleInstance(bool caller_thread_only) const;
+  // Forms the next batch for an idle instance if the batcher would send it now and records it
+  // in in_flight_. Returns the instance, or -1 with `wait_ns` set to how long to wait.
+  int DispatchLocked(uint64_t now_ns, bool caller_thread_only, uint64_t* wait_ns);
+  void DispatchInlineLocked(InlineDispatch* dispatch);
+  // True when the batcher thread must look at the queue now. With `caller_pumps`, instances
+  // on the caller's thread are left to Pump(); timeouts and other instances still need it.
+  bool ThreadNeededLocked(bool caller_pumps) const;
   std::vector<PendingRequest> PendingView() const;
   void RecordCompletion(const Batch& batch, const std::vector<Status>& statuses, uint64_t now_ns,
                         std::vector<InferenceResponse>* out);

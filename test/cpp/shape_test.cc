@@ -1,0 +1,62 @@
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "core/shape.h"
+#include "harness.h"
+
+using namespace infernode;
+
+TEST(ElementCountMultipliesDims) {
+  int64_t count = 0;
+  EXPECT_TRUE(ElementCount({2, 3, 4}, &count).IsOk());
+  EXPECT_EQ(count, 24);
+  EXPECT_TRUE(ElementCount({}, &count).IsOk());
+  EXPECT_EQ(count, 1);
+  EXPECT_TRUE(ElementCount({5, 0}, &count).IsOk());
+  EXPECT_EQ(count, 0);
+}
+
+TEST(ElementCountRejectsNegativeAndOverflow) {
+  int64_t count = 0;
+  EXPECT_EQ(ElementCount({2, -1}, &count).Code(), StatusCode::kInvalidArg);
+  const int64_t big = std::numeric_limits<int64_t>::max() / 2 + 1;
+  EXPECT_EQ(ElementCount({big, 2}, &count).Code(), StatusCode::kInvalidArg);
+  EXPECT_EQ(ElementCount({0, big, big}, &count).Code(), StatusCode::kSuccess);
+}
+
+TEST(ByteSizeDetectsOverflow) {
+  uint64_t bytes = 0;
+  EXPECT_TRUE(ByteSize(DataType::kFp32, {3, 2}, &bytes).IsOk());
+  EXPECT_EQ(bytes, 24u);
+  EXPECT_EQ(ByteSize(DataType::kFp64, {std::numeric_limits<int64_t>::max() / 4}, &bytes).Code(),
+            StatusCode::kInvalidArg);
+  EXPECT_EQ(ByteSize(DataType::kBytes, {1}, &bytes).Code(), StatusCode::kInvalidArg);
+}
+
+TEST(CountSerializedBytesWalksElements) {
+  const uint8_t good[] = {2, 0, 0, 0, 'h', 'i', 0, 0, 0, 0};
+  int64_t count = 0;
+  EXPECT_TRUE(CountSerializedBytes(good, sizeof(good), &count).IsOk());
+  EXPECT_EQ(count, 2);
+  const uint8_t past_end[] = {9, 0, 0, 0, 'x'};
+  EXPECT_EQ(CountSerializedBytes(past_end, sizeof(past_end), &count).Code(), StatusCode::kInvalidArg);
+  const uint8_t huge[] = {0xff, 0xff, 0xff, 0xff};
+  EXPECT_EQ(CountSerializedBytes(huge, sizeof(huge), &count).Code(), StatusCode::kInvalidArg);
+  const uint8_t short_len[] = {1, 0};
+  EXPECT_EQ(CountSerializedBytes(short_len, sizeof(short_len), &count).Code(), StatusCode::kInvalidArg);
+}
+
+TEST(ShapeMatchesHonoursWildcards) {
+  EXPECT_TRUE(ShapeMatches({-1, 3}, {7, 3}));
+  EXPECT_TRUE(!ShapeMatches({-1, 3}, {7, 4}));
+  EXPECT_TRUE(!ShapeMatches({3}, {3, 1}));
+}
+
+TEST(DataTypeNamesRoundTrip) {
+  EXPECT_EQ(std::string(DataTypeName(DataType::kBytes)), std::string("BYTES"));
+  EXPECT_TRUE(DataTypeFromName("BF16") == DataType::kBf16);
+  EXPECT_TRUE(DataTypeFromName("TYPE_FP32") == DataType::kInvalid);
+  EXPECT_TRUE(DataTypeFromCode(99) == DataType::kInvalid);
+  EXPECT_EQ(DataTypeByteSize(DataType::kFp16), 2u);
+}

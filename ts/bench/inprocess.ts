@@ -1,0 +1,67 @@
+/**
+ * Scenario "in-process": `triton.infer()` on an identity JS model, against calling the same
+ * callable directly (the floor). Reports per-request overhead at concurrency 1 without batching
+ * and throughput at concurrency 1, 16 and 256 with batching on and off.
+ */
+import { Triton } from '../triton';
+import { NDArray } from '../tensor';
+import type { Request } from '../request';
+import { runLoad, type LoadResult } from './load';
+
+export interface InProcessRow extends LoadResult {
+  batching: boolean;
+  meanBatchSize: number;
+}
+
+export interface InProcessResult {
+  scenario: 'inprocess';
+  directCallMeanUs: number;
+  overheadUsAtConcurrency1: number;
+  rows: InProcessRow[];
+}
+
+const identity = (requests: Request[]) => requests.map((r) => ({ OUT: r.data.IN }));
+
+function bindIdentity(triton: Triton, name: string, batching: boolean): void {
+  triton.bind({
+    modelName: name,
+    inferFunc: identity,
+    inputs: [{ name: 'IN', dtype: 'FP32', shape: [4] }],
+    outputs: [{ name: 'OUT', dtype: 'FP32', shape: [4] }],
+    config: batching ? { maxBatchSize: 256, batcher: { maxQueueDelayMicroseconds: 0 } } : { batching: false },
+  });
+}
+
+export async function runInProcessBench(durationMs = 2000): Promise<InProcessResult> {
+  const triton = new Triton();
+  bindIdentity(triton, 'identity_batched', true);
+  bindIdentity(triton, 'identity', false);
+  await triton.run();
+  const batched = { IN: new NDArray('FP32', [1, 4], new Float32Array([1, 2, 3, 4])) };
+  const single = { IN: new NDArray('FP32', [4], new Float32Array([1, 2, 3, 4])) };
+
+  // The floor: the same callable called directly, awaited like infer() is.
+  const direct = await runLoad(async () => identity([{ data: single } as unknown as Request]), 1, durationMs / 2);
+
+  const rows: InProcessRow[] = [];
+  for (const batching of [false, true]) {
+    const name = batching ? 'identity_batched' : 'identity';
+    const inputs = batching ? batched : single;
+    for (const concurrency of [1, 16, 256]) {
+      const before = triton.model(name).stats();
+      const result = await runLoad(() => triton.infer(name, inputs), concurrency, durationMs);
+      const after = triton.model(name).stats();
+      const executions = after.executionCount - before.executionCount;
+      const inferences = after.inferenceCount - before.inferenceCount;
+      rows.push({ ...result, batching, meanBatchSize: executions ? inferences / executions : 0 });
+    }
+  }
+  await triton.stop();
+  const c1 = rows.find((r) => !r.batching && r.concurrency === 1)!;
+  return {
+    scenario: 'inprocess',
+    directCallMeanUs: direct.meanUs,
+    overheadUsAtConcurrency1: c1.meanUs - direct.meanUs,
+    rows,
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * `npm run bench`: runs every scenario side by side with its peer and writes
+ * bench/results/<scenario>.json and .md, with the machine it ran on.
+ * Usage: node lib/bench/main.js [scenario...]   (default: all)
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { native } from '../native';
+import { runInProcessBench, type InProcessResult } from './inprocess';
+
+const RESULTS_DIR = path.join(__dirname, '..', '..', 'bench', 'results');
+
+export function machineDescription(): string {
+  const cpus = os.cpus();
+  const info = native().buildInfo();
+  return `${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ` +
+    `Node ${process.version}, ${os.platform()} ${os.release()}, CUDA devices: ${info.cudaDeviceCount}`;
+}
+
+function fmt(n: number, digits = 1): string {
+  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
+function inProcessMarkdown(r: InProcessResult): string {
+  const lines = [
+    '# In-process `triton.infer()` — identity JS model, FP32[4]',
+    '',
+    `Machine: ${machineDescription()}  `,
+    `Date: ${new Date().toISOString()}`,
+    '',
+    `Direct call of the callable (floor): ${fmt(r.directCallMeanUs, 2)} µs mean.  `,
+    `**Added per request at concurrency 1 without batching: ${fmt(r.overheadUsAtConcurrency1, 2)} µs** (target ≤ 10 µs).`,
+    '',
+    '| batching | concurrency | requests/s | mean µs | p50 µs | p99 µs | mean batch |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...r.rows.map((row) => `| ${row.batching ? 'on' : 'off'} | ${row.concurrency} | ${fmt(row.requestsPerSecond, 0)} | ` +
+      `${fmt(row.meanUs)} | ${fmt(row.p50Us)} | ${fmt(row.p99Us)} | ${fmt(row.meanBatchSize)} |`),
+    '',
+  ];
+  return lines.join('\n');
+}
+
+function write(name: string, json: unknown, markdown: string): void {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  writeFileSync(path.join(RESULTS_DIR, `${name}.json`), JSON.stringify({ machine: machineDescription(), result: json }, null, 2) + '\n');
+  writeFileSync(path.join(RESULTS_DIR, `${name}.md`), markdown);
+  console.log(markdown);
+}
+
+async function main(): Promise<void> {
+  const wanted = process.argv.slice(2);
+  const want = (name: string): boolean => wanted.length === 0 || wanted.includes(name);
+  if (want('inprocess')) {
+    const result = await runInProcessBench();
+    write('inprocess', result, inProcessMarkdown(result));
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
