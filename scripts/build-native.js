@@ -4,6 +4,7 @@
 // CPU-only node-gyp build of binding.gyp.
 'use strict';
 const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
@@ -23,19 +24,33 @@ function cmakeJs() {
   return run(process.execPath, [cli, 'compile', '--parallel', String(require('node:os').availableParallelism?.() ?? 2), ...extra]);
 }
 
-function nodeGyp() {
+// node-gyp needs Node's headers; use the ones installed beside node (Debian's nodejs-dev,
+// npm's `nodedir`) so no download is attempted.
+function nodeDirArgs() {
+  const candidates = [process.env.npm_config_nodedir, path.resolve(process.execPath, '..', '..')].filter(Boolean);
+  const dir = candidates.find((d) => fs.existsSync(path.join(d, 'include', 'node', 'node_api.h')));
+  return dir ? [`--nodedir=${dir}`] : [];
+}
+
+function nodeGyp(cwd = root) {
   let cli;
   try {
-    cli = require.resolve('node-gyp/bin/node-gyp.js');
+    cli = require.resolve('node-gyp/bin/node-gyp.js', { paths: [root] });
   } catch {
     cli = path.join(path.dirname(process.execPath), '../lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js');
   }
-  return run(process.execPath, [cli, 'rebuild']);
+  return spawnSync(process.execPath, [cli, 'rebuild', ...nodeDirArgs()], { cwd, stdio: 'inherit' }).status === 0;
 }
 
-const wantGyp = process.argv.includes('--node-gyp') || process.env.INFERNODE_BUILD === 'node-gyp';
-const ok = !wantGyp && has('cmake') ? cmakeJs() : nodeGyp();
-if (!ok) {
-  console.error('infernode: the native build failed. It needs a C++17 compiler and cmake (or python3 + make for node-gyp).');
-  process.exit(1);
+
+function main() {
+  const wantGyp = process.argv.includes('--node-gyp') || process.env.INFERNODE_BUILD === 'node-gyp';
+  const ok = !wantGyp && has('cmake') ? cmakeJs() : nodeGyp();
+  if (!ok) {
+    console.error('infernode: the native build failed. It needs a C++17 compiler and cmake (or python3 + make for node-gyp).');
+    process.exit(1);
+  }
 }
+
+module.exports = { nodeGyp };
+if (require.main === module) main();
