@@ -35,7 +35,7 @@ const config = {
   instanceGroup: [{ count: 1, kind: 'KIND_CPU' }], maxQueueSizeHardLimit: 16,
 };
 const model = new addon.NativeModel(config, () => {}, () => {});
-model.enqueue(1, ['IN'], [11], [[2]], [new Float32Array(2)], 0, 0);
+model.enqueue(1, ['IN', 11, [2], new Float32Array(2)], 0, 0);
 const dispatch = model.pump();
 if (!dispatch || dispatch[2] !== 1) throw new Error('the request was not dispatched');
 const done = model.completeBatch(dispatch[0], dispatch[1], 0, '');

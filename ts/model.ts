@@ -8,7 +8,7 @@
  */
 import { InferenceServerError, invalidArg, toInferenceServerError, StatusCode } from './errors';
 import type { NormalizedModelConfig } from './config/normalize';
-import { native, type Dispatch, type NativeModel, type NativeResponses, type NativeModelStats } from './native';
+import { native, type Dispatch, type EnqueueInputs, type NativeModel, type NativeResponses, type NativeModelStats } from './native';
 import { collectOutputs } from './outputs';
 import { Request, type InferFunc, type Parameters, type TritonContext } from './request';
 import { NDArray, dataTypeCode, serializeBytes } from './tensor';
@@ -119,21 +119,17 @@ export class BoundModel {
   }
 
   #enqueue(id: number, inputs: Record<string, NDArray>, options: InferOptions): void {
-    const names = Object.keys(inputs);
-    const dtypes: number[] = [];
-    const shapes: number[][] = [];
-    const datas: ArrayBufferView[] = [];
-    for (const name of names) {
+    const flat: EnqueueInputs = [];
+    for (const name in inputs) {
       const arr = inputs[name];
       if (!(arr instanceof NDArray)) {
         throw invalidArg(`input '${name}' for model '${this.config.name}' must be an NDArray`);
       }
-      dtypes.push(dataTypeCode(arr.dtype));
-      shapes.push(arr.shape);
-      datas.push(arr.dtype === 'BYTES' ? serializeBytes(arr.data as Uint8Array[]) : (arr.data as ArrayBufferView));
+      const data = arr.dtype === 'BYTES' ? serializeBytes(arr.data as Uint8Array[]) : (arr.data as ArrayBufferView);
+      flat.push(name, dataTypeCode(arr.dtype), arr.shape, data);
     }
     if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', `model '${this.config.name}' is not ready: it was stopped`);
-    this.#native.enqueue(id, names, dtypes, shapes, datas, options.priority ?? 0, options.timeoutMicroseconds ?? 0);
+    this.#native.enqueue(id, flat, options.priority ?? 0, options.timeoutMicroseconds ?? 0);
   }
 
   #watchAbort(id: number, entry: PendingRequest, signal: AbortSignal): void {

@@ -39,16 +39,20 @@ export interface NativeModelStats {
   batchStats: { batchSize: number; computeInfer: NativeDuration }[];
 }
 
+/**
+ * The inputs of one request, flat: `[name, dtypeCode, shape, data, name, ...]` (one array per
+ * request instead of four). `data` is a TypedArray or Buffer, read in place; BYTES are
+ * serialized (4-byte little-endian length before each element).
+ */
+export type EnqueueInputs = (string | number | number[] | ArrayBufferView)[];
+
 /** Backed by cpp/napi/native_model.{h,cc}. Every method runs on the main thread. */
 export interface NativeModel {
   /**
    * Validates and queues; throws InferenceServerError (INVALID_ARG, UNAVAILABLE) synchronously.
    * The caller promises to call pump() soon (once per burst of requests).
    */
-  enqueue(
-    id: number, names: string[], dtypeCodes: number[], shapes: number[][], datas: ArrayBufferView[],
-    priority: number, timeoutMicroseconds: number,
-  ): void;
+  enqueue(id: number, inputs: EnqueueInputs, priority: number, timeoutMicroseconds: number): void;
   /**
    * Dispatches the batch the batcher would send now to an idle JS instance, on this thread;
    * undefined when none can go now (the batcher thread then handles any queue delay).
@@ -80,6 +84,8 @@ export interface BuildInfo {
   cuda: boolean;
   cudaDeviceCount: number;
   napiVersion: number;
+  /** Allocator of the batch-buffer pools: 'cuda-pinned' when a CUDA device exists, else 'aligned'. */
+  hostAllocator: string;
 }
 
 export interface Addon {

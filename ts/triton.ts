@@ -42,6 +42,8 @@ export class Triton {
   readonly config: TritonConfig;
   /** Lower-cased model name → versions (PyTriton treats names case-insensitively for duplicates). */
   readonly #models = new Map<string, Map<number, BoundModel>>();
+  /** Name as callers spell it → latest version; cleared whenever a model is bound. */
+  readonly #latest = new Map<string, BoundModel>();
   readonly #warmups: Promise<void>[] = [];
   #running = false;
   #stopped = false;
@@ -74,6 +76,7 @@ export class Triton {
     const model = new BoundModel(config, funcs, options.strict ?? false);
     versions.set(config.version, model);
     this.#models.set(key, versions);
+    this.#latest.clear();
     this.#warmups.push(runWarmups(config, funcs));
   }
 
@@ -120,9 +123,17 @@ export class Triton {
 
   /** A bound model; NOT_FOUND when the name or version is unknown. Latest version by default. */
   model(name: string, version?: number): BoundModel {
+    if (version === undefined) {
+      const latest = this.#latest.get(name);  // the hot path: no lower-casing, no search
+      if (latest) return latest;
+    }
     const versions = this.#models.get(name.toLowerCase());
     if (!versions || versions.size === 0) throw notFound(`Request for unknown model: '${name}' is not found`);
-    if (version === undefined) return versions.get(Math.max(...versions.keys()))!;
+    if (version === undefined) {
+      const latest = versions.get(Math.max(...versions.keys()))!;
+      this.#latest.set(name, latest);
+      return latest;
+    }
     const model = versions.get(version);
     if (!model) throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
     return model;

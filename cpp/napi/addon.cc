@@ -3,6 +3,7 @@
 #include <napi.h>
 
 #include "memory/cuda_host.h"
+#include "memory/host_allocator.h"
 #include "napi/addon_data.h"
 #include "napi/native_model.h"
 
@@ -24,6 +25,7 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
   out.Set("cuda", CudaCompiledIn());
   out.Set("cudaDeviceCount", CudaDeviceCount());
   out.Set("napiVersion", NAPI_VERSION);
+  out.Set("hostAllocator", MakeDefaultHostAllocator()->Name());
   return out;
 }
 

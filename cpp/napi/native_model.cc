@@ -11,22 +11,33 @@ namespace infernode {
 
 namespace {
 
-// Reads one input of enqueue(): the data pointer and length of a TypedArray/Buffer view.
-InputTensor InputFromJs(Napi::Env env, const Napi::Value& name, const Napi::Value& dtype,
-                        const Napi::Value& shape, const Napi::Value& data) {
+// Reads one input of enqueue() from its flat argument list: name, dtype code, shape, data
+// (a TypedArray or Buffer, read as a view: BoundModel keeps it alive until the request is
+// handed back).
+InputTensor InputFromJs(Napi::Env env, const Napi::Array& args, uint32_t at) {
   InputTensor in;
-  in.name = name.As<Napi::String>().Utf8Value();
-  in.dtype = DataTypeFromCode(dtype.As<Napi::Number>().Int32Value());
-  Napi::Array dims = shape.As<Napi::Array>();
+  in.name = args.Get(at).As<Napi::String>().Utf8Value();
+  in.dtype = DataTypeFromCode(args.Get(at + 1).As<Napi::Number>().Int32Value());
+  Napi::Array dims = args.Get(at + 2).As<Napi::Array>();
   const uint32_t rank = dims.Length();
   in.shape.resize(rank);
   for (uint32_t d = 0; d < rank; ++d) in.shape[d] = dims.Get(d).As<Napi::Number>().Int64Value();
-  if (!data.IsTypedArray() && !data.IsDataView()) {
+  napi_value data = args.Get(at + 3);
+  napi_typedarray_type type;
+  size_t length = 0;
+  void* bytes = nullptr;
+  napi_value buffer;
+  size_t offset = 0;
+  bool is_typed = false;
+  napi_is_typedarray(env, data, &is_typed);
+  if (!is_typed || napi_get_typedarray_info(env, data, &type, &length, &bytes, &buffer, &offset) != napi_ok) {
     throw Napi::TypeError::New(env, "data of input '" + in.name + "' must be a TypedArray or Buffer");
   }
-  Napi::TypedArray view = data.As<Napi::TypedArray>();
-  in.data = static_cast<const uint8_t*>(view.ArrayBuffer().Data()) + view.ByteOffset();
-  in.byte_size = view.ByteLength();
+  // `bytes` already points at the view's first element; the byte length follows from the type.
+  static constexpr size_t kElementSize[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8, 2};
+  const size_t index = static_cast<size_t>(type);
+  in.data = static_cast<const uint8_t*>(bytes);
+  in.byte_size = length * (index < sizeof(kElementSize) / sizeof(kElementSize[0]) ? kElementSize[index] : 1);
   return in;
 }
 
@@ -86,20 +97,15 @@ void NativeModel::StopAll() {
 
 Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  // enqueue(id, names[], dtypeCodes[], shapes[][], datas[], priority, timeoutUs)
+  // enqueue(id, [name, dtypeCode, shape, data, ...], priority, timeoutUs)
   auto request = std::make_unique<InferenceRequest>();
   request->id = static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value());
-  Napi::Array names = info[1].As<Napi::Array>();
-  Napi::Array dtypes = info[2].As<Napi::Array>();
-  Napi::Array shapes = info[3].As<Napi::Array>();
-  Napi::Array datas = info[4].As<Napi::Array>();
-  const uint32_t count = names.Length();
+  Napi::Array inputs = info[1].As<Napi::Array>();
+  const uint32_t count = inputs.Length() / 4;
   request->inputs.reserve(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    request->inputs.push_back(InputFromJs(env, names.Get(i), dtypes.Get(i), shapes.Get(i), datas.Get(i)));
-  }
-  request->priority = info[5].IsNumber() ? info[5].As<Napi::Number>().Uint32Value() : 0;
-  request->timeout_us = info[6].IsNumber() ? static_cast<uint64_t>(info[6].As<Napi::Number>().Int64Value()) : 0;
+  for (uint32_t i = 0; i < count; ++i) request->inputs.push_back(InputFromJs(env, inputs, i * 4));
+  request->priority = info[2].IsNumber() ? info[2].As<Napi::Number>().Uint32Value() : 0;
+  request->timeout_us = info[3].IsNumber() ? static_cast<uint64_t>(info[3].As<Napi::Number>().Int64Value()) : 0;
   if (stopped_) ThrowStatus(env, Unavailable("model '" + scheduler_->Config().name + "' is stopped"));
   Status status = scheduler_->Enqueue(request, /*caller_pumps=*/true);
   if (!status.IsOk()) ThrowStatus(env, status);
