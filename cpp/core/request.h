@@ -13,7 +13,6 @@
 #include "core/datatype.h"
 #include "core/shape.h"
 #include "core/status.h"
-#include "memory/buffer_pool.h"
 
 namespace infernode {
 
@@ -39,12 +38,16 @@ struct InferenceRequest {
   uint64_t deadline_ns = 0;    // queue timeout; 0 = none
 };
 
-// An output produced by a native engine, in pooled memory.
+// An output produced by a native engine. `data` lives as long as `owner` (a pooled batch
+// buffer, an ONNX Runtime value, ...); several requests' outputs may share one owner, each a
+// row range of the batch's output.
 struct OutputTensor {
   std::string name;
   DataType dtype = DataType::kInvalid;
   Shape shape;
-  PooledBuffer data;
+  std::shared_ptr<const void> owner;
+  const uint8_t* data = nullptr;
+  uint64_t byte_size = 0;  // BYTES: serialized (4-byte length before each element)
 };
 
 struct InferenceResponse {

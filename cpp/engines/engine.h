@@ -32,6 +32,21 @@ class ModelInstance {
   // main thread): the scheduler may then hand it a batch directly from Enqueue/CompleteBatch
   // instead of waking the batcher thread, saving two thread hops per request.
   virtual bool RunsOnCallerThread() const { return false; }
+
+  // Waits for the batch in progress (if any) and stops the instance's own threads. Called by
+  // the scheduler's Stop() before it fails what is still in flight, so nothing reads a batch
+  // that is being torn down.
+  virtual void Shutdown() {}
+};
+
+// Where a native instance reports a finished batch: one status per request (or one for all),
+// and each request's outputs. Returns the responses releasable now.
+class BatchCompleter {
+ public:
+  virtual ~BatchCompleter() = default;
+  virtual std::vector<InferenceResponse> CompleteBatchWithOutputs(
+      uint32_t instance, uint64_t token, std::vector<Status> statuses,
+      std::vector<std::vector<OutputTensor>> outputs) = 0;
 };
 
 // A batch dispatched on the caller's thread (see RunsOnCallerThread).

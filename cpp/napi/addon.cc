@@ -6,6 +6,7 @@
 #include "memory/host_allocator.h"
 #include "napi/addon_data.h"
 #include "napi/native_model.h"
+#include "napi/onnx_loader.h"
 
 namespace infernode {
 
@@ -39,6 +40,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("NativeModel", native_model);
   exports.Set("init", Napi::Function::New<Init>(env, "init"));
   exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
+  exports.Set("loadOnnxModel", Napi::Function::New<LoadOnnxModel>(env, "loadOnnxModel"));
   return exports;
 }
 

@@ -1,15 +1,54 @@
 #include "napi/native_model.h"
 
+#include <cstring>
 #include <utility>
 
 #include "napi/addon_data.h"
 #include "napi/config_from_js.h"
 #include "napi/errors.h"
+#include "engines/onnx/onnx_instance.h"
+#include "memory/host_allocator.h"
 #include "napi/js_instance.h"
+#include "napi/onnx_loader.h"
 
 namespace infernode {
 
 namespace {
+
+// Batch buffers a model keeps cached for reuse (its pool frees anything beyond).
+constexpr size_t kPoolCacheBytes = size_t{256} << 20;
+
+// Hands a native output to JS without a copy: an external ArrayBuffer whose finalizer drops
+// the output's owner (a pooled buffer returns to its pool). Runtimes that forbid external
+// buffers get a copy.
+Napi::Value OutputDataToJs(Napi::Env env, const OutputTensor& out) {
+  napi_value result = nullptr;
+  if (out.byte_size > 0) {
+    auto* owner = new std::shared_ptr<const void>(out.owner);
+    napi_status status = napi_create_external_arraybuffer(
+        env, const_cast<uint8_t*>(out.data), out.byte_size,
+        [](napi_env, void*, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }, owner, &result);
+    if (status == napi_ok) return Napi::Value(env, result);
+    delete owner;
+  }
+  Napi::ArrayBuffer copy = Napi::ArrayBuffer::New(env, out.byte_size);
+  if (out.byte_size > 0) std::memcpy(copy.Data(), out.data, out.byte_size);
+  return copy;
+}
+
+Napi::Object OutputsToJs(Napi::Env env, const std::vector<OutputTensor>& outputs) {
+  Napi::Object result = Napi::Object::New(env);
+  for (const OutputTensor& out : outputs) {
+    Napi::Object tensor = Napi::Object::New(env);
+    tensor.Set("dtype", DataTypeName(out.dtype));
+    Napi::Array shape = Napi::Array::New(env, out.shape.size());
+    for (size_t d = 0; d < out.shape.size(); ++d) shape.Set(static_cast<uint32_t>(d), static_cast<double>(out.shape[d]));
+    tensor.Set("shape", shape);
+    tensor.Set("data", OutputDataToJs(env, out));
+    result.Set(out.name, tensor);
+  }
+  return result;
+}
 
 // Reads one input of enqueue() from its flat argument list: name, dtype code, shape, data
 // (a TypedArray or Buffer, read as a view: BoundModel keeps it alive until the request is
@@ -73,12 +112,30 @@ NativeModel::NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Nati
   on_execute_ = Napi::Persistent(info[1].As<Napi::Function>());
   on_complete_ = Napi::Persistent(info[2].As<Napi::Function>());
   channel_ = std::make_unique<JsChannel>(env, this);
-  const uint32_t instance_count = config.instance_count;
+  pool_ = std::make_unique<BufferPool>(MakeDefaultHostAllocator(), kPoolCacheBytes);
   scheduler_ = std::make_unique<DynamicBatchScheduler>(std::move(config), channel_.get());
-  std::vector<std::unique_ptr<ModelInstance>> instances;
-  for (uint32_t i = 0; i < instance_count; ++i) instances.push_back(std::make_unique<JsInstance>(channel_.get()));
-  scheduler_->Start(std::move(instances));
+  scheduler_->Start(MakeInstances(env, info.Length() > 3 ? info[3] : env.Undefined()));
   cleanup_hook_ = env.AddCleanupHook(&NativeModel::CleanupHook, this);
+}
+
+std::vector<std::unique_ptr<ModelInstance>> NativeModel::MakeInstances(Napi::Env env, const Napi::Value& onnx_handle) {
+  const ModelConfig& config = scheduler_->Config();
+  std::vector<std::unique_ptr<ModelInstance>> instances;
+  if (onnx_handle.IsUndefined() || onnx_handle.IsNull()) {
+    for (uint32_t i = 0; i < config.instance_count; ++i) instances.push_back(std::make_unique<JsInstance>(channel_.get()));
+    return instances;
+  }
+  std::vector<std::unique_ptr<OnnxSession>> sessions = TakeOnnxSessions(onnx_handle);
+  if (sessions.size() != config.instance_count) {
+    throw Napi::TypeError::New(env, "model '" + config.name + "' needs " + std::to_string(config.instance_count) +
+                                        " ONNX sessions, the handle holds " + std::to_string(sessions.size()) +
+                                        " (a handle can be used once)");
+  }
+  for (auto& session : sessions) {
+    instances.push_back(std::make_unique<OnnxInstance>(std::move(session), &config, pool_.get(), scheduler_.get(),
+                                                       channel_.get()));
+  }
+  return instances;
 }
 
 NativeModel::~NativeModel() {
@@ -182,10 +239,12 @@ Napi::Value NativeModel::ResponsesToJs(Napi::Env env, std::vector<InferenceRespo
   Napi::Float64Array ids = Napi::Float64Array::New(env, n);
   Napi::Int32Array codes = Napi::Int32Array::New(env, n);
   Napi::Array messages = Napi::Array::New(env);
+  Napi::Array outputs = Napi::Array::New(env);
   for (size_t i = 0; i < n; ++i) {
     ids[i] = static_cast<double>(responses[i].request_id);
     codes[i] = static_cast<int32_t>(responses[i].status.Code());
     if (!responses[i].status.IsOk()) messages.Set(static_cast<uint32_t>(i), responses[i].status.Message());
+    if (!responses[i].outputs.empty()) outputs.Set(static_cast<uint32_t>(i), OutputsToJs(env, responses[i].outputs));
   }
   outstanding_ -= static_cast<int64_t>(n);
   if (outstanding_ <= 0) {
@@ -196,6 +255,7 @@ Napi::Value NativeModel::ResponsesToJs(Napi::Env env, std::vector<InferenceRespo
   out.Set("ids", ids);
   out.Set("codes", codes);
   out.Set("messages", messages);
+  out.Set("outputs", outputs);
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "memory/buffer_pool.h"
 #include "napi/js_channel.h"
 #include "scheduling/dynamic_batch_scheduler.h"
 
@@ -18,7 +19,8 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
  public:
   static Napi::Function Define(Napi::Env env);
 
-  // new NativeModel(config, onExecute(instance, token, ids), onComplete(ids, codes, messages))
+  // new NativeModel(config, onExecute(instance, token, ids), onComplete(responses), onnxHandle?)
+  // Without a handle the instances are JS callables; with one, ONNX Runtime sessions.
   explicit NativeModel(const Napi::CallbackInfo& info);
   ~NativeModel() override;
 
@@ -39,7 +41,12 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
   void StopAll();
   static void CleanupHook(NativeModel* self);
 
+  std::vector<std::unique_ptr<ModelInstance>> MakeInstances(Napi::Env env, const Napi::Value& onnx_handle);
+
+  // Declaration order is teardown order reversed: the scheduler (and its instances, which use
+  // the pool and the channel) goes first.
   std::unique_ptr<JsChannel> channel_;
+  std::unique_ptr<BufferPool> pool_;
   std::unique_ptr<DynamicBatchScheduler> scheduler_;
   Napi::FunctionReference on_execute_;
   Napi::FunctionReference on_complete_;

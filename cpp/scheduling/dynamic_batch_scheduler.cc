@@ -195,7 +195,8 @@ void DynamicBatchScheduler::Run() {
 }
 
 void DynamicBatchScheduler::RecordCompletion(const Batch& batch, const std::vector<Status>& statuses,
-                                             uint64_t now_ns, std::vector<InferenceResponse>* out) {
+                                             std::vector<std::vector<OutputTensor>>* outputs, uint64_t now_ns,
+                                             std::vector<InferenceResponse>* out) {
   const uint64_t compute_ns = now_ns - batch.dispatch_ns;
   bool any_success = false;
   for (size_t i = 0; i < batch.requests.size(); ++i) {
@@ -206,6 +207,7 @@ void DynamicBatchScheduler::RecordCompletion(const Batch& batch, const std::vect
     response.status = status;
     if (status.IsOk()) {
       any_success = true;
+      if (outputs != nullptr && i < outputs->size()) response.outputs = std::move((*outputs)[i]);
       stats_.success.Add(now_ns - request.enqueue_ns);
       stats_.queue.Add(batch.dispatch_ns - request.enqueue_ns);
       stats_.compute_infer.Add(compute_ns);
@@ -226,6 +228,18 @@ void DynamicBatchScheduler::RecordCompletion(const Batch& batch, const std::vect
 std::vector<InferenceResponse> DynamicBatchScheduler::CompleteBatch(uint32_t instance, uint64_t token,
                                                                     std::vector<Status> statuses,
                                                                     bool caller_pumps) {
+  return Complete(instance, token, std::move(statuses), nullptr, caller_pumps);
+}
+
+std::vector<InferenceResponse> DynamicBatchScheduler::CompleteBatchWithOutputs(
+    uint32_t instance, uint64_t token, std::vector<Status> statuses, std::vector<std::vector<OutputTensor>> outputs) {
+  return Complete(instance, token, std::move(statuses), &outputs, false);
+}
+
+std::vector<InferenceResponse> DynamicBatchScheduler::Complete(uint32_t instance, uint64_t token,
+                                                               std::vector<Status> statuses,
+                                                               std::vector<std::vector<OutputTensor>>* outputs,
+                                                               bool caller_pumps) {
   std::vector<InferenceResponse> released;
   bool wake = false;
   {
@@ -240,7 +254,7 @@ std::vector<InferenceResponse> DynamicBatchScheduler::CompleteBatch(uint32_t ins
                                   " requests"));
     }
     std::vector<InferenceResponse> responses;
-    RecordCompletion(*batch, statuses, SteadyNowNs(), &responses);
+    RecordCompletion(*batch, statuses, outputs, SteadyNowNs(), &responses);
     released = orderer_.Complete(batch->sequence, std::move(responses));
     wake = ThreadNeededLocked(caller_pumps) || draining_;
   }
@@ -265,12 +279,15 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Stop() {
   }
   cv_.notify_one();
   if (thread_.joinable()) thread_.join();
+  // Native instances finish the batch they are reading before anything is torn down; their
+  // completions during this wait are recorded normally. mu_ is not held: they take it.
+  for (auto& instance : instances_) instance->Shutdown();
   std::lock_guard<std::mutex> lock(mu_);
   const Status shutting_down = Unavailable("model '" + config_.name + "' was stopped before the request completed");
   for (auto& batch : in_flight_) {
     if (!batch) continue;
     std::vector<InferenceResponse> responses;
-    RecordCompletion(*batch, {shutting_down}, SteadyNowNs(), &responses);
+    RecordCompletion(*batch, {shutting_down}, nullptr, SteadyNowNs(), &responses);
     for (auto& r : orderer_.Complete(batch->sequence, std::move(responses))) failed.push_back(std::move(r));
     batch.reset();
   }

@@ -23,10 +23,10 @@
 
 namespace infernode {
 
-class DynamicBatchScheduler {
+class DynamicBatchScheduler final : public BatchCompleter {
  public:
   DynamicBatchScheduler(ModelConfig config, CompletionSink* sink);
-  ~DynamicBatchScheduler();
+  ~DynamicBatchScheduler() override;
   DynamicBatchScheduler(const DynamicBatchScheduler&) = delete;
   DynamicBatchScheduler& operator=(const DynamicBatchScheduler&) = delete;
 
@@ -52,6 +52,11 @@ class DynamicBatchScheduler {
   std::vector<InferenceResponse> CompleteBatch(uint32_t instance, uint64_t token,
                                                std::vector<Status> statuses, bool caller_pumps = false);
 
+  // A native instance finished: as CompleteBatch, with each request's outputs.
+  std::vector<InferenceResponse> CompleteBatchWithOutputs(uint32_t instance, uint64_t token,
+                                                          std::vector<Status> statuses,
+                                                          std::vector<std::vector<OutputTensor>> outputs) override;
+
   // From now on queued requests are sent without waiting for the queue delay.
   void Drain();
 
@@ -73,8 +78,11 @@ class DynamicBatchScheduler {
   // on the caller's thread are left to Pump(); timeouts and other instances still need it.
   bool ThreadNeededLocked(bool caller_pumps) const;
   std::vector<PendingRequest> PendingView() const;
-  void RecordCompletion(const Batch& batch, const std::vector<Status>& statuses, uint64_t now_ns,
+  void RecordCompletion(const Batch& batch, const std::vector<Status>& statuses,
+                        std::vector<std::vector<OutputTensor>>* outputs, uint64_t now_ns,
                         std::vector<InferenceResponse>* out);
+  std::vector<InferenceResponse> Complete(uint32_t instance, uint64_t token, std::vector<Status> statuses,
+                                          std::vector<std::vector<OutputTensor>>* outputs, bool caller_pumps);
 
   const ModelConfig config_;
   CompletionSink* const sink_;  // not owned; outlives the scheduler

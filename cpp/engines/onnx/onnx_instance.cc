@@ -1,0 +1,121 @@
+#include "engines/onnx/onnx_instance.h"
+
+#include <cstring>
+
+#include "engines/batch_inputs.h"
+
+namespace infernode {
+
+OnnxInstance::OnnxInstance(std::unique_ptr<OnnxSession> session, const ModelConfig* config, BufferPool* pool,
+                           BatchCompleter* completer, CompletionSink* sink)
+    : session_(std::move(session)), config_(config), pool_(pool), completer_(completer), sink_(sink) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+OnnxInstance::~OnnxInstance() { Shutdown(); }
+
+void OnnxInstance::Execute(const Batch& batch) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    next_ = &batch;
+  }
+  cv_.notify_one();
+}
+
+void OnnxInstance::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void OnnxInstance::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stopping_ || next_ != nullptr; });
+    if (next_ == nullptr) return;  // stopping with nothing to do
+    const Batch* batch = next_;
+    next_ = nullptr;
+    lock.unlock();
+    RunBatch(*batch);  // a batch handed over before Shutdown is always finished
+    lock.lock();
+  }
+}
+
+void OnnxInstance::RunBatch(const Batch& batch) {
+  const uint32_t instance = batch.instance;
+  const uint64_t token = batch.token;
+  std::vector<GatheredInput> inputs;
+  std::vector<OutputTensor> outputs;
+  std::vector<std::vector<OutputTensor>> per_request;
+  Status status = GatherBatchInputs(*config_, batch, pool_, &inputs);
+  if (status.IsOk()) status = session_->Run(inputs, batch.rows, pool_, &outputs);
+  if (status.IsOk()) status = SplitOutputs(batch, config_->max_batch_size > 0, outputs, &per_request);
+  if (!status.IsOk()) {
+    status = Status(status.Code(), "model '" + config_->name + "': " + status.Message());
+  }
+  // `batch` must not be touched after this call: the scheduler frees it.
+  std::vector<InferenceResponse> released =
+      completer_->CompleteBatchWithOutputs(instance, token, {status}, std::move(per_request));
+  if (!released.empty()) sink_->Deliver(std::move(released));
+}
+
+namespace {
+
+// Byte offsets of each element boundary of a serialized BYTES buffer (count + 1 entries).
+std::vector<uint64_t> ElementOffsets(const OutputTensor& out) {
+  std::vector<uint64_t> offsets{0};
+  uint64_t at = 0;
+  while (at + 4 <= out.byte_size) {
+    uint32_t len = 0;
+    std::memcpy(&len, out.data + at, 4);
+    at += 4 + static_cast<uint64_t>(len);
+    offsets.push_back(at);
+  }
+  return offsets;
+}
+
+}  // namespace
+
+Status SplitOutputs(const Batch& batch, bool batching, const std::vector<OutputTensor>& outputs,
+                    std::vector<std::vector<OutputTensor>>* per_request) {
+  per_request->assign(batch.requests.size(), {});
+  for (const OutputTensor& out : outputs) {
+    if (!batching || batch.requests.size() == 1) {
+      for (auto& list : *per_request) list.push_back(out);
+      continue;
+    }
+    if (out.shape.empty() || out.shape[0] != batch.rows) {
+      return Internal("output '" + out.name + "' has shape " + ShapeToString(out.shape) +
+                      ", expected the batch's " + std::to_string(batch.rows) + " rows first");
+    }
+    int64_t count = 0;
+    RETURN_IF_ERROR(ElementCount(out.shape, &count));
+    const int64_t per_row = batch.rows == 0 ? 0 : count / batch.rows;
+    const std::vector<uint64_t> offsets = out.dtype == DataType::kBytes ? ElementOffsets(out) : std::vector<uint64_t>{};
+    if (out.dtype == DataType::kBytes && offsets.size() != static_cast<size_t>(count) + 1) {
+      return Internal("output '" + out.name + "' holds " + std::to_string(offsets.size() - 1) + " strings, expected " +
+                      std::to_string(count));
+    }
+    const uint64_t elem = DataTypeByteSize(out.dtype);
+    int64_t row = 0;
+    for (size_t i = 0; i < batch.requests.size(); ++i) {
+      const int64_t rows = batch.requests[i]->batch_size;
+      OutputTensor piece = out;
+      piece.shape[0] = rows;
+      const uint64_t first = static_cast<uint64_t>(row * per_row);
+      const uint64_t last = static_cast<uint64_t>((row + rows) * per_row);
+      const uint64_t begin = out.dtype == DataType::kBytes ? offsets.at(first) : first * elem;
+      const uint64_t end = out.dtype == DataType::kBytes ? offsets.at(last) : last * elem;
+      piece.data = out.data + begin;
+      piece.byte_size = end - begin;
+      (*per_request)[i].push_back(std::move(piece));
+      row += rows;
+    }
+  }
+  return Status::Success();
+}
+
+}  // namespace infernode

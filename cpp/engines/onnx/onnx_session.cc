@@ -1,0 +1,138 @@
+#include "engines/onnx/onnx_session.h"
+
+#include <cstring>
+
+#include "engines/onnx/ort_types.h"
+
+namespace infernode {
+
+namespace {
+
+// Releases ONNX Runtime objects through the API table they came from.
+template <typename T>
+struct OrtReleaser {
+  const OrtApi* api;
+  void (*release)(T*);
+  void operator()(T* p) const {
+    if (p != nullptr) release(p);
+  }
+};
+
+std::string CopyName(const OrtApi* api, OrtAllocator* allocator, char* name) {
+  std::string out(name);
+  if (OrtStatus* status = api->AllocatorFree(allocator, name)) api->ReleaseStatus(status);
+  return out;
+}
+
+// Providers are appended in priority order; a failure here (no library, no device) is
+// UNAVAILABLE so the caller can fall back (TensorRT → CUDA → CPU) and say so.
+Status AppendCuda(const OrtRuntime& runtime, OrtSessionOptions* options, int device_id) {
+  const OrtApi* api = runtime.Api();
+  OrtCUDAProviderOptionsV2* cuda = nullptr;
+  Status status = runtime.Check(api->CreateCUDAProviderOptions(&cuda), "CUDA execution provider");
+  if (status.IsOk()) {
+    const std::string device = std::to_string(device_id);
+    const char* keys[] = {"device_id"};
+    const char* values[] = {device.c_str()};
+    status = runtime.Check(api->UpdateCUDAProviderOptions(cuda, keys, values, 1), "CUDA execution provider");
+    if (status.IsOk()) {
+      status = runtime.Check(api->SessionOptionsAppendExecutionProvider_CUDA_V2(options, cuda), "CUDA execution provider");
+    }
+    api->ReleaseCUDAProviderOptions(cuda);
+  }
+  return status.IsOk() ? status : Unavailable(status.Message());
+}
+
+Status AppendTensorRt(const OrtRuntime& runtime, OrtSessionOptions* options, int device_id) {
+  const OrtApi* api = runtime.Api();
+  OrtTensorRTProviderOptionsV2* trt = nullptr;
+  Status status = runtime.Check(api->CreateTensorRTProviderOptions(&trt), "TensorRT execution provider");
+  if (status.IsOk()) {
+    const std::string device = std::to_string(device_id);
+    const char* keys[] = {"device_id"};
+    const char* values[] = {device.c_str()};
+    status = runtime.Check(api->UpdateTensorRTProviderOptions(trt, keys, values, 1), "TensorRT execution provider");
+    if (status.IsOk()) {
+      status = runtime.Check(api->SessionOptionsAppendExecutionProvider_TensorRT_V2(options, trt),
+                             "TensorRT execution provider");
+    }
+    api->ReleaseTensorRTProviderOptions(trt);
+  }
+  return status.IsOk() ? status : Unavailable(status.Message());
+}
+
+}  // namespace
+
+Status OnnxSession::Create(std::shared_ptr<OrtRuntime> runtime, const std::string& path,
+                           const OnnxSessionOptions& options, std::unique_ptr<OnnxSession>* out) {
+  const OrtApi* api = runtime->Api();
+  std::unique_ptr<OnnxSession> session(new OnnxSession());
+  session->runtime_ = runtime;
+  OrtSessionOptions* raw_options = nullptr;
+  RETURN_IF_ERROR(runtime->Check(api->CreateSessionOptions(&raw_options), "creating session options"));
+  std::unique_ptr<OrtSessionOptions, OrtReleaser<OrtSessionOptions>> session_options(
+      raw_options, {api, api->ReleaseSessionOptions});
+  if (options.intra_op_threads > 0) {
+    RETURN_IF_ERROR(runtime->Check(api->SetIntraOpNumThreads(raw_options, options.intra_op_threads), "intra_op_thread_count"));
+  }
+  if (options.inter_op_threads > 0) {
+    RETURN_IF_ERROR(runtime->Check(api->SetInterOpNumThreads(raw_options, options.inter_op_threads), "inter_op_thread_count"));
+  }
+  if (options.use_tensorrt) RETURN_IF_ERROR(AppendTensorRt(*runtime, raw_options, options.device_id));
+  if (options.use_tensorrt || options.use_cuda) RETURN_IF_ERROR(AppendCuda(*runtime, raw_options, options.device_id));
+  session->provider_ = options.use_tensorrt ? "TensorRT" : options.use_cuda ? "CUDA" : "CPU";
+  RETURN_IF_ERROR(runtime->Check(api->CreateSession(runtime->Env(), path.c_str(), raw_options, &session->session_),
+                                 "loading ONNX model '" + path + "'"));
+  RETURN_IF_ERROR(runtime->Check(api->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, &session->cpu_memory_),
+                                 "creating CPU memory info"));
+  RETURN_IF_ERROR(session->ReadMetadata());
+  *out = std::move(session);
+  return Status::Success();
+}
+
+OnnxSession::~OnnxSession() {
+  const OrtApi* api = runtime_->Api();
+  if (cpu_memory_ != nullptr) api->ReleaseMemoryInfo(cpu_memory_);
+  if (session_ != nullptr) api->ReleaseSession(session_);
+}
+
+Status OnnxSession::ReadMetadata() {
+  const OrtApi* api = runtime_->Api();
+  OrtAllocator* allocator = nullptr;
+  RETURN_IF_ERROR(runtime_->Check(api->GetAllocatorWithDefaultOptions(&allocator), "default allocator"));
+  for (const bool is_input : {true, false}) {
+    size_t count = 0;
+    RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputCount(session_, &count)
+                                             : api->SessionGetOutputCount(session_, &count), "reading model metadata"));
+    for (size_t i = 0; i < count; ++i) {
+      OnnxTensorInfo info;
+      char* name = nullptr;
+      RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputName(session_, i, allocator, &name)
+                                               : api->SessionGetOutputName(session_, i, allocator, &name), "reading model metadata"));
+      info.name = CopyName(api, allocator, name);
+      OrtTypeInfo* type_info = nullptr;
+      RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputTypeInfo(session_, i, &type_info)
+                                               : api->SessionGetOutputTypeInfo(session_, i, &type_info), "reading model metadata"));
+      std::unique_ptr<OrtTypeInfo, OrtReleaser<OrtTypeInfo>> type_guard(type_info, {api, api->ReleaseTypeInfo});
+      const OrtTensorTypeAndShapeInfo* tensor = nullptr;
+      RETURN_IF_ERROR(runtime_->Check(api->CastTypeInfoToTensorInfo(type_info, &tensor), "reading model metadata"));
+      if (tensor == nullptr) return Status(StatusCode::kUnsupported, "model tensor '" + info.name + "' is not a tensor");
+      ONNXTensorElementDataType elem = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+      size_t rank = 0;
+      RETURN_IF_ERROR(runtime_->Check(api->GetTensorElementType(tensor, &elem), "reading model metadata"));
+      RETURN_IF_ERROR(runtime_->Check(api->GetDimensionsCount(tensor, &rank), "reading model metadata"));
+      info.dims.resize(rank);
+      RETURN_IF_ERROR(runtime_->Check(api->GetDimensions(tensor, info.dims.data(), rank), "reading model metadata"));
+      for (int64_t& d : info.dims) d = d < 0 ? -1 : d;
+      info.dtype = DataTypeFromOnnx(elem);
+      if (info.dtype == DataType::kInvalid) {
+        return Status(StatusCode::kUnsupported, "model tensor '" + info.name + "' has ONNX element type " +
+                                                    std::to_string(elem) + ", which has no Triton datatype");
+      }
+      (is_input ? inputs_ : outputs_).push_back(std::move(info));
+    }
+  }
+  return Status::Success();
+}
+
+}  // namespace infernode

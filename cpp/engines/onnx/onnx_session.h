@@ -1,0 +1,63 @@
+// One ONNX Runtime session (one per model instance). Created off the event loop (the load
+// worker); Run is called only from its instance's thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/request.h"
+#include "engines/batch_inputs.h"
+#include "engines/onnx/ort_runtime.h"
+#include "memory/buffer_pool.h"
+
+namespace infernode {
+
+struct OnnxTensorInfo {
+  std::string name;
+  DataType dtype = DataType::kInvalid;
+  Shape dims;  // -1 for symbolic or unknown dims
+};
+
+struct OnnxSessionOptions {
+  int intra_op_threads = 0;  // 0 = ONNX Runtime's default
+  int inter_op_threads = 0;
+  bool use_cuda = false;
+  int device_id = 0;
+  bool use_tensorrt = false;
+};
+
+class OnnxSession {
+ public:
+  static Status Create(std::shared_ptr<OrtRuntime> runtime, const std::string& path,
+                       const OnnxSessionOptions& options, std::unique_ptr<OnnxSession>* out);
+  ~OnnxSession();
+  OnnxSession(const OnnxSession&) = delete;
+  OnnxSession& operator=(const OnnxSession&) = delete;
+
+  const std::vector<OnnxTensorInfo>& Inputs() const { return inputs_; }
+  const std::vector<OnnxTensorInfo>& Outputs() const { return outputs_; }
+  // Which execution provider the session got ("CPU", "CUDA", "TensorRT").
+  const std::string& Provider() const { return provider_; }
+
+  // Runs the batch; each output covers the whole batch (rows first). Outputs whose shape is
+  // known up front are written straight into pooled buffers.
+  Status Run(const std::vector<GatheredInput>& inputs, int64_t rows, BufferPool* pool,
+             std::vector<OutputTensor>* outputs);
+
+ private:
+  OnnxSession() = default;
+  Status ReadMetadata();
+  Status MakeInputValue(const GatheredInput& input, OrtValue** value) const;
+  Status ReadOutputValue(OrtValue* value, const std::string& name, std::shared_ptr<const void> owner,
+                         OutputTensor* out) const;
+
+  std::shared_ptr<OrtRuntime> runtime_;
+  OrtSession* session_ = nullptr;
+  OrtMemoryInfo* cpu_memory_ = nullptr;
+  std::vector<OnnxTensorInfo> inputs_;
+  std::vector<OnnxTensorInfo> outputs_;
+  std::string provider_ = "CPU";
+};
+
+}  // namespace infernode

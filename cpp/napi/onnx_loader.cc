@@ -1,0 +1,114 @@
+#include "napi/onnx_loader.h"
+
+#include "napi/errors.h"
+
+namespace infernode {
+
+namespace {
+
+// Marks Externals made here, so a foreign External is never taken for one of ours.
+constexpr napi_type_tag kOnnxSessionsTag = {0x6f6e6e7873657373ULL, 0x696e6665726e6f64ULL};
+
+Napi::Array TensorInfosToJs(Napi::Env env, const std::vector<OnnxTensorInfo>& infos) {
+  Napi::Array out = Napi::Array::New(env, infos.size());
+  for (size_t i = 0; i < infos.size(); ++i) {
+    Napi::Object t = Napi::Object::New(env);
+    t.Set("name", infos[i].name);
+    t.Set("dtype", DataTypeName(infos[i].dtype));
+    Napi::Array dims = Napi::Array::New(env, infos[i].dims.size());
+    for (size_t d = 0; d < infos[i].dims.size(); ++d) dims.Set(static_cast<uint32_t>(d), static_cast<double>(infos[i].dims[d]));
+    t.Set("dims", dims);
+    out.Set(static_cast<uint32_t>(i), t);
+  }
+  return out;
+}
+
+class LoadWorker final : public Napi::AsyncWorker {
+ public:
+  LoadWorker(Napi::Env env, std::string library, std::string model, uint32_t count, OnnxSessionOptions options)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), library_(std::move(library)),
+        model_(std::move(model)), count_(count), options_(options) {}
+
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+
+  // libuv pool thread: no V8 here.
+  void Execute() override {
+    std::shared_ptr<OrtRuntime> runtime;
+    status_ = OrtRuntime::Get(library_, &runtime);
+    for (uint32_t i = 0; status_.IsOk() && i < count_; ++i) {
+      std::unique_ptr<OnnxSession> session;
+      status_ = OnnxSession::Create(runtime, model_, options_, &session);
+      if (status_.IsOk()) sessions_->sessions.push_back(std::move(session));
+    }
+    if (status_.IsOk()) version_ = runtime->Version();
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (!status_.IsOk()) {
+      deferred_.Reject(MakeError(env, status_));
+      return;
+    }
+    const OnnxSession& first = *sessions_->sessions.front();
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("inputs", TensorInfosToJs(env, first.Inputs()));
+    out.Set("outputs", TensorInfosToJs(env, first.Outputs()));
+    out.Set("provider", first.Provider());
+    out.Set("ortVersion", version_);
+    auto handle = Napi::External<OnnxSessions>::New(env, sessions_.release(), [](Napi::Env, OnnxSessions* s) { delete s; });
+    napi_type_tag_object(env, handle, &kOnnxSessionsTag);
+    out.Set("handle", handle);
+    deferred_.Resolve(out);
+  }
+
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::string library_;
+  std::string model_;
+  uint32_t count_;
+  OnnxSessionOptions options_;
+  Status status_;
+  std::string version_;
+  std::unique_ptr<OnnxSessions> sessions_ = std::make_unique<OnnxSessions>();
+};
+
+int IntOption(const Napi::Object& options, const char* key) {
+  Napi::Value v = options.Get(key);
+  return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : 0;
+}
+
+}  // namespace
+
+Napi::Value LoadOnnxModel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 4 || !info[0].IsString() || !info[1].IsString() || !info[2].IsNumber() || !info[3].IsObject()) {
+    throw Napi::TypeError::New(env, "loadOnnxModel(libraryPath, modelPath, instanceCount, options)");
+  }
+  Napi::Object js = info[3].As<Napi::Object>();
+  OnnxSessionOptions options;
+  options.intra_op_threads = IntOption(js, "intraOpThreads");
+  options.inter_op_threads = IntOption(js, "interOpThreads");
+  options.device_id = IntOption(js, "deviceId");
+  options.use_cuda = js.Get("useCuda").ToBoolean();
+  options.use_tensorrt = js.Get("useTensorRt").ToBoolean();
+  const uint32_t count = std::max(1u, info[2].As<Napi::Number>().Uint32Value());
+  auto* worker = new LoadWorker(env, info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::String>().Utf8Value(),
+                                count, options);
+  Napi::Promise promise = worker->Promise();
+  worker->Queue();  // the worker deletes itself after OnOK/OnError
+  return promise;
+}
+
+std::vector<std::unique_ptr<OnnxSession>> TakeOnnxSessions(const Napi::Value& handle) {
+  bool tagged = false;
+  if (!handle.IsExternal() || napi_check_object_type_tag(handle.Env(), handle, &kOnnxSessionsTag, &tagged) != napi_ok ||
+      !tagged) {
+    return {};
+  }
+  OnnxSessions* sessions = handle.As<Napi::External<OnnxSessions>>().Data();
+  return sessions == nullptr ? std::vector<std::unique_ptr<OnnxSession>>{} : std::move(sessions->sessions);
+}
+
+}  // namespace infernode

@@ -1,0 +1,26 @@
+// loadOnnxModel(libraryPath, modelPath, instanceCount, options) → Promise<OnnxModelHandle>:
+// creates one ONNX Runtime session per instance on the libuv pool (a one-off job: a model
+// load, not compute) and resolves with the model's metadata and an opaque handle that
+// NativeModel takes the sessions from.
+#pragma once
+
+#include <napi.h>
+
+#include <memory>
+#include <vector>
+
+#include "engines/onnx/onnx_session.h"
+
+namespace infernode {
+
+// What the handle's External holds until a NativeModel takes the sessions.
+struct OnnxSessions {
+  std::vector<std::unique_ptr<OnnxSession>> sessions;
+};
+
+Napi::Value LoadOnnxModel(const Napi::CallbackInfo& info);
+
+// The sessions of a handle (moved out; empty when taken already or not a handle).
+std::vector<std::unique_ptr<OnnxSession>> TakeOnnxSessions(const Napi::Value& handle);
+
+}  // namespace infernode
