@@ -8,10 +8,14 @@
  */
 import { InferenceServerError, invalidArg, toInferenceServerError, StatusCode } from './errors';
 import type { NormalizedModelConfig } from './config/normalize';
-import { native, type Dispatch, type EnqueueInputs, type NativeModel, type NativeResponses, type NativeModelStats } from './native';
+import {
+  native, type Dispatch, type EnqueueInputs, type NativeModel, type NativeOutput, type NativeResponses, type NativeModelStats,
+} from './native';
 import { collectOutputs } from './outputs';
 import { Request, type InferFunc, type Parameters, type TritonContext } from './request';
-import { NDArray, dataTypeCode, serializeBytes } from './tensor';
+import {
+  NDArray, dataTypeCode, deserializeBytes, elementCount, serializeBytes, typedArrayFor, type DataType,
+} from './tensor';
 
 /** Options of one in-process inference. */
 export interface InferOptions {
@@ -35,28 +39,49 @@ interface PendingRequest {
   settled: boolean;
 }
 
+/** What executes a model's batches: JS callables (bind, model.js) or a native engine. */
+export type ModelEngine =
+  | { kind: 'js'; funcs: InferFunc[]; strict: boolean }
+  | { kind: 'onnx'; handle: object };
+
 let nextRequestId = 1;
+
+/** Views over a native engine's outputs (no copy: the ArrayBuffers are native memory). */
+function nativeOutputsToArrays(outputs: Record<string, NativeOutput>, model: string): Record<string, NDArray> {
+  const arrays: Record<string, NDArray> = {};
+  for (const name in outputs) {
+    const { dtype, shape, data } = outputs[name];
+    const dt = dtype as DataType;
+    arrays[name] = dt === 'BYTES'
+      ? new NDArray('BYTES', shape, deserializeBytes(new Uint8Array(data), elementCount(shape), `output '${name}' of model '${model}'`))
+      : new NDArray(dt, shape, new (typedArrayFor(dt))(data));
+  }
+  return arrays;
+}
 
 export class BoundModel {
   readonly config: NormalizedModelConfig;
   readonly #native: NativeModel;
   readonly #funcs: InferFunc[];
   readonly #strict: boolean;
+  readonly #nativeEngine: boolean;
   readonly #pending = new Map<number, PendingRequest>();
   readonly #outputNames: Set<string>;
   #stopped = false;
   #pumpScheduled = false;
   #drained: (() => void) | null = null;
 
-  constructor(config: NormalizedModelConfig, funcs: InferFunc[], strict: boolean) {
+  constructor(config: NormalizedModelConfig, engine: ModelEngine) {
     this.config = config;
-    this.#funcs = funcs;
-    this.#strict = strict;
+    this.#funcs = engine.kind === 'js' ? engine.funcs : [];
+    this.#strict = engine.kind === 'js' && engine.strict;
+    this.#nativeEngine = engine.kind !== 'js';
     this.#outputNames = new Set(config.outputs.map((t) => t.name));
     this.#native = new (native().NativeModel)(
       config,
       (instance, token, ids) => this.#execute(instance, token, ids),
       (responses) => this.#settle(responses),
+      engine.kind === 'onnx' ? engine.handle : undefined,
     );
   }
 
@@ -154,7 +179,7 @@ export class BoundModel {
    * delays and timeouts, and then reaches JS through the channel (#execute).
    */
   #schedulePump(): void {
-    if (this.#pumpScheduled) return;
+    if (this.#pumpScheduled || this.#nativeEngine) return;
     this.#pumpScheduled = true;
     queueMicrotask(this.#pump);
   }
@@ -223,13 +248,15 @@ export class BoundModel {
 
   /** Native code handed requests back: resolve or reject each. Never throws. */
   #settle(responses: NativeResponses): void {
-    const { ids, codes, messages } = responses;
+    const { ids, codes, messages, outputs } = responses;
     for (let i = 0; i < ids.length; i++) {
       const entry = this.#pending.get(ids[i]);
       if (!entry) continue;
       this.#pending.delete(ids[i]);
       if (entry.settled) continue;
       entry.settled = true;
+      const native = outputs[i];
+      if (native) entry.outputs = nativeOutputsToArrays(native, this.config.name);
       if (codes[i] === 0) entry.resolve(this.#selectOutputs(entry));
       else entry.reject(new InferenceServerError(codes[i], messages[i] ?? 'inference failed'));
     }

@@ -13,6 +13,40 @@ export interface NativeResponses {
   codes: Int32Array;
   /** Error message per failed entry (sparse). */
   messages: (string | undefined)[];
+  /** Outputs of native engines per entry (sparse; JS engines keep their outputs in JS). */
+  outputs: (Record<string, NativeOutput> | undefined)[];
+}
+
+/** An output of a native engine: `data` is an external ArrayBuffer over native memory. */
+export interface NativeOutput {
+  dtype: string;
+  shape: number[];
+  data: ArrayBuffer;
+}
+
+/** A tensor of an ONNX model as ONNX Runtime reports it (-1 for symbolic dims). */
+export interface OnnxTensorInfo {
+  name: string;
+  dtype: string;
+  dims: number[];
+}
+
+/** A loaded ONNX model: metadata, and the sessions a NativeModel takes (once). */
+export interface OnnxModelHandle {
+  inputs: OnnxTensorInfo[];
+  outputs: OnnxTensorInfo[];
+  /** The execution provider the sessions got: 'CPU', 'CUDA' or 'TensorRT'. */
+  provider: string;
+  ortVersion: string;
+  handle: object;
+}
+
+export interface OnnxLoadOptions {
+  intraOpThreads?: number;
+  interOpThreads?: number;
+  useCuda?: boolean;
+  useTensorRt?: boolean;
+  deviceId?: number;
 }
 
 /**
@@ -77,7 +111,8 @@ export type ExecuteCallback = (instance: number, token: number, ids: Float64Arra
 export type CompleteCallback = (responses: NativeResponses) => void;
 
 export interface NativeModelConstructor {
-  new (config: NormalizedModelConfig, onExecute: ExecuteCallback, onComplete: CompleteCallback): NativeModel;
+  /** Without `onnx`, the instances are the JS callables; with it, ONNX Runtime sessions. */
+  new (config: NormalizedModelConfig, onExecute: ExecuteCallback, onComplete: CompleteCallback, onnx?: object): NativeModel;
 }
 
 export interface BuildInfo {
@@ -92,6 +127,8 @@ export interface Addon {
   NativeModel: NativeModelConstructor;
   init(errorClass: typeof InferenceServerError): void;
   buildInfo(): BuildInfo;
+  /** Creates `instanceCount` sessions off the event loop (libuv pool). */
+  loadOnnxModel(libraryPath: string, modelPath: string, instanceCount: number, options: OnnxLoadOptions): Promise<OnnxModelHandle>;
 }
 
 let addon: Addon | undefined;

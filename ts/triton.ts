@@ -9,6 +9,9 @@ import { BoundModel, type InferOptions } from './model';
 import type { InferFunc } from './request';
 import { NDArray, ndarray, type DataType, type TensorData } from './tensor';
 import { runWarmups } from './warmup';
+import {
+  ModelRepositoryManager, type IndexEntry, type LoadOverride, type RepositoryOptions,
+} from './repository/manager';
 
 /** Arguments of `bind()` (PyTriton's `bind`, camelCased). */
 export interface BindOptions {
@@ -45,6 +48,7 @@ export class Triton {
   /** Name as callers spell it → latest version; cleared whenever a model is bound. */
   readonly #latest = new Map<string, BoundModel>();
   readonly #warmups: Promise<void>[] = [];
+  #repository: ModelRepositoryManager | null = null;
   #running = false;
   #stopped = false;
 
@@ -73,17 +77,80 @@ export class Triton {
     if (versions.has(config.version)) {
       throw new InferenceServerError('ALREADY_EXISTS', `model '${config.name}' version ${config.version} is already bound`);
     }
-    const model = new BoundModel(config, funcs, options.strict ?? false);
+    const model = new BoundModel(config, { kind: 'js', funcs, strict: options.strict ?? false });
     versions.set(config.version, model);
     this.#models.set(key, versions);
     this.#latest.clear();
     this.#warmups.push(runWarmups(config, funcs));
   }
 
-  /** Starts serving without blocking: warm-ups finish before it resolves. */
+  /**
+   * Serves the models of a Triton model repository too (`infernode serve`). Call before run():
+   * run() performs the initial loads of the control mode.
+   */
+  useRepository(options: Omit<RepositoryOptions, 'maxQueueSizeHardLimit'>): ModelRepositoryManager {
+    if (this.#repository) throw new InferenceServerError('ALREADY_EXISTS', 'a model repository is already in use');
+    this.#repository = new ModelRepositoryManager(this, { ...options, maxQueueSizeHardLimit: this.config.maxQueueSizeHardLimit });
+    return this.#repository;
+  }
+
+  /**
+   * Publishes (or, with null, withdraws) the versions of a repository model. Requests already
+   * queued on withdrawn versions finish there.
+   * @internal
+   */
+  setModelVersions(name: string, versions: Map<number, BoundModel> | null): void {
+    const key = name.toLowerCase();
+    if (versions && versions.size > 0) this.#models.set(key, versions);
+    else this.#models.delete(key);
+    this.#latest.clear();
+  }
+
+  /** Starts serving without blocking: warm-ups and the repository's initial loads finish first. */
   async run(): Promise<void> {
     await Promise.all(this.#warmups);
+    if (this.#repository && !this.#running) {
+      const failed = await this.#repository.start();
+      if (failed.size > 0 && (this.config.exitOnError ?? true)) {
+        const reasons = [...failed].map(([name, reason]) => `${name}: ${reason}`).join('; ');
+        await this.stop();
+        throw new InferenceServerError('UNAVAILABLE', `failed to load model(s): ${reasons}`);
+      }
+    }
     this.#running = true;
+  }
+
+  /** The repository index (Triton's repository extension): bound models, then repository models. */
+  repositoryIndex(readyOnly = false): IndexEntry[] {
+    const repo = this.#repository?.index(readyOnly) ?? [];
+    const repoNames = new Set(repo.map((e) => e.name.toLowerCase()));
+    const bound = this.models()
+      .filter((m) => !repoNames.has(m.name.toLowerCase()))
+      .map((m): IndexEntry => ({ name: m.name, version: String(m.version), state: 'READY', reason: '' }));
+    return [...bound, ...repo].sort((a, b) => a.name.localeCompare(b.name) || a.version.localeCompare(b.version));
+  }
+
+  /** The repository load API; UNAVAILABLE unless the repository's control mode is explicit. */
+  async loadModel(name: string, override?: LoadOverride): Promise<void> {
+    if (!this.#repository) {
+      throw new InferenceServerError('UNAVAILABLE', 'explicit model load / unload is not allowed: no model repository is in use');
+    }
+    await this.#repository.load(name, override);
+  }
+
+  /** The repository unload API; in-flight requests finish first. */
+  async unloadModel(name: string): Promise<void> {
+    if (!this.#repository) {
+      throw new InferenceServerError('UNAVAILABLE', 'explicit model load / unload is not allowed: no model repository is in use');
+    }
+    await this.#repository.unload(name);
+  }
+
+  /** Server readiness: serving, and (strict readiness, the default) every known model ready. */
+  isReady(): boolean {
+    if (!this.#running) return false;
+    if (this.config.strictReadiness === false) return true;
+    return this.repositoryIndex().every((e) => e.state === 'READY' || e.reason === 'unloaded');
   }
 
   /** Runs until SIGINT or SIGTERM, then stops gracefully (in-flight requests finish first). */
@@ -107,7 +174,10 @@ export class Triton {
     this.#stopped = true;
     this.#running = false;
     const timeoutMs = (this.config.exitTimeoutSecs ?? 30) * 1000;
-    await Promise.all(this.models().map((m) => m.stop(timeoutMs)));
+    await Promise.all([
+      ...this.models().map((m) => m.stop(timeoutMs)),
+      this.#repository?.stop(timeoutMs),
+    ]);
     return true;
   }
 

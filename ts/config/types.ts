@@ -99,6 +99,9 @@ export interface TritonConfig {
   id?: string;
   logVerbose?: number;
   exitTimeoutSecs?: number;
+  /** Default true: run() fails when a repository model fails to load at start-up. */
+  exitOnError?: boolean;
+  /** Default true: ready only when every model is ready. */
   strictReadiness?: boolean;
   allowHttp?: boolean;
   httpAddress?: string;
@@ -109,6 +112,8 @@ export interface TritonConfig {
   grpcPort?: number;
   grpcRestrictedProtocol?: string;
   allowMetrics?: boolean;
+  /** Default false: clients may register system/CUDA shared-memory regions (--allow-client-shm). */
+  allowClientShm?: boolean;
   metricsAddress?: string;
   metricsPort?: number;
   /** Hard cap on queued requests per model, so no queue is unbounded. Default 65536. */

@@ -1,0 +1,60 @@
+/**
+ * Loading ONNX models for the native ONNX Runtime engine: where the runtime library is, which
+ * execution provider a model gets (TensorRT → CUDA → CPU, as its config asks and the host
+ * allows, with a log line saying which), and the sessions, created off the event loop.
+ */
+import { native, type OnnxLoadOptions, type OnnxModelHandle } from '../native';
+import { InferenceServerError } from '../errors';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const ortPaths = require('../../scripts/ort-paths.js') as { paths(): { include: string; library: string } };
+
+/** The ONNX Runtime shared library this process loads (ONNXRUNTIME_ROOT or the npm package). */
+export function onnxRuntimeLibrary(): string {
+  return ortPaths.paths().library;
+}
+
+export type InstanceKind = 'KIND_CPU' | 'KIND_GPU' | 'KIND_AUTO';
+
+export interface OnnxEngineRequest {
+  modelName: string;
+  modelPath: string;
+  instanceCount: number;
+  kind: InstanceKind;
+  deviceId?: number;
+  tensorRt?: boolean;
+  intraOpThreads?: number;
+  interOpThreads?: number;
+  log?: (line: string) => void;
+}
+
+/** Loads the sessions with the best provider allowed; KIND_GPU without CUDA is a load error. */
+export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxModelHandle> {
+  const base: OnnxLoadOptions = {
+    intraOpThreads: req.intraOpThreads, interOpThreads: req.interOpThreads, deviceId: req.deviceId ?? 0,
+  };
+  const gpuWanted = req.kind === 'KIND_GPU' || (req.kind === 'KIND_AUTO' && native().buildInfo().cudaDeviceCount > 0);
+  const attempts: { name: string; options: OnnxLoadOptions }[] = [];
+  if (gpuWanted && req.tensorRt) attempts.push({ name: 'TensorRT', options: { ...base, useTensorRt: true } });
+  if (gpuWanted) attempts.push({ name: 'CUDA', options: { ...base, useCuda: true } });
+  if (req.kind !== 'KIND_GPU') attempts.push({ name: 'CPU', options: base });
+  const log = req.log ?? ((line: string) => console.log(line));
+  const library = onnxRuntimeLibrary();
+  let lastError: unknown;
+  for (const attempt of attempts) {
+    try {
+      const handle = await native().loadOnnxModel(library, req.modelPath, req.instanceCount, attempt.options);
+      if (attempt !== attempts[0]) log(`infernode: model '${req.modelName}' runs on ${handle.provider} (${attempts[0].name} unavailable)`);
+      return handle;
+    } catch (err) {
+      lastError = err;
+      // Only a missing provider falls back; a broken model fails at once.
+      if (!(err instanceof InferenceServerError) || err.code !== 'UNAVAILABLE') throw err;
+    }
+  }
+  if (req.kind === 'KIND_GPU') {
+    throw new InferenceServerError('UNAVAILABLE', `model '${req.modelName}' asks for KIND_GPU instances, but no CUDA ` +
+      `execution provider could be used: ${(lastError as Error)?.message ?? 'no CUDA device'}`);
+  }
+  throw lastError;
+}

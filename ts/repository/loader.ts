@@ -1,0 +1,115 @@
+/**
+ * Loads one model of a repository: its config (config.pbtxt, or an override from the load
+ * API), the versions its version policy selects, each version's engine (ONNX Runtime sessions,
+ * or a JS model), auto-completed and normalized into a BoundModel per version.
+ */
+import * as path from 'node:path';
+import { InferenceServerError } from '../errors';
+import { BoundModel } from '../model';
+import type { NormalizedModelConfig } from '../config/normalize';
+import { loadOnnxEngine, type InstanceKind } from '../engines/onnx';
+import { autoCompleteOnnxConfig, type RawModelConfig } from './autocomplete';
+import { readRawConfig, normalizeRawConfig } from './config-source';
+import { loadJsModel } from './js-model';
+import { findModelFile, selectVersions, versionsOnDisk, type ModelDirectory, type VersionPolicy } from './layout';
+
+/** A loaded version, with what must run when it is unloaded. */
+export interface LoadedVersion {
+  model: BoundModel;
+  finalize(): Promise<void>;
+}
+
+export interface LoadOptions {
+  /** A config given through the load API (protobuf-JSON form), instead of config.pbtxt. */
+  configOverride?: RawModelConfig;
+  maxQueueSizeHardLimit?: number;
+  log?: (line: string) => void;
+}
+
+const ONNX_BACKENDS = new Set(['onnxruntime']);
+const JS_BACKENDS = new Set(['js', 'node', 'nodejs']);
+
+function engineKind(config: RawModelConfig, fileKind: 'onnx' | 'js', model: string): 'onnx' | 'js' {
+  const backend = String(config.backend ?? '');
+  const platform = String(config.platform ?? '');
+  if (ONNX_BACKENDS.has(backend) || platform === 'onnxruntime_onnx') return 'onnx';
+  if (JS_BACKENDS.has(backend)) return 'js';
+  if (backend === '' && platform === '') return fileKind;
+  throw new InferenceServerError('UNSUPPORTED', `model '${model}': ${backend ? `backend '${backend}'` : `platform '${platform}'`} ` +
+    'is not supported by infernode (supported: onnxruntime, js)');
+}
+
+function instanceSpec(config: RawModelConfig): { count: number; kind: InstanceKind; deviceId: number } {
+  const groups = (config.instance_group as { count?: number | string; kind?: string; gpus?: number[] }[] | undefined) ?? [];
+  const count = groups.reduce((n, g) => n + Number(g.count ?? 1), 0) || 1;
+  const kind = (groups[0]?.kind ?? 'KIND_AUTO') as InstanceKind;
+  return { count, kind, deviceId: Number(groups[0]?.gpus?.[0] ?? 0) };
+}
+
+function parameter(config: RawModelConfig, key: string): number | undefined {
+  const params = config.parameters as Record<string, { string_value?: string }> | undefined;
+  const value = params?.[key]?.string_value;
+  return value === undefined ? undefined : Number(value);
+}
+
+function wantsTensorRt(config: RawModelConfig): boolean {
+  const accelerators = (config.optimization as { execution_accelerators?: { gpu_execution_accelerator?: { name?: string }[] } } | undefined)
+    ?.execution_accelerators?.gpu_execution_accelerator ?? [];
+  return accelerators.some((a) => a.name === 'tensorrt');
+}
+
+async function loadVersion(
+  dir: ModelDirectory, raw: RawModelConfig, version: number, options: LoadOptions,
+): Promise<LoadedVersion> {
+  const versionDir = path.join(dir.dir, String(version));
+  const found = findModelFile(versionDir, raw.default_model_filename as string | undefined);
+  if (!found) {
+    throw new InferenceServerError('INVALID_ARG', `model '${dir.name}' version ${version}: no model file ` +
+      `(model.onnx, model.js or model.mjs${raw.default_model_filename ? `, or '${String(raw.default_model_filename)}'` : ''}) in ${versionDir}`);
+  }
+  const kind = engineKind(raw, found.kind, dir.name);
+  const instances = instanceSpec(raw);
+  if (kind === 'onnx') {
+    const handle = await loadOnnxEngine({
+      modelName: dir.name, modelPath: found.file, instanceCount: instances.count, kind: instances.kind,
+      deviceId: instances.deviceId, tensorRt: wantsTensorRt(raw),
+      intraOpThreads: parameter(raw, 'intra_op_thread_count'), interOpThreads: parameter(raw, 'inter_op_thread_count'),
+      log: options.log,
+    });
+    const completed = autoCompleteOnnxConfig(dir.name, { backend: 'onnxruntime', ...raw }, handle.inputs, handle.outputs);
+    const config = normalize(completed, dir, version, options);
+    return { model: new BoundModel(config, { kind: 'onnx', handle: handle.handle }), finalize: async () => {} };
+  }
+  if (!raw.input || !raw.output) {
+    throw new InferenceServerError('INVALID_ARG', `model '${dir.name}': a JS model needs a config.pbtxt declaring its inputs and outputs`);
+  }
+  const config = normalize({ backend: 'js', ...raw }, dir, version, options);
+  const js = await loadJsModel(found.file, config, dir.repository);
+  return { model: new BoundModel(config, { kind: 'js', funcs: js.funcs, strict: false }), finalize: js.finalize };
+}
+
+function normalize(raw: RawModelConfig, dir: ModelDirectory, version: number, options: LoadOptions): NormalizedModelConfig {
+  return normalizeRawConfig(raw, {
+    name: dir.name, version, source: path.join(dir.dir, 'config.pbtxt'), maxQueueSizeHardLimit: options.maxQueueSizeHardLimit,
+  });
+}
+
+/** Loads every version the policy selects; on any failure, what was loaded is stopped again. */
+export async function loadModel(dir: ModelDirectory, options: LoadOptions = {}): Promise<Map<number, LoadedVersion>> {
+  const raw = options.configOverride ?? readRawConfig(dir);
+  const versions = selectVersions(versionsOnDisk(dir.dir), raw.version_policy as VersionPolicy | undefined, dir.name);
+  if (versions.length === 0) {
+    throw new InferenceServerError('INVALID_ARG', `model '${dir.name}' has no version directory (e.g. ${dir.name}/1/) in ${dir.repository}`);
+  }
+  const loaded = new Map<number, LoadedVersion>();
+  try {
+    for (const version of versions) loaded.set(version, await loadVersion(dir, raw, version, options));
+  } catch (err) {
+    await Promise.all([...loaded.values()].map(async (v) => {
+      await v.model.stop(0);
+      await v.finalize();
+    }));
+    throw err;
+  }
+  return loaded;
+}
