@@ -12,7 +12,7 @@
         "<!(node -p \"require('node-addon-api').include_dir\")",
         "<!(node scripts/ort-paths.js include)"
       ],
-      "libraries": ["-ldl"],
+      "libraries": ["-ldl", "-lrt"],
       "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
       "cflags_cc!": ["-fno-exceptions", "-fno-rtti"],
       "cflags_cc": ["-std=c++17", "-fexceptions", "-Wall", "-Wextra", "-Werror=return-type", "-Wno-unused-parameter"],

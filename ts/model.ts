@@ -201,24 +201,26 @@ export class BoundModel {
     const entries: PendingRequest[] = [];
     for (const id of ids) entries.push(this.#pending.get(id)!);
     const context: TritonContext = { modelConfig: this.config, instanceIndex: instance };
+    const started = performance.now();
     let result: unknown;
     try {
       result = this.#funcs[instance](entries.map((e) => e.request), context);
     } catch (err) {
-      this.#finish(instance, token, entries, err);
+      this.#finish(instance, token, entries, started, err);
       return;
     }
     if (result instanceof Promise) {
       result.then(
-        (value) => this.#finish(instance, token, entries, null, value),
-        (err: unknown) => this.#finish(instance, token, entries, err ?? new Error('inference callable rejected')),
+        (value) => this.#finish(instance, token, entries, started, null, value),
+        (err: unknown) => this.#finish(instance, token, entries, started, err ?? new Error('inference callable rejected')),
       );
     } else {
-      this.#finish(instance, token, entries, null, result);
+      this.#finish(instance, token, entries, started, null, result);
     }
   }
 
-  #finish(instance: number, token: number, entries: PendingRequest[], error: unknown, result?: unknown): void {
+  #finish(instance: number, token: number, entries: PendingRequest[], started: number, error: unknown, result?: unknown): void {
+    const inferred = performance.now();
     let failure = error;
     if (!failure) {
       try {
@@ -229,12 +231,14 @@ export class BoundModel {
         failure = err;
       }
     }
+    // compute_infer = the callable, compute_output = collecting its outputs (Triton's stats).
+    const timings = new Float64Array([(inferred - started) * 1e6, (performance.now() - inferred) * 1e6]);
     let released: NativeResponses | null;
     if (failure) {
       const err = toInferenceServerError(failure);
-      released = this.#native.completeBatch(instance, token, StatusCode[err.code], err.message);
+      released = this.#native.completeBatch(instance, token, StatusCode[err.code], err.message, timings);
     } else {
-      released = this.#native.completeBatch(instance, token, 0, '');
+      released = this.#native.completeBatch(instance, token, 0, '', timings);
     }
     this.#schedulePump();
     if (released) this.#settle(released);

@@ -60,17 +60,41 @@ export interface NativeDuration {
   ns: number;
 }
 
+/** Why requests failed, as Triton's `nv_inference_request_failure{reason}` labels them. */
+export interface NativeFailureCounts {
+  /** Queue full, queue timeout. */
+  REJECTED: number;
+  CANCELED: number;
+  /** The engine (callable, ONNX Runtime) failed the request. */
+  BACKEND: number;
+  /** Invalid requests, shutdown. */
+  OTHER: number;
+}
+
+export interface NativeBatchStats {
+  batchSize: number;
+  computeInput: NativeDuration;
+  computeInfer: NativeDuration;
+  computeOutput: NativeDuration;
+}
+
+/** Triton's statistics counters of one model version (cpp/scheduling/model_stats.h). */
 export interface NativeModelStats {
   success: NativeDuration;
   fail: NativeDuration;
   queue: NativeDuration;
+  computeInput: NativeDuration;
   computeInfer: NativeDuration;
+  computeOutput: NativeDuration;
   inferenceCount: number;
   executionCount: number;
   lastInferenceMs: number;
-  rejectedCount: number;
+  failures: NativeFailureCounts;
+  /** Queued or executing now. */
   pending: number;
-  batchStats: { batchSize: number; computeInfer: NativeDuration }[];
+  /** Queued now (not yet handed to an instance). */
+  queued: number;
+  batchStats: NativeBatchStats[];
 }
 
 /**
@@ -94,10 +118,11 @@ export interface NativeModel {
   pump(): Dispatch | undefined;
   /**
    * Reports a batch done; returns the responses releasable now (preserve_ordering may hold
-   * some). The caller promises to call pump() soon.
+   * some). `timings` = [computeInferNs, computeOutputNs] as the caller measured them (compute
+   * input is the rest of the batch's time). The caller promises to call pump() soon.
    */
-  completeBatch(instance: number, token: number, code: number, message: string): NativeResponses | null;
-  completeBatch(instance: number, token: number, codes: Int32Array, messages: string[]): NativeResponses | null;
+  completeBatch(instance: number, token: number, code: number, message: string, timings?: Float64Array): NativeResponses | null;
+  completeBatch(instance: number, token: number, codes: Int32Array, messages: string[], timings?: Float64Array): NativeResponses | null;
   /** Removes a queued request: its CANCELLED response, or null when it already left the queue. */
   cancel(id: number): NativeResponses | null;
   /** Queued requests are sent without waiting for the queue delay; new ones are refused. */
@@ -123,8 +148,25 @@ export interface BuildInfo {
   hostAllocator: string;
 }
 
+/** A client's CUDA IPC region (cpp/napi/shared_memory.h). Main thread only. */
+export interface CudaSharedMemory {
+  /** Copies `byteSize` bytes at `offset` of the device region into a new Buffer. */
+  read(offset: number, byteSize: number): Buffer;
+  /** Copies `data` into the device region at `offset`. */
+  write(offset: number, data: Uint8Array): void;
+  /** Releases the IPC handle (also done when the object is collected). */
+  close(): void;
+}
+
 export interface Addon {
   NativeModel: NativeModelConstructor;
+  /**
+   * Maps `byteSize` bytes at `offset` of the POSIX shared-memory object `key` ('/name'),
+   * read-write; unmapped when the ArrayBuffer is collected. Throws INVALID_ARG naming the key.
+   */
+  mapSystemSharedMemory(key: string, offset: number, byteSize: number): ArrayBuffer;
+  /** Opens a cudaIpcMemHandle_t (64 bytes); UNAVAILABLE without a CUDA device. */
+  openCudaSharedMemory(handle: Uint8Array, deviceId: number, byteSize: number): CudaSharedMemory;
   init(errorClass: typeof InferenceServerError): void;
   buildInfo(): BuildInfo;
   /** Creates `instanceCount` sessions off the event loop (libuv pool). */

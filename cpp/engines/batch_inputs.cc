@@ -44,7 +44,7 @@ Status GatherBatchInputs(const ModelConfig& config, const Batch& batch, BufferPo
     uint64_t total = 0;
     for (const auto& request : batch.requests) {
       const InputTensor* in = FindInput(*request, spec.name);
-      if (in == nullptr) break;
+      if (in == nullptr) continue;  // counted below: all requests carry it or none does
       parts.push_back(in);
       total += in->byte_size;
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/request.h"
+#include "scheduling/model_stats.h"
 
 namespace infernode {
 
@@ -40,13 +41,13 @@ class ModelInstance {
 };
 
 // Where a native instance reports a finished batch: one status per request (or one for all),
-// and each request's outputs. Returns the responses releasable now.
+// each request's outputs, and how long its phases took. Returns the responses releasable now.
 class BatchCompleter {
  public:
   virtual ~BatchCompleter() = default;
   virtual std::vector<InferenceResponse> CompleteBatchWithOutputs(
       uint32_t instance, uint64_t token, std::vector<Status> statuses,
-      std::vector<std::vector<OutputTensor>> outputs) = 0;
+      std::vector<std::vector<OutputTensor>> outputs, const BatchTimings& timings) = 0;
 };
 
 // A batch dispatched on the caller's thread (see RunsOnCallerThread).

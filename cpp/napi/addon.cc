@@ -7,6 +7,7 @@
 #include "napi/addon_data.h"
 #include "napi/native_model.h"
 #include "napi/onnx_loader.h"
+#include "napi/shared_memory.h"
 
 namespace infernode {
 
@@ -41,6 +42,10 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("init", Napi::Function::New<Init>(env, "init"));
   exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
   exports.Set("loadOnnxModel", Napi::Function::New<LoadOnnxModel>(env, "loadOnnxModel"));
+  Napi::Function cuda_shm = CudaSharedMemory::Define(env);
+  data->cuda_shared_memory = Napi::Persistent(cuda_shm);
+  exports.Set("mapSystemSharedMemory", Napi::Function::New<MapSystemSharedMemory>(env, "mapSystemSharedMemory"));
+  exports.Set("openCudaSharedMemory", Napi::Function::New<OpenCudaSharedMemory>(env, "openCudaSharedMemory"));
   return exports;
 }
 

@@ -170,9 +170,28 @@ Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+namespace {
+
+// [inferNs, outputNs] as the JS instance measured them, when given; compute_input is the rest
+// of the batch's dispatch-to-completion time.
+BatchTimings TimingsFromJs(const Napi::Value& value) {
+  BatchTimings timings;
+  if (!value.IsTypedArray()) return timings;
+  Napi::Float64Array t = value.As<Napi::Float64Array>();
+  if (t.ElementLength() < 2) return timings;
+  auto ns = [](double v) { return v > 0 ? static_cast<uint64_t>(v) : uint64_t{0}; };
+  timings.measured = true;
+  timings.input_is_remainder = true;
+  timings.infer_ns = ns(t[0]);
+  timings.output_ns = ns(t[1]);
+  return timings;
+}
+
+}  // namespace
+
 Napi::Value NativeModel::CompleteBatch(const Napi::CallbackInfo& info) {
-  // completeBatch(instance, token, code, message) for the whole batch, or
-  // completeBatch(instance, token, codes: Int32Array, messages: string[]) per request.
+  // completeBatch(instance, token, code, message, timings?) for the whole batch, or
+  // completeBatch(instance, token, codes: Int32Array, messages: string[], timings?) per request.
   Napi::Env env = info.Env();
   const uint32_t instance = info[0].As<Napi::Number>().Uint32Value();
   const uint64_t token = static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value());
@@ -189,7 +208,8 @@ Napi::Value NativeModel::CompleteBatch(const Napi::CallbackInfo& info) {
     statuses.emplace_back(code, code == StatusCode::kSuccess ? "" : info[3].ToString().Utf8Value());
   }
   if (stopped_) return env.Null();
-  return ResponsesToJs(env, scheduler_->CompleteBatch(instance, token, std::move(statuses), /*caller_pumps=*/true));
+  return ResponsesToJs(env, scheduler_->CompleteBatch(instance, token, std::move(statuses), /*caller_pumps=*/true,
+                                                      TimingsFromJs(info[4])));
 }
 
 Napi::Value NativeModel::Cancel(const Napi::CallbackInfo& info) {
@@ -281,18 +301,28 @@ Napi::Value NativeModel::Stats(const Napi::CallbackInfo& info) {
   out.Set("success", DurationToJs(env, s.success));
   out.Set("fail", DurationToJs(env, s.fail));
   out.Set("queue", DurationToJs(env, s.queue));
+  out.Set("computeInput", DurationToJs(env, s.compute_input));
   out.Set("computeInfer", DurationToJs(env, s.compute_infer));
+  out.Set("computeOutput", DurationToJs(env, s.compute_output));
   out.Set("inferenceCount", static_cast<double>(s.inference_count));
   out.Set("executionCount", static_cast<double>(s.execution_count));
   out.Set("lastInferenceMs", static_cast<double>(s.last_inference_ms));
-  out.Set("rejectedCount", static_cast<double>(s.rejected_count));
+  Napi::Object failures = Napi::Object::New(env);
+  failures.Set("REJECTED", static_cast<double>(s.Failures(FailureReason::kRejected)));
+  failures.Set("CANCELED", static_cast<double>(s.Failures(FailureReason::kCanceled)));
+  failures.Set("BACKEND", static_cast<double>(s.Failures(FailureReason::kBackend)));
+  failures.Set("OTHER", static_cast<double>(s.Failures(FailureReason::kOther)));
+  out.Set("failures", failures);
   out.Set("pending", static_cast<double>(s.pending));
+  out.Set("queued", static_cast<double>(s.queued));
   Napi::Array batches = Napi::Array::New(env);
   uint32_t i = 0;
-  for (const auto& [rows, stat] : s.batch_compute_infer) {
+  for (const auto& [rows, stat] : s.batch_stats) {
     Napi::Object b = Napi::Object::New(env);
     b.Set("batchSize", static_cast<double>(rows));
-    b.Set("computeInfer", DurationToJs(env, stat));
+    b.Set("computeInput", DurationToJs(env, stat.compute_input));
+    b.Set("computeInfer", DurationToJs(env, stat.compute_infer));
+    b.Set("computeOutput", DurationToJs(env, stat.compute_output));
     batches.Set(i++, b);
   }
   out.Set("batchStats", batches);

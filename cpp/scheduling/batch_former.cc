@@ -8,7 +8,7 @@ namespace infernode {
 // walk the queue in service order; stop before a request that would exceed the max batch size
 // or the largest preferred size, or whose shapes differ; remember the largest preferred size
 // reached. Send a preferred batch at once; send a batch that cannot grow at once; otherwise
-// wait until the oldest request has waited max_queue_delay.
+// wait until the oldest request of the batch has waited max_queue_delay.
 BatchDecision FormBatch(const std::vector<PendingRequest>& pending, const ModelConfig& config,
                         uint64_t now_ns, bool draining) {
   BatchDecision decision;
@@ -41,9 +41,14 @@ BatchDecision FormBatch(const std::vector<PendingRequest>& pending, const ModelC
     decision.count = 1;
     return decision;
   }
-  const uint64_t waited = now_ns > pending[0].enqueue_ns ? now_ns - pending[0].enqueue_ns : 0;
+  // The oldest request of the batch: with priority levels or DELAY-ed requests, the head of the
+  // service order is not necessarily the one that has waited longest.
+  uint64_t oldest_ns = pending[0].enqueue_ns;
+  for (size_t i = 1; i < count; ++i) oldest_ns = std::min(oldest_ns, pending[i].enqueue_ns);
+  const uint64_t waited = now_ns > oldest_ns ? now_ns - oldest_ns : 0;
   const uint64_t delay_ns = b.max_queue_delay_us * 1000;
-  const bool delay_over = waited >= delay_ns;
+  // As in Triton, a zero delay is never "exceeded": a preferred batch still goes as it is.
+  const bool delay_over = delay_ns != 0 && waited >= delay_ns;
   if (preferred_count > 0 && !delay_over) {
     decision.count = preferred_count;
   } else if (blocked || rows >= limit || delay_ns == 0 || delay_over || draining) {

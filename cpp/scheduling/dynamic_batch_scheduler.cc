@@ -1,26 +1,14 @@
 #include "scheduling/dynamic_batch_scheduler.h"
 
-#include <chrono>
 #include <utility>
 
+#include "core/clock.h"
 #include "scheduling/batch_former.h"
 #include "scheduling/request_validator.h"
 
 namespace infernode {
 
-uint64_t SteadyNowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 namespace {
-
-uint64_t WallNowMs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-}
 
 InferenceResponse Fail(const InferenceRequest& request, const Status& status) {
   InferenceResponse response;
@@ -48,17 +36,21 @@ void DynamicBatchScheduler::Start(std::vector<std::unique_ptr<ModelInstance>> in
 }
 
 Status DynamicBatchScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request, bool caller_pumps) {
-  RETURN_IF_ERROR(ValidateRequest(config_, request.get()));
+  Status valid = ValidateRequest(config_, request.get());
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!valid.IsOk()) {
+      stats_.Failed(FailureReason::kOther, 0);
+      return valid;
+    }
     if (stopping_ || draining_) {
+      stats_.Failed(FailureReason::kOther, 0);
       return Unavailable("model '" + config_.name + "' is not accepting requests: it is shutting down");
     }
     Status status = queue_.Enqueue(request, SteadyNowNs());
     if (!status.IsOk()) {
-      ++stats_.fail.count;
-      ++stats_.rejected_count;
+      stats_.Failed(FailureReason::kRejected, 0);
       return status;
     }
     ++stats_.pending;
@@ -109,7 +101,7 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Cancel(uint64_t request_id
   std::unique_ptr<InferenceRequest> request = queue_.Remove(request_id);
   if (request) {
     --stats_.pending;
-    stats_.fail.Add(SteadyNowNs() - request->enqueue_ns);
+    stats_.Failed(FailureReason::kCanceled, SteadyNowNs() - request->enqueue_ns);
     out.push_back(Fail(*request, Status(StatusCode::kCancelled, "Request for model '" + config_.name +
                                                                    "' was cancelled")));
   }
@@ -163,8 +155,7 @@ void DynamicBatchScheduler::Run() {
     if (!expired.empty()) {
       std::vector<InferenceResponse> failed;
       for (auto& request : expired) {
-        stats_.fail.Add(now - request->enqueue_ns);
-        ++stats_.rejected_count;
+        stats_.Failed(FailureReason::kRejected, now - request->enqueue_ns);
         --stats_.pending;
         failed.push_back(Fail(*request, Unavailable("Request timeout expired")));
       }
@@ -196,8 +187,16 @@ void DynamicBatchScheduler::Run() {
 
 void DynamicBatchScheduler::RecordCompletion(const Batch& batch, const std::vector<Status>& statuses,
                                              std::vector<std::vector<OutputTensor>>* outputs, uint64_t now_ns,
+                                             const BatchTimings& timings, FailureReason failure_reason,
                                              std::vector<InferenceResponse>* out) {
-  const uint64_t compute_ns = now_ns - batch.dispatch_ns;
+  const uint64_t total_ns = now_ns > batch.dispatch_ns ? now_ns - batch.dispatch_ns : 0;
+  BatchTimings t = timings;
+  if (!t.measured) {
+    t.infer_ns = total_ns;
+  } else if (t.input_is_remainder) {
+    const uint64_t measured = t.infer_ns + t.output_ns;
+    t.input_ns = total_ns > measured ? total_ns - measured : 0;
+  }
   bool any_success = false;
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     const InferenceRequest& request = *batch.requests[i];
@@ -210,9 +209,12 @@ void DynamicBatchScheduler::RecordCompletion(const Batch& batch, const std::vect
       if (outputs != nullptr && i < outputs->size()) response.outputs = std::move((*outputs)[i]);
       stats_.success.Add(now_ns - request.enqueue_ns);
       stats_.queue.Add(batch.dispatch_ns - request.enqueue_ns);
-      stats_.compute_infer.Add(compute_ns);
+      stats_.compute_input.Add(t.input_ns);
+      stats_.compute_infer.Add(t.infer_ns);
+      stats_.compute_output.Add(t.output_ns);
     } else {
-      stats_.fail.Add(now_ns - request.enqueue_ns);
+      const bool cancelled = status.Code() == StatusCode::kCancelled;
+      stats_.Failed(cancelled ? FailureReason::kCanceled : failure_reason, now_ns - request.enqueue_ns);
     }
     --stats_.pending;
     out->push_back(std::move(response));
@@ -220,26 +222,30 @@ void DynamicBatchScheduler::RecordCompletion(const Batch& batch, const std::vect
   if (any_success) {
     stats_.inference_count += static_cast<uint64_t>(batch.rows);
     ++stats_.execution_count;
-    stats_.batch_compute_infer[batch.rows].Add(compute_ns);
+    BatchStat& by_size = stats_.batch_stats[batch.rows];
+    by_size.compute_input.Add(t.input_ns);
+    by_size.compute_infer.Add(t.infer_ns);
+    by_size.compute_output.Add(t.output_ns);
     stats_.last_inference_ms = WallNowMs();
   }
 }
 
 std::vector<InferenceResponse> DynamicBatchScheduler::CompleteBatch(uint32_t instance, uint64_t token,
                                                                     std::vector<Status> statuses,
-                                                                    bool caller_pumps) {
-  return Complete(instance, token, std::move(statuses), nullptr, caller_pumps);
+                                                                    bool caller_pumps, const BatchTimings& timings) {
+  return Complete(instance, token, std::move(statuses), nullptr, caller_pumps, timings);
 }
 
 std::vector<InferenceResponse> DynamicBatchScheduler::CompleteBatchWithOutputs(
-    uint32_t instance, uint64_t token, std::vector<Status> statuses, std::vector<std::vector<OutputTensor>> outputs) {
-  return Complete(instance, token, std::move(statuses), &outputs, false);
+    uint32_t instance, uint64_t token, std::vector<Status> statuses, std::vector<std::vector<OutputTensor>> outputs,
+    const BatchTimings& timings) {
+  return Complete(instance, token, std::move(statuses), &outputs, false, timings);
 }
 
 std::vector<InferenceResponse> DynamicBatchScheduler::Complete(uint32_t instance, uint64_t token,
                                                                std::vector<Status> statuses,
                                                                std::vector<std::vector<OutputTensor>>* outputs,
-                                                               bool caller_pumps) {
+                                                               bool caller_pumps, const BatchTimings& timings) {
   std::vector<InferenceResponse> released;
   bool wake = false;
   {
@@ -254,7 +260,7 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Complete(uint32_t instance
                                   " requests"));
     }
     std::vector<InferenceResponse> responses;
-    RecordCompletion(*batch, statuses, outputs, SteadyNowNs(), &responses);
+    RecordCompletion(*batch, statuses, outputs, SteadyNowNs(), timings, FailureReason::kBackend, &responses);
     released = orderer_.Complete(batch->sequence, std::move(responses));
     wake = ThreadNeededLocked(caller_pumps) || draining_;
   }
@@ -287,14 +293,15 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Stop() {
   for (auto& batch : in_flight_) {
     if (!batch) continue;
     std::vector<InferenceResponse> responses;
-    RecordCompletion(*batch, {shutting_down}, nullptr, SteadyNowNs(), &responses);
+    RecordCompletion(*batch, {shutting_down}, nullptr, SteadyNowNs(), BatchTimings{}, FailureReason::kOther,
+                     &responses);
     for (auto& r : orderer_.Complete(batch->sequence, std::move(responses))) failed.push_back(std::move(r));
     batch.reset();
   }
   for (auto& r : orderer_.TakeAll()) failed.push_back(std::move(r));
   const uint64_t now = SteadyNowNs();
   for (auto& request : queue_.TakeAll()) {
-    stats_.fail.Add(now - request->enqueue_ns);
+    stats_.Failed(FailureReason::kOther, now - request->enqueue_ns);
     --stats_.pending;
     failed.push_back(Fail(*request, shutting_down));
   }
@@ -303,7 +310,9 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Stop() {
 
 ModelStats DynamicBatchScheduler::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  ModelStats copy = stats_;
+  copy.queued = queue_.Size();
+  return copy;
 }
 
 }  // namespace infernode

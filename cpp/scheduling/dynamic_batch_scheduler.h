@@ -48,14 +48,17 @@ class DynamicBatchScheduler final : public BatchCompleter {
   std::vector<InferenceResponse> Cancel(uint64_t request_id);
 
   // An instance finished the batch of `token`. `statuses` holds one status per request, or
-  // one for the whole batch. Returns the responses that may be released now (ordering).
+  // one for the whole batch; `timings` the phases the instance measured (if it did). Returns
+  // the responses that may be released now (ordering).
   std::vector<InferenceResponse> CompleteBatch(uint32_t instance, uint64_t token,
-                                               std::vector<Status> statuses, bool caller_pumps = false);
+                                               std::vector<Status> statuses, bool caller_pumps = false,
+                                               const BatchTimings& timings = BatchTimings{});
 
   // A native instance finished: as CompleteBatch, with each request's outputs.
   std::vector<InferenceResponse> CompleteBatchWithOutputs(uint32_t instance, uint64_t token,
                                                           std::vector<Status> statuses,
-                                                          std::vector<std::vector<OutputTensor>> outputs) override;
+                                                          std::vector<std::vector<OutputTensor>> outputs,
+                                                          const BatchTimings& timings) override;
 
   // From now on queued requests are sent without waiting for the queue delay.
   void Drain();
@@ -78,11 +81,15 @@ class DynamicBatchScheduler final : public BatchCompleter {
   // on the caller's thread are left to Pump(); timeouts and other instances still need it.
   bool ThreadNeededLocked(bool caller_pumps) const;
   std::vector<PendingRequest> PendingView() const;
+  // Counts a finished batch; failed requests count under `failure_reason` (CANCELLED ones
+  // under kCanceled).
   void RecordCompletion(const Batch& batch, const std::vector<Status>& statuses,
                         std::vector<std::vector<OutputTensor>>* outputs, uint64_t now_ns,
+                        const BatchTimings& timings, FailureReason failure_reason,
                         std::vector<InferenceResponse>* out);
   std::vector<InferenceResponse> Complete(uint32_t instance, uint64_t token, std::vector<Status> statuses,
-                                          std::vector<std::vector<OutputTensor>>* outputs, bool caller_pumps);
+                                          std::vector<std::vector<OutputTensor>>* outputs, bool caller_pumps,
+                                          const BatchTimings& timings);
 
   const ModelConfig config_;
   CompletionSink* const sink_;  // not owned; outlives the scheduler
@@ -101,7 +108,5 @@ class DynamicBatchScheduler final : public BatchCompleter {
   bool started_ = false;
   std::thread thread_;
 };
-
-uint64_t SteadyNowNs();
 
 }  // namespace infernode

@@ -41,10 +41,11 @@ Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const 
                       ", got " + ShapeToString(in.shape));
   }
   int64_t count = 0;
-  RETURN_IF_ERROR(ElementCount(in.shape, &count));
+  Status s = ElementCount(in.shape, &count);
+  if (!s.IsOk()) return InvalidArg(s.Message() + " for " + label);
   if (in.dtype == DataType::kBytes) {
     int64_t found = 0;
-    Status s = CountSerializedBytes(in.data, in.byte_size, &found);
+    s = CountSerializedBytes(in.data, in.byte_size, &found);
     if (!s.IsOk()) return InvalidArg(s.Message() + " in " + label);
     if (found != count) {
       return InvalidArg("expected " + std::to_string(count) + " string elements for " + label +
@@ -53,7 +54,8 @@ Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const 
     return Status::Success();
   }
   uint64_t expected_bytes = 0;
-  RETURN_IF_ERROR(ByteSize(in.dtype, in.shape, &expected_bytes));
+  s = ByteSize(in.dtype, in.shape, &expected_bytes);
+  if (!s.IsOk()) return InvalidArg(s.Message() + " for " + label);
   if (expected_bytes != in.byte_size) {
     return InvalidArg("input byte size mismatch for " + label + ": expected " +
                       std::to_string(expected_bytes) + " bytes for shape " + ShapeToString(in.shape) +

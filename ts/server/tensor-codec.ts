@@ -1,0 +1,181 @@
+/**
+ * Tensors on the wire, shared by the HTTP and gRPC frontends: raw little-endian bytes (the
+ * binary extension, gRPC raw contents, shared memory) and JSON values. Every size is checked
+ * before anything is allocated; raw bytes become views, never decoded element by element
+ * (a copy happens only when the bytes are not aligned for their TypedArray).
+ */
+import { invalidArg } from '../errors';
+import {
+  DATA_TYPES, NDArray, dataTypeByteSize, deserializeBytes, elementCount, serializeBytes, typedArrayFor,
+  type DataType, type TypedArray,
+} from '../tensor';
+
+/** A datatype name exactly as the protocol spells it ('FP32', 'BYTES', ...). */
+export function wireDataType(value: unknown, what: string): DataType {
+  if (typeof value !== 'string' || !(DATA_TYPES as readonly string[]).includes(value)) {
+    throw invalidArg(`invalid datatype '${String(value)}' for ${what}: expected one of ${DATA_TYPES.join(', ')}`);
+  }
+  return value as DataType;
+}
+
+/** A shape as the protocol carries it: a list of non-negative safe integers. */
+export function wireShape(value: unknown, what: string): number[] {
+  if (!Array.isArray(value)) throw invalidArg(`shape of ${what} must be a list of integers`);
+  const shape = value.map((d) => (typeof d === 'string' && /^[0-9]+$/.test(d) ? Number(d) : d));
+  for (const d of shape) {
+    if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
+      throw invalidArg(`invalid dimension ${JSON.stringify(d)} in the shape of ${what}`);
+    }
+  }
+  elementCount(shape as number[]);  // the product must stay a safe integer
+  return shape as number[];
+}
+
+/** The tensor whose data are `bytes` (row-major, little-endian; BYTES length-prefixed). */
+export function tensorFromBytes(what: string, dtype: DataType, shape: number[], bytes: Uint8Array): NDArray {
+  const count = elementCount(shape);
+  if (dtype === 'BYTES') return new NDArray('BYTES', shape, deserializeBytes(bytes, count, what));
+  const size = dataTypeByteSize(dtype);
+  if (bytes.byteLength !== count * size) {
+    throw invalidArg(`unexpected byte size for ${what}: ${dtype} tensor of shape [${shape.join(',')}] needs ` +
+      `${count * size} bytes, got ${bytes.byteLength}`);
+  }
+  const Ctor = typedArrayFor(dtype);
+  if (bytes.byteOffset % size === 0) return new NDArray(dtype, shape, new Ctor(bytes.buffer as ArrayBuffer, bytes.byteOffset, count));
+  const aligned = new Ctor(count);
+  new Uint8Array(aligned.buffer).set(bytes);
+  return new NDArray(dtype, shape, aligned);
+}
+
+/** The bytes of a tensor as the wire carries them: a view for numeric data, serialized BYTES. */
+export function tensorToBytes(arr: NDArray): Buffer {
+  if (arr.dtype === 'BYTES') return serializeBytes(arr.data as Uint8Array[]);
+  const data = arr.data as TypedArray;
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/** Byte size of a tensor on the wire. */
+export function wireByteSize(arr: NDArray): number {
+  if (arr.dtype !== 'BYTES') return (arr.data as TypedArray).byteLength;
+  let total = 0;
+  for (const item of arr.data as Uint8Array[]) total += 4 + item.length;
+  return total;
+}
+
+/** Flattens nested JSON arrays row-major, refusing more than `limit` elements. */
+function flatten(data: unknown, limit: number, what: string): unknown[] {
+  if (!Array.isArray(data)) throw invalidArg(`data of ${what} must be a list`);
+  if (!data.some(Array.isArray)) {
+    if (data.length > limit) throw invalidArg(`${what}: more data elements than its shape holds (${limit})`);
+    return data;
+  }
+  const out: unknown[] = [];
+  const walk = (value: unknown[], depth: number): void => {
+    if (depth > 64) throw invalidArg(`data of ${what} is nested too deeply`);
+    for (const v of value) {
+      if (Array.isArray(v)) walk(v, depth + 1);
+      else if (out.push(v) > limit) throw invalidArg(`${what}: more data elements than its shape holds (${limit})`);
+    }
+  };
+  walk(data, 0);
+  return out;
+}
+
+function numberAt(values: unknown[], i: number, what: string, dtype: DataType): number {
+  const v = values[i];
+  if (typeof v !== 'number') {
+    throw invalidArg(`${what}: element ${i} is ${JSON.stringify(v)}, expected a number for datatype ${dtype}`);
+  }
+  return v;
+}
+
+function integerAt(values: unknown[], i: number, what: string, dtype: DataType): number {
+  const v = numberAt(values, i, what, dtype);
+  if (!Number.isSafeInteger(v)) {
+    throw invalidArg(`${what}: element ${i} (${v}) is not an exact integer for datatype ${dtype}` +
+      (Number.isInteger(v) ? '; send 64-bit values beyond 2^53 with the binary extension' : ''));
+  }
+  return v;
+}
+
+/** The tensor whose data are JSON values (flat or nested); FP16/BF16 need the binary form. */
+export function tensorFromJson(what: string, dtype: DataType, shape: number[], data: unknown): NDArray {
+  if (dtype === 'FP16' || dtype === 'BF16') {
+    throw invalidArg(`${what}: sending ${dtype} data via JSON is not supported, use the binary tensor data extension`);
+  }
+  const count = elementCount(shape);
+  const values = flatten(data, count, what);
+  if (values.length !== count) {
+    throw invalidArg(`${what}: shape [${shape.join(',')}] holds ${count} elements, data has ${values.length}`);
+  }
+  if (dtype === 'BYTES') {
+    return new NDArray('BYTES', shape, values.map((v, i) => {
+      if (typeof v !== 'string') throw invalidArg(`${what}: element ${i} is ${JSON.stringify(v)}, expected a string for BYTES`);
+      return Buffer.from(v, 'utf8');
+    }));
+  }
+  if (dtype === 'BOOL') {
+    const out = new Uint8Array(count);
+    for (let i = 0; i < count; i++) {
+      const v = values[i];
+      if (typeof v !== 'boolean') throw invalidArg(`${what}: element ${i} is ${JSON.stringify(v)}, expected true or false for BOOL`);
+      out[i] = v ? 1 : 0;
+    }
+    return new NDArray('BOOL', shape, out);
+  }
+  const out = new (typedArrayFor(dtype))(count);
+  if (out instanceof BigInt64Array || out instanceof BigUint64Array) {
+    for (let i = 0; i < count; i++) out[i] = BigInt(integerAt(values, i, what, dtype));
+  } else if (dtype === 'FP32' || dtype === 'FP64') {
+    for (let i = 0; i < count; i++) out[i] = numberAt(values, i, what, dtype);
+  } else {
+    const probe = new (typedArrayFor(dtype))(1) as Exclude<TypedArray, BigInt64Array | BigUint64Array>;
+    for (let i = 0; i < count; i++) {
+      const v = integerAt(values, i, what, dtype);
+      probe[0] = v;
+      if (probe[0] !== v) throw invalidArg(`${what}: element ${i} (${v}) is out of range for datatype ${dtype}`);
+      (out as typeof probe)[i] = v;
+    }
+  }
+  return new NDArray(dtype, shape, out);
+}
+
+/** A JSON number; JSON has no NaN or Infinity, so they travel as null as JSON.stringify does. */
+function jsonNumber(v: number): string {
+  return Number.isFinite(v) ? String(v) : 'null';
+}
+
+/**
+ * The tensor's data as a flat JSON array (text), written directly: BOOL as true/false, BYTES as
+ * UTF-8 strings, 64-bit integers exactly. FP16/BF16 cannot travel as JSON.
+ */
+export function tensorToJsonText(arr: NDArray, what: string): string {
+  switch (arr.dtype) {
+    case 'FP16':
+    case 'BF16':
+      throw invalidArg(`${what}: receiving ${arr.dtype} data via JSON is not supported, request it as binary data`);
+    case 'BYTES':
+      return JSON.stringify((arr.data as Uint8Array[]).map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8')));
+    case 'BOOL': {
+      const parts = new Array<string>(arr.size);
+      for (let i = 0; i < arr.size; i++) parts[i] = (arr.data as Uint8Array)[i] ? 'true' : 'false';
+      return `[${parts.join(',')}]`;
+    }
+    case 'FP32':
+    case 'FP64': {
+      const data = arr.data as Float32Array | Float64Array;
+      const parts = new Array<string>(data.length);
+      for (let i = 0; i < data.length; i++) parts[i] = jsonNumber(data[i]);
+      return `[${parts.join(',')}]`;
+    }
+    default:
+      return `[${Array.prototype.join.call(arr.data, ',')}]`;
+  }
+}
+
+/** The tensor's data as JS values (for typed gRPC contents and the generic clients). */
+export function tensorToValues(arr: NDArray): (number | bigint | boolean | Buffer)[] {
+  if (arr.dtype === 'BYTES') return (arr.data as Uint8Array[]).map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+  if (arr.dtype === 'BOOL') return Array.from(arr.data as Uint8Array, (v) => v !== 0);
+  return Array.from(arr.data as ArrayLike<number | bigint>);
+}

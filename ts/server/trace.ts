@@ -1,0 +1,145 @@
+/**
+ * Request tracing (Triton's trace extension, mode "triton", level TIMESTAMPS): one request in
+ * `trace_rate` is traced, up to `trace_count` (-1 = no limit), with the timestamps infernode
+ * sees (receipt and send by the frontend, start and end of the inference); every
+ * `log_frequency` traces (0 = at shutdown) the collected traces are appended to the trace file
+ * as a JSON array. Settings are global with per-model overrides; the trace file is chosen at
+ * start-up only (no file path is settable over the network).
+ */
+import { appendFileSync } from 'node:fs';
+import { invalidArg } from '../errors';
+
+/** Settings as the trace extension shows them: strings, and a list for the level. */
+export interface TraceSettings {
+  trace_file: string;
+  trace_level: string[];
+  trace_rate: string;
+  trace_count: string;
+  log_frequency: string;
+  trace_mode: string;
+}
+
+export const DEFAULT_TRACE_SETTINGS: TraceSettings = {
+  trace_file: '', trace_level: ['OFF'], trace_rate: '1000', trace_count: '-1', log_frequency: '0', trace_mode: 'triton',
+};
+
+type Overrides = Partial<TraceSettings>;
+
+/** One traced request: marks timestamps, then ends. */
+export interface Trace {
+  mark(name: string): void;
+  end(modelVersion: string): void;
+}
+
+interface TraceRecord {
+  id: number;
+  model_name: string;
+  model_version: string;
+  timestamps: { name: string; ns: string }[];
+}
+
+function checkValue(key: string, value: unknown): string | string[] | undefined {
+  if (value === null) return undefined;  // clears a per-model override
+  const values = Array.isArray(value) ? value : [value];
+  if (values.some((v) => typeof v !== 'string' && typeof v !== 'number')) throw invalidArg(`trace setting '${key}' must be a string`);
+  const strings = values.map(String);
+  switch (key) {
+    case 'trace_level':
+      for (const level of strings) {
+        if (level !== 'OFF' && level !== 'TIMESTAMPS') {
+          throw invalidArg(`trace level '${level}' is not supported (supported: OFF, TIMESTAMPS)`);
+        }
+      }
+      return strings;
+    case 'trace_rate':
+    case 'log_frequency':
+      if (strings.length !== 1 || !/^[0-9]+$/.test(strings[0])) throw invalidArg(`trace setting '${key}' must be a non-negative integer`);
+      if (key === 'trace_rate' && Number(strings[0]) === 0) throw invalidArg(`trace setting 'trace_rate' must be at least 1`);
+      return strings[0];
+    case 'trace_count':
+      if (strings.length !== 1 || !/^(-1|[0-9]+)$/.test(strings[0])) throw invalidArg(`trace setting 'trace_count' must be -1 or a non-negative integer`);
+      return strings[0];
+    case 'trace_file':
+      throw invalidArg(`trace setting 'trace_file' cannot be changed over the network; start the server with --trace-config triton,file=<path>`);
+    case 'trace_mode':
+      throw invalidArg(`trace setting 'trace_mode' cannot be changed over the network`);
+    default:
+      throw invalidArg(`unknown trace setting '${key}'`);
+  }
+}
+
+export class Tracer {
+  #global: TraceSettings;
+  readonly #models = new Map<string, Overrides>();
+  readonly #seen = new Map<string, number>();
+  readonly #remaining = new Map<string, number>();
+  #pending: TraceRecord[] = [];
+  #nextId = 1;
+
+  constructor(initial: Partial<TraceSettings> = {}) {
+    this.#global = { ...DEFAULT_TRACE_SETTINGS, ...initial };
+  }
+
+  /** The effective settings, global or for one model. */
+  settings(model?: string): TraceSettings {
+    return { ...this.#global, ...(model ? this.#models.get(model) : undefined) };
+  }
+
+  /** Applies a POST body (null clears a model's override); returns the effective settings. */
+  update(changes: { [key: string]: unknown }, model?: string): TraceSettings {
+    const checked: Overrides = {};
+    const cleared: string[] = [];
+    for (const [key, value] of Object.entries(changes)) {
+      const v = checkValue(key, value);
+      if (v === undefined) cleared.push(key);
+      else (checked as { [key: string]: unknown })[key] = v;
+    }
+    if (model) {
+      const overrides = { ...this.#models.get(model), ...checked };
+      for (const key of cleared) delete (overrides as { [key: string]: unknown })[key];
+      this.#models.set(model, overrides);
+    } else {
+      this.#global = { ...this.#global, ...checked };
+      for (const key of cleared) {
+        (this.#global as unknown as { [key: string]: unknown })[key] = (DEFAULT_TRACE_SETTINGS as unknown as { [key: string]: unknown })[key];
+      }
+    }
+    this.#remaining.delete(model ?? '');
+    return this.settings(model);
+  }
+
+  /** Starts a trace for a request to `model` when sampling picks it; null otherwise (cheap). */
+  begin(model: string, firstMark: string): Trace | null {
+    const s = this.#models.size > 0 ? this.settings(model) : this.#global;
+    if (s.trace_level.length === 0 || s.trace_level.includes('OFF') || !s.trace_file) return null;
+    const seen = (this.#seen.get(model) ?? 0) + 1;
+    this.#seen.set(model, seen);
+    if (seen % Number(s.trace_rate) !== 0) return null;
+    const key = this.#models.has(model) ? model : '';
+    const remaining = this.#remaining.get(key) ?? Number(s.trace_count);
+    if (remaining === 0) return null;
+    if (remaining > 0) this.#remaining.set(key, remaining - 1);
+    const record: TraceRecord = { id: this.#nextId++, model_name: model, model_version: '', timestamps: [] };
+    const mark = (name: string): void => {
+      record.timestamps.push({ name, ns: process.hrtime.bigint().toString() });
+    };
+    mark(firstMark);
+    return {
+      mark,
+      end: (version) => {
+        record.model_version = version;
+        this.#pending.push(record);
+        const frequency = Number(s.log_frequency);
+        if (frequency > 0 && this.#pending.length >= frequency) this.flush();
+      },
+    };
+  }
+
+  /** Appends the collected traces to the trace file. */
+  flush(): void {
+    if (this.#pending.length === 0 || !this.#global.trace_file) return;
+    const records = this.#pending;
+    this.#pending = [];
+    appendFileSync(this.#global.trace_file, `${JSON.stringify(records)}\n`);
+  }
+}
