@@ -9,6 +9,9 @@ import { BoundModel, type InferOptions } from './model';
 import type { InferFunc } from './request';
 import { NDArray, ndarray, type DataType, type TensorData } from './tensor';
 import { runWarmups } from './warmup';
+import { Logger } from './log';
+import { createServerContext, type ServerContext } from './server/context';
+import { startFrontends, type Frontend } from './server/frontends';
 import {
   ModelRepositoryManager, type IndexEntry, type LoadOverride, type RepositoryOptions,
 } from './repository/manager';
@@ -49,11 +52,16 @@ export class Triton {
   readonly #latest = new Map<string, BoundModel>();
   readonly #warmups: Promise<void>[] = [];
   #repository: ModelRepositoryManager | null = null;
+  #server: ServerContext | null = null;
+  #frontends: Frontend[] = [];
   #running = false;
   #stopped = false;
+  /** The server's log (Triton's logging extension). */
+  readonly logger: Logger;
 
   constructor(options: { config?: TritonConfig } = {}) {
     this.config = { ...options.config };
+    this.logger = new Logger(this.config);
   }
 
   /** Binds a callable (or one per instance) as a model; it can serve requests at once. */
@@ -90,7 +98,9 @@ export class Triton {
    */
   useRepository(options: Omit<RepositoryOptions, 'maxQueueSizeHardLimit'>): ModelRepositoryManager {
     if (this.#repository) throw new InferenceServerError('ALREADY_EXISTS', 'a model repository is already in use');
-    this.#repository = new ModelRepositoryManager(this, { ...options, maxQueueSizeHardLimit: this.config.maxQueueSizeHardLimit });
+    this.#repository = new ModelRepositoryManager(this, {
+      log: (line) => this.logger.info(line), ...options, maxQueueSizeHardLimit: this.config.maxQueueSizeHardLimit,
+    });
     return this.#repository;
   }
 
@@ -106,10 +116,15 @@ export class Triton {
     this.#latest.clear();
   }
 
-  /** Starts serving without blocking: warm-ups and the repository's initial loads finish first. */
+  /**
+   * Starts serving without blocking: warm-ups and the repository's initial loads finish first,
+   * then the frontends the config allows (HTTP, gRPC, metrics) start listening.
+   */
   async run(): Promise<void> {
+    if (this.#running) return;
+    if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', 'this Triton was stopped');
     await Promise.all(this.#warmups);
-    if (this.#repository && !this.#running) {
+    if (this.#repository) {
       const failed = await this.#repository.start();
       if (failed.size > 0 && (this.config.exitOnError ?? true)) {
         const reasons = [...failed].map(([name, reason]) => `${name}: ${reason}`).join('; ');
@@ -117,7 +132,29 @@ export class Triton {
         throw new InferenceServerError('UNAVAILABLE', `failed to load model(s): ${reasons}`);
       }
     }
+    this.#server = createServerContext(this, this.logger);
+    try {
+      this.#frontends = await startFrontends(this.#server);
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
     this.#running = true;
+  }
+
+  /**
+   * The state the frontends share (null before run()).
+   * @internal
+   */
+  get server(): ServerContext | null {
+    return this.#server;
+  }
+
+  /** The port each running frontend listens on (useful with port 0). */
+  get ports(): { http?: number; grpc?: number; metrics?: number } {
+    const ports: { http?: number; grpc?: number; metrics?: number } = {};
+    for (const f of this.#frontends) ports[f.kind] = f.port;
+    return ports;
   }
 
   /** The repository index (Triton's repository extension): bound models, then repository models. */
@@ -168,16 +205,25 @@ export class Triton {
     await this.stop();
   }
 
-  /** Graceful stop of every model; false when already stopped. */
+  /**
+   * Graceful stop: the frontends stop accepting, in-flight requests finish (up to
+   * `exitTimeoutSecs`), every model stops, then the frontends close. False when already stopped.
+   */
   async stop(): Promise<boolean> {
     if (this.#stopped) return false;
     this.#stopped = true;
     this.#running = false;
+    if (this.#server) this.#server.exiting = true;
+    for (const f of this.#frontends) f.beginShutdown();
     const timeoutMs = (this.config.exitTimeoutSecs ?? 30) * 1000;
     await Promise.all([
       ...this.models().map((m) => m.stop(timeoutMs)),
       this.#repository?.stop(timeoutMs),
     ]);
+    await Promise.all(this.#frontends.map((f) => f.close()));
+    this.#frontends = [];
+    this.#server?.tracer.flush();
+    this.logger.close();
     return true;
   }
 
@@ -189,6 +235,13 @@ export class Triton {
   /** Every bound model version. */
   models(): BoundModel[] {
     return [...this.#models.values()].flatMap((versions) => [...versions.values()]);
+  }
+
+  /** Every serving version of a model, oldest first; NOT_FOUND when the name is unknown. */
+  modelVersions(name: string): BoundModel[] {
+    const versions = this.#models.get(name.toLowerCase());
+    if (!versions || versions.size === 0) throw notFound(`Request for unknown model: '${name}' is not found`);
+    return [...versions.values()].sort((a, b) => a.version - b.version);
   }
 
   /** A bound model; NOT_FOUND when the name or version is unknown. Latest version by default. */
