@@ -1,0 +1,89 @@
+/**
+ * Types shared by the decorators. PyTriton passes a batch as `**kwargs`; infernode passes one
+ * object of named NDArrays (`Kwargs`), and the `TritonContext` always travels as the second
+ * argument.
+ */
+import type { InferFunc, ResponseOutputs, TritonContext } from '../request';
+import type { NDArray, TypedArray } from '../tensor';
+
+/** The key under which `tritonContext` puts the context into a kwargs object (PyTriton's `triton_context`). */
+export const TRITON_CONTEXT_KEY = 'tritonContext';
+
+/** Named inputs of a batch (PyTriton's `**kwargs`): input name → NDArray with the batch axis. */
+export type Kwargs = Record<string, NDArray>;
+
+/**
+ * The constraint on a user's own inputs type `K`: every property an NDArray. Unlike `Kwargs`
+ * it also admits interfaces, e.g. `batch((inputs: { a: NDArray; b: NDArray }) => …)`.
+ */
+export type NamedInputs<K> = { [P in keyof K]: NDArray };
+
+/** A kwargs object that also carries the context under `tritonContext` (see `tritonContext`). */
+export type ContextKwargs<K extends NamedInputs<K> = Kwargs> = K & { tritonContext: TritonContext };
+
+/** A value a decorated callable may return: a sync value or a promise of it. */
+export type Awaitable<T> = T | PromiseLike<T>;
+
+/** One output of a batch: an NDArray, or a bare TypedArray whose shape follows the declared dims. */
+export type OutputValue = NDArray | TypedArray;
+
+/**
+ * What a kwargs callable returns: outputs by name, or an array of outputs in the order of the
+ * model's declared outputs (PyTriton's `convert_output`).
+ */
+export type BatchOutputs = ResponseOutputs | readonly OutputValue[];
+
+/**
+ * A callable below `batch` (or `sample`): named inputs (the whole batch, concatenated along the
+ * batch axis) and the context in, outputs with the same number of rows out. Sync or async.
+ */
+export type BatchedInferFunc<K extends NamedInputs<K> = Kwargs> = (
+  inputs: K,
+  context: TritonContext,
+) => Awaitable<BatchOutputs>;
+
+/** A `BatchedInferFunc` that reads the context from `inputs.tritonContext` (see `tritonContext`). */
+export type ContextInferFunc<K extends NamedInputs<K> = Kwargs> = (
+  inputs: ContextKwargs<K>,
+  context: TritonContext,
+) => Awaitable<BatchOutputs>;
+
+/** A decorator of kwargs callables (`groupByValues(...)`, `padBatch`): the input type is kept. */
+export type KwargsDecorator = <K extends NamedInputs<K> = Kwargs>(fn: BatchedInferFunc<K>) => BatchedInferFunc<K>;
+
+/** A decorator of request-list callables (`fillOptionals(...)`, `groupByKeys`). */
+export type RequestsDecorator = (fn: InferFunc) => InferFunc;
+
+/** A decorator that takes either kind of callable and returns the same kind (`firstValue(...)`). */
+export interface AnyDecorator {
+  /** Decorates a kwargs callable (below `batch`). */
+  <K extends NamedInputs<K> = Kwargs>(fn: BatchedInferFunc<K>): BatchedInferFunc<K>;
+  /** Decorates a request-list callable (above `batch`, or undecorated). */
+  (fn: InferFunc): InferFunc;
+}
+
+/** What a `padFn` of `groupByValues` receives and returns: one outputs object per sub-batch. */
+export type SubBatchOutputs = Record<string, NDArray>;
+
+/** A `padFn` of `groupByValues`: a function, or an object with a `pad` method (`ConstantPadder`). */
+export type PadFn =
+  | ((results: SubBatchOutputs[]) => SubBatchOutputs[])
+  | { pad(results: SubBatchOutputs[]): SubBatchOutputs[] };
+
+/** Options of `groupByValues`. */
+export interface GroupByValuesOptions {
+  /** Applied to the sub-batches' results before they are merged, e.g. `new ConstantPadder()`. */
+  padFn?: PadFn;
+}
+
+/** Options of `firstValue`. */
+export interface FirstValueOptions {
+  /** Default true: a value with a single element becomes a scalar-shaped NDArray (shape `[]`). */
+  squeezeSingleValues?: boolean;
+  /** Default true: every row of a selected input must be equal (else INVALID_ARG). */
+  strict?: boolean;
+}
+
+/** Defaults of `fillOptionals`: input name → value WITHOUT the batch axis. */
+export type OptionalDefaults = Record<string, NDArray | TypedArray>;
+
