@@ -42,6 +42,19 @@ Status ByteSize(DataType dtype, const Shape& shape, uint64_t* bytes) {
   return Status::Success();
 }
 
+Shape MapReshape(const Shape& actual, const Shape& from, const Shape& to) {
+  std::vector<int64_t> variable;
+  for (size_t i = 0; i < from.size() && i < actual.size(); ++i) {
+    if (from[i] == -1) variable.push_back(actual[i]);
+  }
+  Shape out = to;
+  size_t next = 0;
+  for (int64_t& d : out) {
+    if (d == -1) d = next < variable.size() ? variable[next++] : 0;
+  }
+  return out;
+}
+
 bool ShapeMatches(const Shape& dims, const Shape& shape) {
   if (dims.size() != shape.size()) return false;
   for (size_t i = 0; i < dims.size(); ++i) {

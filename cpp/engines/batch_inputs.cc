@@ -14,9 +14,10 @@ const InputTensor* FindInput(const InferenceRequest& request, const std::string&
 }
 
 // The gathered shape: rows stacked when every request has the same non-batch dims, else the
-// flat concatenation Triton hands to ragged-batching backends.
-Shape GatheredShape(const std::vector<const InputTensor*>& parts, bool batching) {
-  if (!batching) return parts[0]->shape;
+// flat concatenation Triton hands to ragged-batching backends. A configured reshape replaces
+// the non-batch dims with what the engine expects.
+Shape GatheredShape(const TensorConfig& spec, const std::vector<const InputTensor*>& parts, bool batching) {
+  if (!batching) return spec.has_reshape ? MapReshape(parts[0]->shape, spec.dims, spec.reshape) : parts[0]->shape;
   Shape tail(parts[0]->shape.begin() + 1, parts[0]->shape.end());
   int64_t rows = 0;
   int64_t elements = 0;
@@ -29,6 +30,7 @@ Shape GatheredShape(const std::vector<const InputTensor*>& parts, bool batching)
     uniform = uniform && Shape(part->shape.begin() + 1, part->shape.end()) == tail;
   }
   if (!uniform) return Shape{elements};
+  if (spec.has_reshape) tail = MapReshape(tail, spec.dims, spec.reshape);
   tail.insert(tail.begin(), rows);
   return tail;
 }
@@ -56,7 +58,7 @@ Status GatherBatchInputs(const ModelConfig& config, const Batch& batch, BufferPo
     GatheredInput gathered;
     gathered.name = spec.name;
     gathered.dtype = spec.dtype;
-    gathered.shape = GatheredShape(parts, config.max_batch_size > 0);
+    gathered.shape = GatheredShape(spec, parts, config.max_batch_size > 0);
     RETURN_IF_ERROR(pool->Acquire(total, &gathered.buffer));
     uint64_t offset = 0;
     for (const InputTensor* part : parts) {

@@ -42,6 +42,8 @@ std::vector<TensorConfig> TensorsFromJs(const Napi::Value& value) {
     tensor.dims = ShapeFromJs(t.Get("dims"));
     tensor.optional = BoolOr(t, "optional", false);
     tensor.allow_ragged_batch = BoolOr(t, "allowRaggedBatch", false);
+    tensor.has_reshape = t.Get("reshape").IsArray();
+    if (tensor.has_reshape) tensor.reshape = ShapeFromJs(t.Get("reshape"));
     out.push_back(std::move(tensor));
   }
   return out;

@@ -20,7 +20,12 @@ struct JsChannel::State {
   bool wake_pending = false;
   bool closed = false;
   JsChannelListener* listener = nullptr;  // read and cleared on the main thread only
+  napi_threadsafe_function tsfn = nullptr;  // for re-waking from Drain; unused once closed
 
+  // Hands the queued messages to the listener. A JS exception out of a listener (a throwing
+  // callback, or a worker being terminated) must not escape this C callback, which would end
+  // the process: the rest of the messages go back on the queue for another wake, and the
+  // exception is rethrown into JS for Node to report.
   void Drain(Napi::Env env) {
     std::vector<ExecuteMessage> execs;
     std::vector<InferenceResponse> resps;
@@ -30,10 +35,26 @@ struct JsChannel::State {
       resps.swap(responses);
       wake_pending = false;
     }
-    if (listener != nullptr && !resps.empty()) listener->OnResponses(env, std::move(resps));
-    for (const ExecuteMessage& m : execs) {
-      if (listener == nullptr) return;
-      listener->OnExecute(env, m.instance, m.token, m.ids);
+    size_t next = 0;
+    try {
+      if (listener != nullptr && !resps.empty()) listener->OnResponses(env, std::move(resps));
+      for (; next < execs.size() && listener != nullptr; ++next) {
+        listener->OnExecute(env, execs[next].instance, execs[next].token, execs[next].ids);
+      }
+    } catch (const Napi::Error& error) {
+      Requeue(std::move(execs), next + 1);
+      error.ThrowAsJavaScriptException();
+    }
+  }
+
+  // Puts the executes after `from` back in front of anything queued since, and wakes again.
+  void Requeue(std::vector<ExecuteMessage> execs, size_t from) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (closed || from >= execs.size()) return;
+    executes.insert(executes.begin(), std::make_move_iterator(execs.begin() + static_cast<std::ptrdiff_t>(from)),
+                    std::make_move_iterator(execs.end()));
+    if (!wake_pending && napi_call_threadsafe_function(tsfn, nullptr, napi_tsfn_nonblocking) == napi_ok) {
+      wake_pending = true;
     }
   }
 };
@@ -48,6 +69,7 @@ JsChannel::JsChannel(Napi::Env env, JsChannelListener* listener) : state_(std::m
   tsfn_ = Tsfn::New(env, "infernode-model", 0, 1, context,
                     [](Napi::Env, void*, SharedState* ctx) { delete ctx; });
   tsfn_.Unref(env);
+  state_->tsfn = static_cast<napi_threadsafe_function>(tsfn_);
 }
 
 JsChannel::~JsChannel() { Close(); }

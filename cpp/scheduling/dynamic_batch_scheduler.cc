@@ -54,6 +54,7 @@ Status DynamicBatchScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request
       return status;
     }
     ++stats_.pending;
+    pump_pending_ = pump_pending_ || caller_pumps;
     wake = ThreadNeededLocked(caller_pumps);
   }
   if (wake) cv_.notify_one();
@@ -75,6 +76,7 @@ void DynamicBatchScheduler::Pump(InlineDispatch* dispatch) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
+    pump_pending_ = false;
     DispatchInlineLocked(dispatch);
     wake = dispatch->instance < 0 && ThreadNeededLocked(false);
   }
@@ -86,7 +88,7 @@ void DynamicBatchScheduler::DispatchInlineLocked(InlineDispatch* dispatch) {
   // Expired requests are the batcher thread's to reject; leave everything to it then.
   if (queue_.NextDeadline() != 0 && now >= queue_.NextDeadline()) return;
   uint64_t wait_ns = 0;
-  const int instance = DispatchLocked(now, true, &wait_ns);
+  const int instance = DispatchLocked(now, Pick::kCallerThreadOnly, &wait_ns);
   if (instance < 0) return;
   const Batch& batch = *in_flight_[instance];
   dispatch->instance = instance;
@@ -108,18 +110,18 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Cancel(uint64_t request_id
   return out;
 }
 
-int DynamicBatchScheduler::IdleInstance(bool caller_thread_only) const {
+int DynamicBatchScheduler::IdleInstance(Pick pick) const {
   for (size_t i = 0; i < in_flight_.size(); ++i) {
-    if (!in_flight_[i] && (!caller_thread_only || instances_[i]->RunsOnCallerThread())) {
-      return static_cast<int>(i);
-    }
+    if (in_flight_[i]) continue;
+    const bool caller_thread = instances_[i]->RunsOnCallerThread();
+    if (pick == Pick::kAny || (pick == Pick::kCallerThreadOnly) == caller_thread) return static_cast<int>(i);
   }
   return -1;
 }
 
-int DynamicBatchScheduler::DispatchLocked(uint64_t now_ns, bool caller_thread_only, uint64_t* wait_ns) {
+int DynamicBatchScheduler::DispatchLocked(uint64_t now_ns, Pick pick, uint64_t* wait_ns) {
   *wait_ns = 0;
-  const int idle = IdleInstance(caller_thread_only);
+  const int idle = IdleInstance(pick);
   if (idle < 0 || queue_.Size() == 0) return -1;
   const BatchDecision decision = FormBatch(PendingView(), config_, now_ns, draining_);
   if (decision.count == 0) {
@@ -165,7 +167,7 @@ void DynamicBatchScheduler::Run() {
       continue;
     }
     uint64_t wait_ns = 0;
-    const int idle = DispatchLocked(now, false, &wait_ns);
+    const int idle = DispatchLocked(now, pump_pending_ ? Pick::kOtherThreadsOnly : Pick::kAny, &wait_ns);
     if (idle >= 0) {
       const Batch& dispatched = *in_flight_[idle];
       ModelInstance* instance = instances_[idle].get();
@@ -262,6 +264,7 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Complete(uint32_t instance
     std::vector<InferenceResponse> responses;
     RecordCompletion(*batch, statuses, outputs, SteadyNowNs(), timings, FailureReason::kBackend, &responses);
     released = orderer_.Complete(batch->sequence, std::move(responses));
+    pump_pending_ = pump_pending_ || caller_pumps;
     wake = ThreadNeededLocked(caller_pumps) || draining_;
   }
   if (wake) cv_.notify_one();

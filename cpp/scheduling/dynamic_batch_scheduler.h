@@ -72,10 +72,12 @@ class DynamicBatchScheduler final : public BatchCompleter {
 
  private:
   void Run();
-  int IdleInstance(bool caller_thread_only) const;
+  // Which idle instances a dispatch may use.
+  enum class Pick { kAny, kCallerThreadOnly, kOtherThreadsOnly };
+  int IdleInstance(Pick pick) const;
   // Forms the next batch for an idle instance if the batcher would send it now and records it
   // in in_flight_. Returns the instance, or -1 with `wait_ns` set to how long to wait.
-  int DispatchLocked(uint64_t now_ns, bool caller_thread_only, uint64_t* wait_ns);
+  int DispatchLocked(uint64_t now_ns, Pick pick, uint64_t* wait_ns);
   void DispatchInlineLocked(InlineDispatch* dispatch);
   // True when the batcher thread must look at the queue now. With `caller_pumps`, instances
   // on the caller's thread are left to Pump(); timeouts and other instances still need it.
@@ -103,6 +105,10 @@ class DynamicBatchScheduler final : public BatchCompleter {
   ModelStats stats_;
   uint64_t next_sequence_ = 0;
   uint64_t next_token_ = 1;
+  // The caller promised a Pump() (after Enqueue/CompleteBatch with caller_pumps) that has not
+  // run yet: until it does, the batcher thread leaves caller-thread instances to it, so a batch
+  // for them never takes the thread hop when the caller is about to dispatch it anyway.
+  bool pump_pending_ = false;
   bool draining_ = false;
   bool stopping_ = false;
   bool started_ = false;

@@ -27,6 +27,8 @@ struct TensorConfig {
   Shape dims;  // without the batch axis
   bool optional = false;
   bool allow_ragged_batch = false;
+  bool has_reshape = false;  // the engine sees `reshape` instead of `dims` (after the batch axis)
+  Shape reshape;
 };
 
 struct DynamicBatchingConfig {

@@ -296,3 +296,26 @@ TEST(GatherReportsAnAllocationFailure) {
   std::vector<GatheredInput> out;
   EXPECT_EQ(GatherBatchInputs(config, batch, &pool, &out).Code(), StatusCode::kUnavailable);
 }
+
+TEST(GatherAppliesTheConfiguredReshape) {
+  // dims [6] reshaped to [2, 3] for the engine; a variable dim keeps the request's size.
+  TensorConfig fixed = Spec("x", DataType::kFp32, {6});
+  fixed.has_reshape = true;
+  fixed.reshape = {2, 3};
+  TensorConfig variable = Spec("v", DataType::kFp32, {-1, 2});
+  variable.has_reshape = true;
+  variable.reshape = {-1, 1, 2};
+  const ModelConfig config = Model(8, {fixed, variable});
+  const std::vector<uint8_t> x = Floats({1, 2, 3, 4, 5, 6});
+  const std::vector<uint8_t> v = Floats({1, 2, 3, 4, 5, 6});
+  std::vector<std::unique_ptr<InferenceRequest>> requests;
+  requests.push_back(Request(1, {View("x", DataType::kFp32, {1, 6}, x), View("v", DataType::kFp32, {1, 3, 2}, v)}));
+  const Batch batch = MakeBatch(std::move(requests));
+  BufferPool pool = MakePool();
+  std::vector<GatheredInput> out;
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, &out).IsOk());
+  EXPECT_EQ(out.size(), 2u);
+  if (out.size() != 2) return;
+  EXPECT_EQ(out[0].shape, (Shape{1, 2, 3}));
+  EXPECT_EQ(out[1].shape, (Shape{1, 3, 1, 2}));
+}

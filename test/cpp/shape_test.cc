@@ -60,3 +60,12 @@ TEST(DataTypeNamesRoundTrip) {
   EXPECT_TRUE(DataTypeFromCode(99) == DataType::kInvalid);
   EXPECT_EQ(DataTypeByteSize(DataType::kFp16), 2u);
 }
+
+TEST(MapReshapeCarriesVariableDimsAcross) {
+  EXPECT_TRUE(MapReshape({6}, {6}, {2, 3}) == (Shape{2, 3}));
+  EXPECT_TRUE(MapReshape({2, 3}, {2, 3}, {6}) == (Shape{6}));
+  EXPECT_TRUE(MapReshape({1}, {1}, {}) == (Shape{}));
+  EXPECT_TRUE(MapReshape({5, 4}, {-1, 4}, {-1, 2, 2}) == (Shape{5, 2, 2}));
+  EXPECT_TRUE(MapReshape({5, 2, 2}, {-1, 2, 2}, {-1, 4}) == (Shape{5, 4}));
+  EXPECT_TRUE(MapReshape({3, 7}, {-1, -1}, {-1, 1, -1}) == (Shape{3, 1, 7}));
+}

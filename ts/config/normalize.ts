@@ -1,10 +1,11 @@
 /**
- * The one normalized model config. `bind()` and (later) a repository's `config.pbtxt` both end
+ * The one normalized model config. `bind()` and a repository's `config.pbtxt` both end
  * here; it is what native code receives and what the frontends print. Validation errors are
  * INVALID_ARG with the model name and the offending field.
  */
 import { InferenceServerError, invalidArg } from '../errors';
 import { parseDataType, type DataType } from '../tensor';
+import type { ProtoJsonObject } from './proto-schema';
 import {
   TimeoutAction, type DynamicBatcher, type ModelConfig, type ModelWarmup, type QueuePolicy, type Tensor,
 } from './types';
@@ -16,6 +17,19 @@ export interface NormalizedTensor {
   dims: number[];
   optional: boolean;
   allowRaggedBatch: boolean;
+  // The fields below come from a repository config only; bind() leaves them unset. They are
+  // carried so the model's config prints back complete (GET /v2/models/{m}/config).
+  /** Inputs only: `FORMAT_NONE` (default), `FORMAT_NHWC` or `FORMAT_NCHW`. */
+  format?: 'FORMAT_NONE' | 'FORMAT_NHWC' | 'FORMAT_NCHW';
+  /** The shape the backend sees (`reshape { shape }`); absent when the config has no reshape. */
+  reshape?: number[];
+  /** Always false when set: shape tensors belong to TensorRT, which infernode does not serve. */
+  isShapeTensor?: boolean;
+  isNonLinearFormatIo?: boolean;
+  /** Outputs only: the classification label file, relative to the model directory. */
+  labelFilename?: string;
+  /** Outputs only: the label file's lines (label i names class i), read when the model loads. */
+  labels?: string[];
 }
 
 export interface NormalizedQueuePolicy {
@@ -37,9 +51,26 @@ export interface NormalizedDynamicBatching {
 }
 
 export interface NormalizedInstanceGroup {
+  /** Instances of this group (Triton: per listed GPU for KIND_GPU). */
   count: number;
   kind: 'KIND_CPU' | 'KIND_GPU' | 'KIND_AUTO';
+  /** Triton's group name; when absent, printers use `<model>_<index>`. */
+  name?: string;
+  /** GPU ids the group asks for (KIND_GPU / KIND_AUTO only). */
+  gpus?: number[];
+  // Tuning hints that do not change results, carried as written (protobuf-JSON form).
+  rateLimiter?: ProtoJsonObject;
+  secondaryDevices?: ProtoJsonObject[];
+  profile?: string[];
+  passive?: boolean;
+  hostPolicy?: string;
 }
+
+/** Which versions of a repository model are served (Triton's `version_policy`). */
+export type NormalizedVersionPolicy =
+  | { kind: 'latest'; numVersions: number }
+  | { kind: 'all' }
+  | { kind: 'specific'; versions: number[] };
 
 export interface NormalizedModelConfig {
   name: string;
@@ -57,16 +88,49 @@ export interface NormalizedModelConfig {
   modelWarmup: ModelWarmup[];
   /** Hard cap on queued requests, so no queue is unbounded. */
   maxQueueSizeHardLimit: number;
+  // The fields below come from a repository config only (bind() leaves them unset); native code
+  // ignores them. They let the served config print back complete.
+  platform?: string;
+  runtime?: string;
+  /** Default `latest` with 1 version. */
+  versionPolicy?: NormalizedVersionPolicy;
+  defaultModelFilename?: string;
+  /** `parameters { key: "k" value { string_value: "v" } }` as `{ k: "v" }`. */
+  parameters?: Record<string, string>;
+  ccModelFilenames?: Record<string, string>;
+  metricTags?: Record<string, string>;
+  /** Tuning hints carried as written (protobuf-JSON form). */
+  optimization?: ProtoJsonObject;
+  modelOperations?: ProtoJsonObject;
+  modelRepositoryAgents?: ProtoJsonObject;
+  modelMetrics?: ProtoJsonObject;
+  /** The model's directory in its repository (warm-up files and label files live under it). */
+  modelDirectory?: string;
 }
 
 export const MODEL_NAME_PATTERN = /^[a-zA-Z0-9._-]+$/;
 export const DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT = 65536;
 
+/**
+ * How validation messages name config fields: bind()'s camelCase names (`batcher.priorityLevels`)
+ * or config.pbtxt's proto names (`dynamic_batching.priority_levels`), so each user reads the
+ * names they wrote.
+ */
+export type FieldNaming = 'camel' | 'proto';
+
+/** A dynamic batcher field path in the naming's style; `camelPath` is bind()'s spelling. */
+export function batcherFieldPath(naming: FieldNaming, camelPath: string): string {
+  if (naming === 'camel') return camelPath;
+  const snake = camelPath.replace(/^batcher\./, '').replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  return `dynamic_batching.${snake}`;
+}
+
 function isNonNegativeInt(v: unknown): v is number {
   return Number.isSafeInteger(v) && (v as number) >= 0;
 }
 
-function checkInt(model: string, field: string, value: number | undefined, min = 0): number {
+/** A non-negative safe integer ≥ `min` (absent = 0), else INVALID_ARG naming the model and field. */
+export function checkInt(model: string, field: string, value: number | undefined, min = 0): number {
   const v = value ?? 0;
   if (!isNonNegativeInt(v) || v < min) {
     throw invalidArg(`model '${model}': ${field} must be an integer >= ${min}, got ${String(value)}`);
@@ -74,7 +138,8 @@ function checkInt(model: string, field: string, value: number | undefined, min =
   return v;
 }
 
-function normalizeTensors(model: string, tensors: Tensor[], kind: 'input' | 'output'): NormalizedTensor[] {
+/** Validates inputs or outputs (unique names, dims of ints ≥ -1, no optional outputs). */
+export function normalizeTensors(model: string, tensors: Tensor[], kind: 'input' | 'output'): NormalizedTensor[] {
   const seen = new Set<string>();
   return tensors.map((t, i) => {
     const name = t.name ?? `${kind.toUpperCase()}_${i + 1}`;
@@ -96,49 +161,60 @@ function normalizeTensors(model: string, tensors: Tensor[], kind: 'input' | 'out
   });
 }
 
-function normalizeQueuePolicy(model: string, p: QueuePolicy | undefined, where: string): NormalizedQueuePolicy {
+/** Validates one queue policy; `where` is its camelCase path (`defaultQueuePolicy`, `priorityQueuePolicy[2]`). */
+export function normalizeQueuePolicy(
+  model: string, p: QueuePolicy | undefined, where: string, naming: FieldNaming = 'camel',
+): NormalizedQueuePolicy {
+  const name = (field: string): string => batcherFieldPath(naming, `${where}.${field}`);
   const action = p?.timeoutAction ?? TimeoutAction.REJECT;
   if (action !== TimeoutAction.REJECT && action !== TimeoutAction.DELAY) {
-    throw invalidArg(`model '${model}': ${where}.timeoutAction must be REJECT or DELAY, got ${String(action)}`);
+    throw invalidArg(`model '${model}': ${name('timeoutAction')} must be REJECT or DELAY, got ${String(action)}`);
   }
   return {
     timeoutAction: action,
-    defaultTimeoutMicroseconds: checkInt(model, `${where}.defaultTimeoutMicroseconds`, p?.defaultTimeoutMicroseconds),
+    defaultTimeoutMicroseconds: checkInt(model, name('defaultTimeoutMicroseconds'), p?.defaultTimeoutMicroseconds),
     allowTimeoutOverride: Boolean(p?.allowTimeoutOverride),
-    maxQueueSize: checkInt(model, `${where}.maxQueueSize`, p?.maxQueueSize),
+    maxQueueSize: checkInt(model, name('maxQueueSize'), p?.maxQueueSize),
   };
 }
 
-function normalizeBatcher(model: string, b: DynamicBatcher, maxBatchSize: number): NormalizedDynamicBatching {
+/**
+ * Validates dynamic batcher settings against the model's max batch size and fills Triton's
+ * defaults (preferred size [maxBatchSize], default queue policy).
+ */
+export function normalizeBatcher(
+  model: string, b: DynamicBatcher, maxBatchSize: number, naming: FieldNaming = 'camel',
+): NormalizedDynamicBatching {
+  const name = (field: string): string => batcherFieldPath(naming, field);
   const preferred = (b.preferredBatchSize ?? []).map((s) => {
     if (!Number.isSafeInteger(s) || s < 1 || s > maxBatchSize) {
       throw invalidArg(`model '${model}': preferred batch size ${s} must be in 1..${maxBatchSize}`);
     }
     return s;
   });
-  const levels = checkInt(model, 'batcher.priorityLevels', b.priorityLevels);
-  const defaultLevel = checkInt(model, 'batcher.defaultPriorityLevel', b.defaultPriorityLevel);
+  const levels = checkInt(model, name('batcher.priorityLevels'), b.priorityLevels);
+  const defaultLevel = checkInt(model, name('batcher.defaultPriorityLevel'), b.defaultPriorityLevel);
   if (defaultLevel > levels) {
-    throw invalidArg(`model '${model}': defaultPriorityLevel ${defaultLevel} exceeds priorityLevels ${levels}`);
+    throw invalidArg(`model '${model}': ${name('defaultPriorityLevel')} ${defaultLevel} exceeds ${name('priorityLevels')} ${levels}`);
   }
   if (levels > 0 && defaultLevel === 0) {
-    throw invalidArg(`model '${model}': defaultPriorityLevel must be in 1..${levels} when priorityLevels is set`);
+    throw invalidArg(`model '${model}': ${name('defaultPriorityLevel')} must be in 1..${levels} when ${name('priorityLevels')} is set`);
   }
   const perLevel: Record<number, NormalizedQueuePolicy> = {};
   for (const [key, policy] of Object.entries(b.priorityQueuePolicy ?? {})) {
     const level = Number(key);
     if (!Number.isSafeInteger(level) || level < 1 || level > levels) {
-      throw invalidArg(`model '${model}': priorityQueuePolicy level ${key} must be in 1..${levels}`);
+      throw invalidArg(`model '${model}': ${name('priorityQueuePolicy')} level ${key} must be in 1..${levels}`);
     }
-    perLevel[level] = normalizeQueuePolicy(model, policy, `priorityQueuePolicy[${level}]`);
+    perLevel[level] = normalizeQueuePolicy(model, policy, `priorityQueuePolicy[${level}]`, naming);
   }
   return {
     preferredBatchSize: preferred.length > 0 ? [...new Set(preferred)].sort((x, y) => x - y) : [maxBatchSize],
-    maxQueueDelayMicroseconds: checkInt(model, 'batcher.maxQueueDelayMicroseconds', b.maxQueueDelayMicroseconds),
+    maxQueueDelayMicroseconds: checkInt(model, name('batcher.maxQueueDelayMicroseconds'), b.maxQueueDelayMicroseconds),
     preserveOrdering: Boolean(b.preserveOrdering),
     priorityLevels: levels,
     defaultPriorityLevel: defaultLevel,
-    defaultQueuePolicy: normalizeQueuePolicy(model, b.defaultQueuePolicy, 'defaultQueuePolicy'),
+    defaultQueuePolicy: normalizeQueuePolicy(model, b.defaultQueuePolicy, 'defaultQueuePolicy', naming),
     priorityQueuePolicy: perLevel,
   };
 }

@@ -4,12 +4,13 @@
  * or a JS model), auto-completed and normalized into a BoundModel per version.
  */
 import * as path from 'node:path';
-import { InferenceServerError } from '../errors';
+import { InferenceServerError, toInferenceServerError } from '../errors';
 import { BoundModel } from '../model';
-import type { NormalizedModelConfig } from '../config/normalize';
+import type { NormalizedInstanceGroup, NormalizedModelConfig } from '../config/normalize';
 import { loadOnnxEngine, type InstanceKind } from '../engines/onnx';
+import { warmupInputArray } from '../warmup';
 import { autoCompleteOnnxConfig, type RawModelConfig } from './autocomplete';
-import { readRawConfig, normalizeRawConfig } from './config-source';
+import { precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
 import { loadJsModel } from './js-model';
 import { findModelFile, selectVersions, versionsOnDisk, type ModelDirectory, type VersionPolicy } from './layout';
 
@@ -39,11 +40,19 @@ function engineKind(config: RawModelConfig, fileKind: 'onnx' | 'js', model: stri
     'is not supported by infernode (supported: onnxruntime, js)');
 }
 
-function instanceSpec(config: RawModelConfig): { count: number; kind: InstanceKind; deviceId: number } {
-  const groups = (config.instance_group as { count?: number | string; kind?: string; gpus?: number[] }[] | undefined) ?? [];
-  const count = groups.reduce((n, g) => n + Number(g.count ?? 1), 0) || 1;
-  const kind = (groups[0]?.kind ?? 'KIND_AUTO') as InstanceKind;
-  return { count, kind, deviceId: Number(groups[0]?.gpus?.[0] ?? 0) };
+/** How many ONNX Runtime sessions of which kind the instance groups ask for. */
+function onnxInstances(model: string, groups: NormalizedInstanceGroup[]): { count: number; kind: InstanceKind; deviceId: number } {
+  const kinds = [...new Set(groups.map((g) => g.kind))];
+  if (kinds.length > 1) {
+    throw new InferenceServerError('UNSUPPORTED', `model '${model}': instance groups of different kinds (${kinds.join(', ')}) ` +
+      'are not supported by infernode yet; use one kind per model');
+  }
+  const gpus = [...new Set(groups.flatMap((g) => g.gpus ?? []))];
+  if (gpus.length > 1) {
+    throw new InferenceServerError('UNSUPPORTED', `model '${model}': instances on several GPUs (${gpus.join(', ')}) ` +
+      'are not supported by infernode yet; list one GPU per model');
+  }
+  return { count: groups.reduce((n, g) => n + g.count, 0), kind: kinds[0], deviceId: gpus[0] ?? 0 };
 }
 
 function parameter(config: RawModelConfig, key: string): number | undefined {
@@ -68,8 +77,10 @@ async function loadVersion(
       `(model.onnx, model.js or model.mjs${raw.default_model_filename ? `, or '${String(raw.default_model_filename)}'` : ''}) in ${versionDir}`);
   }
   const kind = engineKind(raw, found.kind, dir.name);
-  const instances = instanceSpec(raw);
   if (kind === 'onnx') {
+    // Everything that needs no model file is checked before ONNX Runtime creates sessions.
+    const groups = precheckRawConfig({ backend: 'onnxruntime', ...raw }, normalizeOptions(dir, version, options));
+    const instances = onnxInstances(dir.name, groups);
     const handle = await loadOnnxEngine({
       modelName: dir.name, modelPath: found.file, instanceCount: instances.count, kind: instances.kind,
       deviceId: instances.deviceId, tensorRt: wantsTensorRt(raw),
@@ -78,20 +89,52 @@ async function loadVersion(
     });
     const completed = autoCompleteOnnxConfig(dir.name, { backend: 'onnxruntime', ...raw }, handle.inputs, handle.outputs);
     const config = normalize(completed, dir, version, options);
-    return { model: new BoundModel(config, { kind: 'onnx', handle: handle.handle }), finalize: async () => {} };
+    // The served config tells where the instances run (Triton prints the resolved kind).
+    const resolved = handle.provider === 'CPU' ? 'KIND_CPU' : 'KIND_GPU';
+    config.instanceGroup = config.instanceGroup.map((g) => ({ ...g, kind: resolved }));
+    return warmedUp({ model: new BoundModel(config, { kind: 'onnx', handle: handle.handle }), finalize: async () => {} });
   }
   if (!raw.input || !raw.output) {
     throw new InferenceServerError('INVALID_ARG', `model '${dir.name}': a JS model needs a config.pbtxt declaring its inputs and outputs`);
   }
   const config = normalize({ backend: 'js', ...raw }, dir, version, options);
   const js = await loadJsModel(found.file, config, dir.repository);
-  return { model: new BoundModel(config, { kind: 'js', funcs: js.funcs, strict: false }), finalize: js.finalize };
+  return warmedUp({ model: new BoundModel(config, { kind: 'js', funcs: js.funcs, strict: false }), finalize: js.finalize });
+}
+
+/**
+ * Runs the config's model_warmup through the model's own queue before it serves: `count`
+ * requests per instance (at least one) of each warm-up sample. As in Triton, a failing warm-up
+ * fails the load.
+ */
+async function warmedUp(loaded: LoadedVersion): Promise<LoadedVersion> {
+  const { model } = loaded;
+  const config = model.config;
+  const instances = config.instanceGroup.reduce((n, g) => n + g.count, 0);
+  for (const warmup of config.modelWarmup) {
+    try {
+      const inputs = Object.fromEntries(Object.entries(warmup.inputs).map(([name, input]) =>
+        [name, warmupInputArray(input, warmup.batchSize, config.maxBatchSize > 0, name)]));
+      const runs = instances * Math.max(1, warmup.count);
+      await Promise.all(Array.from({ length: runs }, () => model.infer(inputs)));
+    } catch (err) {
+      await model.stop(0);
+      await loaded.finalize();
+      throw new InferenceServerError('INVALID_ARG',
+        `model '${config.name}' version ${config.version}: warm-up '${warmup.name}' failed: ${toInferenceServerError(err).message}`);
+    }
+  }
+  return loaded;
+}
+
+function normalizeOptions(dir: ModelDirectory, version: number, options: LoadOptions) {
+  return {
+    name: dir.name, version, source: path.join(dir.dir, 'config.pbtxt'), maxQueueSizeHardLimit: options.maxQueueSizeHardLimit,
+  };
 }
 
 function normalize(raw: RawModelConfig, dir: ModelDirectory, version: number, options: LoadOptions): NormalizedModelConfig {
-  return normalizeRawConfig(raw, {
-    name: dir.name, version, source: path.join(dir.dir, 'config.pbtxt'), maxQueueSizeHardLimit: options.maxQueueSizeHardLimit,
-  });
+  return normalizeRawConfig(raw, normalizeOptions(dir, version, options));
 }
 
 /** Loads every version the policy selects; on any failure, what was loaded is stopped again. */

@@ -15,6 +15,7 @@ import type { RawModelConfig } from './autocomplete';
 import { checkModelName, fingerprint, scanRepositories, type ModelDirectory } from './layout';
 import { loadModel, type LoadedVersion } from './loader';
 import { writeOverrideDirectory } from './override';
+import { validateModelConfigJson } from '../config/pbtxt';
 
 export type ControlMode = 'none' | 'poll' | 'explicit';
 export type ModelState = 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
@@ -244,12 +245,13 @@ async function retire(versions: Map<number, LoadedVersion>, timeoutMs = 30_000):
   }));
 }
 
+/** The load API's `config` parameter: JSON text of a ModelConfig, canonicalized (Triton's field checks). */
 function parseConfigOverride(name: string, text: string): RawModelConfig {
+  let parsed: unknown;
   try {
-    const parsed = JSON.parse(text) as unknown;
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object');
-    return parsed as RawModelConfig;
+    parsed = JSON.parse(text);
   } catch (err) {
-    throw new InferenceServerError('INVALID_ARG', `load of model '${name}': the config parameter is not a valid JSON model config: ${(err as Error).message}`);
+    throw new InferenceServerError('INVALID_ARG', `load of model '${name}': the config parameter is not valid JSON: ${(err as Error).message}`);
   }
+  return validateModelConfigJson(parsed, `load of model '${name}': the config parameter`) as unknown as RawModelConfig;
 }

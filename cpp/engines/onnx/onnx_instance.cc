@@ -57,6 +57,7 @@ void OnnxInstance::RunBatch(const Batch& batch) {
   const uint64_t gathered = SteadyNowNs();
   timings.input_ns = gathered > batch.dispatch_ns ? gathered - batch.dispatch_ns : 0;
   if (status.IsOk()) status = session_->Run(inputs, batch.rows, pool_, &outputs);
+  if (status.IsOk()) UndoOutputReshapes(*config_, &outputs);
   const uint64_t ran = SteadyNowNs();
   timings.infer_ns = ran - gathered;
   if (status.IsOk()) status = SplitOutputs(batch, config_->max_batch_size > 0, outputs, &per_request);
@@ -86,6 +87,23 @@ std::vector<uint64_t> ElementOffsets(const OutputTensor& out) {
 }
 
 }  // namespace
+
+void UndoOutputReshapes(const ModelConfig& config, std::vector<OutputTensor>* outputs) {
+  const bool batching = config.max_batch_size > 0;
+  for (OutputTensor& out : *outputs) {
+    for (const TensorConfig& spec : config.outputs) {
+      if (spec.name != out.name || !spec.has_reshape) continue;
+      if (!batching) {
+        out.shape = MapReshape(out.shape, spec.reshape, spec.dims);
+      } else if (!out.shape.empty()) {
+        const Shape tail(out.shape.begin() + 1, out.shape.end());
+        Shape mapped = MapReshape(tail, spec.reshape, spec.dims);
+        mapped.insert(mapped.begin(), out.shape[0]);
+        out.shape = std::move(mapped);
+      }
+    }
+  }
+}
 
 Status SplitOutputs(const Batch& batch, bool batching, const std::vector<OutputTensor>& outputs,
                     std::vector<std::vector<OutputTensor>>* per_request) {

@@ -45,6 +45,9 @@ class OnnxInstance final : public ModelInstance {
 
 // Splits a batch output (rows first) into each request's rows. BYTES outputs are walked element
 // by element; the pieces share the batch output's owner.
+// Outputs with a configured reshape get their config dims back: the engine produced `reshape`.
+void UndoOutputReshapes(const ModelConfig& config, std::vector<OutputTensor>* outputs);
+
 Status SplitOutputs(const Batch& batch, bool batching, const std::vector<OutputTensor>& outputs,
                     std::vector<std::vector<OutputTensor>>* per_request);
 

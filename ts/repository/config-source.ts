@@ -1,0 +1,244 @@
+/**
+ * A repository model's config: read from `<model>/config.pbtxt` (protobuf text format) and, with
+ * whatever auto-complete or the load API supplied, normalized into the one config type bind()
+ * also produces. The config is checked against Triton's `inference.ModelConfig` schema first, so
+ * a load API JSON config gets the same field and type checks as a file.
+ *
+ * Choices (Triton's where it has one):
+ * - no `instance_group` → one group named after the model, count 1; KIND_AUTO (the engine
+ *   resolves it), or KIND_CPU for JS models, which always run on the CPU. Triton's "2 CPU
+ *   instances for ONNX Runtime" default is not applied: each ORT session already spreads one
+ *   request over the cores with its own intra-op thread pool, so two would oversubscribe them.
+ * - a group's count < 1 means 1 (Triton's normalization).
+ * - features infernode does not implement fail the load with UNSUPPORTED; tuning hints that do
+ *   not change results (optimization, model_operations, rate_limiter, profile, passive,
+ *   host_policy, metric_tags, model_metrics, model_repository_agents, cc_model_filenames,
+ *   runtime) are accepted and carried so the config prints back complete.
+ */
+import * as path from 'node:path';
+import { InferenceServerError, invalidArg } from '../errors';
+import {
+  DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT, checkInt, normalizeBatcher,
+  type NormalizedDynamicBatching, type NormalizedInstanceGroup, type NormalizedModelConfig, type NormalizedVersionPolicy,
+} from '../config/normalize';
+import { parsePbtxt, validateModelConfigJson } from '../config/pbtxt';
+import { TimeoutAction, type QueuePolicy } from '../config/types';
+import type {
+  ProtoDynamicBatching, ProtoInstanceGroup, ProtoModelConfig, ProtoQueuePolicy, ProtoVersionPolicy,
+} from '../config/model-config-proto';
+import type { RawModelConfig } from './autocomplete';
+import { normalizeRawTensors } from './config-tensors';
+import { normalizeRawWarmups } from './config-warmup';
+import { readConfigText, type ModelDirectory } from './layout';
+
+/** What `normalizeRawConfig` needs besides the config. */
+export interface NormalizeRawOptions {
+  /** The model's name (its directory name). */
+  name: string;
+  version: number;
+  /** The config file's path (or where it would be): named in errors; its directory is the model directory. */
+  source: string;
+  maxQueueSizeHardLimit?: number;
+}
+
+/** Platforms whose backend Triton knows, to fill one from the other and refuse mismatched pairs. */
+const PLATFORM_BACKEND: Record<string, string> = {
+  onnxruntime_onnx: 'onnxruntime',
+  tensorrt_plan: 'tensorrt',
+  pytorch_libtorch: 'pytorch',
+  tensorflow_graphdef: 'tensorflow',
+  tensorflow_savedmodel: 'tensorflow',
+};
+
+function checkName(name: string | undefined, expected: string, source: string): void {
+  // An empty name counts as absent: Triton fills it in from the directory.
+  if (name !== undefined && name !== '' && name !== expected) {
+    throw invalidArg(`${source}: the config names the model '${name}', but its directory is '${expected}' (they must match)`);
+  }
+}
+
+/**
+ * The raw config of a model directory: `<dir>/config.pbtxt` parsed to protobuf-JSON form, or `{}`
+ * when there is none (auto-complete fills it). A `name` other than the directory's is INVALID_ARG.
+ */
+export function readRawConfig(dir: ModelDirectory): RawModelConfig {
+  const text = readConfigText(dir.dir);
+  if (text === null) return {};
+  const file = path.join(dir.dir, 'config.pbtxt');
+  const config = parsePbtxt(text, file);
+  checkName(config.name as string | undefined, dir.name, file);
+  return config as unknown as RawModelConfig;
+}
+
+function unsupported(model: string, what: string): InferenceServerError {
+  return new InferenceServerError('UNSUPPORTED', `model '${model}': ${what} is not supported by infernode yet`);
+}
+
+function rejectUnsupported(model: string, cfg: ProtoModelConfig): void {
+  if (cfg.sequence_batching) throw unsupported(model, 'sequence_batching (stateful models)');
+  if (cfg.ensemble_scheduling || cfg.platform === 'ensemble') throw unsupported(model, "an ensemble (platform 'ensemble', ensemble_scheduling)");
+  if (cfg.model_transaction_policy?.decoupled) throw unsupported(model, 'model_transaction_policy.decoupled: true (decoupled models)');
+  if (cfg.response_cache?.enable) throw unsupported(model, 'response_cache.enable: true (the response cache)');
+  if (cfg.batch_input?.length) throw unsupported(model, 'batch_input');
+  if (cfg.batch_output?.length) throw unsupported(model, 'batch_output');
+  if (cfg.instance_group?.some((g) => g.kind === 'KIND_MODEL')) throw unsupported(model, 'instance_group kind KIND_MODEL');
+}
+
+function backendAndPlatform(model: string, cfg: ProtoModelConfig): { backend: string; platform: string } {
+  let backend = cfg.backend ?? '';
+  let platform = cfg.platform ?? '';
+  const implied = PLATFORM_BACKEND[platform];
+  if (implied && backend !== '' && backend !== implied) {
+    throw invalidArg(`model '${model}': platform '${platform}' and backend '${backend}' do not go together (platform '${platform}' is backend '${implied}')`);
+  }
+  if (backend === '' && implied) backend = implied;
+  if (platform === '' && backend === 'onnxruntime') platform = 'onnxruntime_onnx';
+  return { backend, platform };
+}
+
+function queuePolicy(p: ProtoQueuePolicy | undefined): QueuePolicy | undefined {
+  if (!p) return undefined;
+  return {
+    timeoutAction: p.timeout_action === 'DELAY' ? TimeoutAction.DELAY : TimeoutAction.REJECT,
+    defaultTimeoutMicroseconds: p.default_timeout_microseconds,
+    allowTimeoutOverride: p.allow_timeout_override,
+    maxQueueSize: p.max_queue_size,
+  };
+}
+
+/** Triton's checks of preserve_ordering: one priority level, no DELAY of timed-out requests. */
+function checkPreserveOrdering(model: string, db: ProtoDynamicBatching): void {
+  if (!db.preserve_ordering) return;
+  if ((db.priority_levels ?? 0) > 1) {
+    throw invalidArg(`model '${model}': dynamic_batching.preserve_ordering allows only one priority level, but priority_levels is ${db.priority_levels}`);
+  }
+  const policies = [db.default_queue_policy, ...Object.values(db.priority_queue_policy ?? {})];
+  if (policies.some((p) => p?.timeout_action === 'DELAY' && (p.default_timeout_microseconds ?? 0) !== 0)) {
+    throw invalidArg(`model '${model}': a queue policy cannot DELAY timed-out requests when dynamic_batching.preserve_ordering is true`);
+  }
+}
+
+function normalizeRawBatching(model: string, db: ProtoDynamicBatching | undefined, maxBatchSize: number): NormalizedDynamicBatching | null {
+  if (!db) return null;
+  if (maxBatchSize === 0) {
+    throw invalidArg(`model '${model}': dynamic_batching needs max_batch_size >= 1, but max_batch_size is 0 (the model does not batch)`);
+  }
+  checkPreserveOrdering(model, db);
+  const perLevel: Record<number, QueuePolicy> = {};
+  for (const [level, policy] of Object.entries(db.priority_queue_policy ?? {})) perLevel[Number(level)] = queuePolicy(policy)!;
+  return normalizeBatcher(model, {
+    preferredBatchSize: db.preferred_batch_size,
+    maxQueueDelayMicroseconds: db.max_queue_delay_microseconds,
+    preserveOrdering: db.preserve_ordering,
+    priorityLevels: db.priority_levels,
+    defaultPriorityLevel: db.default_priority_level,
+    defaultQueuePolicy: queuePolicy(db.default_queue_policy),
+    priorityQueuePolicy: perLevel,
+  }, maxBatchSize, 'proto');
+}
+
+function normalizeInstanceGroups(model: string, groups: ProtoInstanceGroup[] | undefined, backend: string): NormalizedInstanceGroup[] {
+  const jsModel = backend === 'js';
+  if (!groups || groups.length === 0) return [{ name: model, kind: jsModel ? 'KIND_CPU' : 'KIND_AUTO', count: 1, gpus: [] }];
+  return groups.map((g, i) => {
+    const name = g.name || `${model}_${i}`;
+    const gpus = g.gpus ?? [];
+    const kind = g.kind ?? 'KIND_AUTO';
+    if (kind === 'KIND_CPU' && gpus.length > 0) {
+      throw invalidArg(`model '${model}': instance group '${name}' has kind KIND_CPU but lists GPUs [${gpus.join(', ')}]`);
+    }
+    if (gpus.some((id) => id < 0)) throw invalidArg(`model '${model}': instance group '${name}' lists a negative GPU id`);
+    return {
+      name,
+      // A JS model's instances run on the CPU; KIND_AUTO says so unless GPUs are asked for.
+      kind: kind === 'KIND_AUTO' && jsModel && gpus.length === 0 ? 'KIND_CPU' : (kind as NormalizedInstanceGroup['kind']),
+      count: (g.count ?? 0) >= 1 ? g.count! : 1,
+      gpus: [...gpus],
+      rateLimiter: g.rate_limiter,
+      secondaryDevices: g.secondary_devices,
+      profile: g.profile,
+      passive: g.passive,
+      hostPolicy: g.host_policy,
+    };
+  });
+}
+
+function normalizeVersionPolicy(model: string, policy: ProtoVersionPolicy | undefined): NormalizedVersionPolicy {
+  if (policy?.all) return { kind: 'all' };
+  if (policy?.specific) {
+    const versions = policy.specific.versions ?? [];
+    if (versions.length === 0 || versions.some((v) => v < 1)) {
+      throw invalidArg(`model '${model}': version_policy.specific.versions must list versions >= 1, got [${versions.join(', ')}]`);
+    }
+    return { kind: 'specific', versions: [...versions] };
+  }
+  if (policy?.latest) {
+    const n = policy.latest.num_versions ?? 0;
+    if (n < 1) throw invalidArg(`model '${model}': version_policy.latest.num_versions must be >= 1, got ${n}`);
+    return { kind: 'latest', numVersions: n };
+  }
+  return { kind: 'latest', numVersions: 1 };
+}
+
+function stringParameters(params: ProtoModelConfig['parameters']): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(params ?? {})) out[key] = value.string_value ?? '';
+  return out;
+}
+
+/**
+ * The checks that need no model file, run before an engine loads anything: the config is
+ * well-formed, names this model and asks for nothing unsupported. Returns the instance groups
+ * the engine must create.
+ */
+export function precheckRawConfig(raw: RawModelConfig, options: NormalizeRawOptions): NormalizedInstanceGroup[] {
+  const model = options.name;
+  const cfg = validateModelConfigJson(raw, `model '${model}' config (${options.source})`) as ProtoModelConfig;
+  checkName(cfg.name, model, options.source);
+  rejectUnsupported(model, cfg);
+  return normalizeInstanceGroups(model, cfg.instance_group, backendAndPlatform(model, cfg).backend);
+}
+
+/**
+ * Normalizes a protobuf-JSON model config (from config.pbtxt, the load API, or auto-complete)
+ * into the config native code receives. Errors: INVALID_ARG for a malformed or inconsistent
+ * config, UNSUPPORTED for features infernode does not implement yet.
+ */
+export function normalizeRawConfig(raw: RawModelConfig, options: NormalizeRawOptions): NormalizedModelConfig {
+  const model = options.name;
+  const cfg = validateModelConfigJson(raw, `model '${model}' config (${options.source})`) as ProtoModelConfig;
+  checkName(cfg.name, model, options.source);
+  rejectUnsupported(model, cfg);
+  const maxBatchSize = cfg.max_batch_size ?? 0;
+  if (maxBatchSize < 0) throw invalidArg(`model '${model}': max_batch_size must be >= 0, got ${maxBatchSize}`);
+  const { backend, platform } = backendAndPlatform(model, cfg);
+  const modelDirectory = path.dirname(options.source);
+  const inputs = normalizeRawTensors(model, cfg.input, 'input', maxBatchSize, modelDirectory);
+  return {
+    name: model,
+    version: checkInt(model, 'version', options.version, 1),
+    backend,
+    maxBatchSize,
+    inputs,
+    outputs: normalizeRawTensors(model, cfg.output, 'output', maxBatchSize, modelDirectory),
+    dynamicBatching: normalizeRawBatching(model, cfg.dynamic_batching, maxBatchSize),
+    instanceGroup: normalizeInstanceGroups(model, cfg.instance_group, backend),
+    responseCache: false,
+    decoupled: false,
+    modelWarmup: normalizeRawWarmups({ model, maxBatchSize, inputs, modelDirectory }, cfg.model_warmup),
+    maxQueueSizeHardLimit: checkInt(
+      model, 'maxQueueSizeHardLimit', options.maxQueueSizeHardLimit ?? DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT, 1),
+    platform,
+    runtime: cfg.runtime ?? '',
+    versionPolicy: normalizeVersionPolicy(model, cfg.version_policy),
+    defaultModelFilename: cfg.default_model_filename ?? '',
+    parameters: stringParameters(cfg.parameters),
+    ccModelFilenames: { ...(cfg.cc_model_filenames ?? {}) },
+    metricTags: { ...(cfg.metric_tags ?? {}) },
+    optimization: cfg.optimization,
+    modelOperations: cfg.model_operations,
+    modelRepositoryAgents: cfg.model_repository_agents,
+    modelMetrics: cfg.model_metrics,
+    modelDirectory,
+  };
+}
