@@ -1,0 +1,99 @@
+/**
+ * A server of the headline ONNX bench, run as a child process so each server has its own event
+ * loop and its event-loop delay can be measured in isolation (perf_hooks, 1 ms resolution).
+ *
+ * Modes (argv[2]):
+ * - 'infernode': `infernode` serving the bench model repository over HTTP (native ONNX
+ *   Runtime engine, dynamic batching).
+ * - 'naive': what a Node developer writes today: node:http, onnxruntime-node, one
+ *   `session.run()` per request.
+ * Both read the same KServe v2 binary request (JSON header + FP32 bytes) and answer with the
+ * output as binary data, so the wire costs are the same.
+ *
+ * IPC: the child sends {port} once listening; the parent sends 'reset' (clear the delay
+ * histogram), 'report' (→ {p50Ms, p99Ms, maxMs}) and 'stop'.
+ */
+import * as http from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Triton } from '../triton';
+
+const INPUT = 'input';
+const OUTPUT = 'logits';
+const FEATURES = 256;
+
+async function startInfernode(repository: string): Promise<{ port: number; stop: () => Promise<unknown> }> {
+  const triton = new Triton({ config: { httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: false, allowMetrics: false, logInfo: false } });
+  triton.useRepository({ repositories: [repository] });
+  await triton.run();
+  return { port: triton.ports.http!, stop: () => triton.stop() };
+}
+
+interface OrtModule {
+  InferenceSession: { create(path: string, options?: object): Promise<OrtSession> };
+  Tensor: new (type: string, data: Float32Array, dims: number[]) => unknown;
+}
+interface OrtSession {
+  run(feeds: Record<string, unknown>): Promise<Record<string, { data: Float32Array; dims: readonly number[] }>>;
+}
+
+/** Reads a KServe binary request: JSON header of `headerLength` bytes, then the input's floats. */
+function inputOf(body: Buffer, headerLength: number): Float32Array {
+  const header = JSON.parse(body.toString('utf8', 0, headerLength)) as { inputs: { shape: number[] }[] };
+  const count = header.inputs[0].shape.reduce((a, b) => a * b, 1);
+  const floats = new Float32Array(count);
+  new Uint8Array(floats.buffer).set(body.subarray(headerLength, headerLength + count * 4));
+  return floats;
+}
+
+async function startNaive(modelPath: string): Promise<{ port: number; stop: () => Promise<unknown> }> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const ort = require('onnxruntime-node') as OrtModule;
+  const session = await ort.InferenceSession.create(modelPath);
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const input = inputOf(body, Number(req.headers['inference-header-content-length']));
+      session.run({ [INPUT]: new ort.Tensor('float32', input, [input.length / FEATURES, FEATURES]) }).then((out) => {
+        const logits = out[OUTPUT];
+        const data = Buffer.from(logits.data.buffer, logits.data.byteOffset, logits.data.byteLength);
+        const header = Buffer.from(JSON.stringify({
+          model_name: 'mlp_bench', model_version: '1',
+          outputs: [{ name: OUTPUT, datatype: 'FP32', shape: logits.dims, parameters: { binary_data_size: data.length } }],
+        }));
+        res.writeHead(200, {
+          'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': header.length,
+          'Content-Length': header.length + data.length,
+        });
+        res.end(Buffer.concat([header, data]));
+      }, (err: Error) => {
+        res.writeHead(500, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ error: err.message }));
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as { port: number }).port, stop: () => new Promise((r) => server.close(r)) };
+}
+
+async function main(): Promise<void> {
+  const [mode, repository, modelPath] = process.argv.slice(2);
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  const server = mode === 'infernode' ? await startInfernode(repository) : await startNaive(modelPath);
+  process.on('message', (message: string) => {
+    if (message === 'reset') delay.reset();
+    else if (message === 'report') {
+      process.send!({ p50Ms: delay.percentile(50) / 1e6, p99Ms: delay.percentile(99) / 1e6, maxMs: delay.max / 1e6 });
+    } else if (message === 'stop') {
+      void server.stop().then(() => process.exit(0));
+    }
+  });
+  process.send!({ port: server.port });
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
