@@ -47,6 +47,8 @@ export interface OnnxLoadOptions {
   useCuda?: boolean;
   useTensorRt?: boolean;
   deviceId?: number;
+  /** ONNX Runtime session config entries, e.g. { 'session.intra_op.allow_spinning': '0' }. */
+  sessionConfig?: Record<string, string>;
 }
 
 /**

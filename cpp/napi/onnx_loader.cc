@@ -93,6 +93,15 @@ Napi::Value LoadOnnxModel(const Napi::CallbackInfo& info) {
   options.device_id = IntOption(js, "deviceId");
   options.use_cuda = js.Get("useCuda").ToBoolean();
   options.use_tensorrt = js.Get("useTensorRt").ToBoolean();
+  Napi::Value entries = js.Get("sessionConfig");
+  if (entries.IsObject()) {
+    Napi::Object object = entries.As<Napi::Object>();
+    Napi::Array keys = object.GetPropertyNames();
+    for (uint32_t i = 0; i < keys.Length(); ++i) {
+      const std::string key = keys.Get(i).ToString().Utf8Value();
+      options.config_entries.emplace_back(key, object.Get(key).ToString().Utf8Value());
+    }
+  }
   const uint32_t count = std::max(1u, info[2].As<Napi::Number>().Uint32Value());
   auto* worker = new LoadWorker(env, info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::String>().Utf8Value(),
                                 count, options);

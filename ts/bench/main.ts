@@ -8,6 +8,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { native } from '../native';
 import { runInProcessBench, type InProcessResult } from './inprocess';
+import { grpcMarkdown, runGrpcBench } from './grpc';
+import { httpMarkdown, runHttpBench } from './http';
+import { onnxChart, onnxMarkdown, runOnnxBench } from './onnx';
 
 const RESULTS_DIR = path.join(__dirname, '..', '..', 'bench', 'results');
 
@@ -54,6 +57,19 @@ async function main(): Promise<void> {
   if (want('inprocess')) {
     const result = await runInProcessBench();
     write('inprocess', result, inProcessMarkdown(result));
+  }
+  if (want('http')) {
+    const result = await runHttpBench();
+    write('http', result, httpMarkdown(result, machineDescription()));
+  }
+  if (want('grpc')) {
+    const result = await runGrpcBench();
+    write('grpc', result, grpcMarkdown(result, machineDescription()));
+  }
+  if (want('onnx')) {
+    const result = await runOnnxBench();
+    write('onnx', result, onnxMarkdown(result, machineDescription()));
+    writeFileSync(path.join(RESULTS_DIR, 'onnx.svg'), onnxChart(result));
   }
 }
 

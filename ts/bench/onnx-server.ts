@@ -11,7 +11,7 @@
  * output as binary data, so the wire costs are the same.
  *
  * IPC: the child sends {port} once listening; the parent sends 'reset' (clear the delay
- * histogram), 'report' (→ {p50Ms, p99Ms, maxMs}) and 'stop'.
+ * histogram), 'report' (→ {p50Ms, p99Ms, maxMs, executions}) and 'stop'.
  */
 import * as http from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -21,11 +21,25 @@ const INPUT = 'input';
 const OUTPUT = 'logits';
 const FEATURES = 256;
 
-async function startInfernode(repository: string): Promise<{ port: number; stop: () => Promise<unknown> }> {
+interface BenchServer {
+  port: number;
+  /** Rows and executions so far (infernode only: the naive server does not batch). */
+  executions(): { rows: number; executions: number } | null;
+  stop(): Promise<unknown>;
+}
+
+async function startInfernode(repository: string): Promise<BenchServer> {
   const triton = new Triton({ config: { httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: false, allowMetrics: false, logInfo: false } });
   triton.useRepository({ repositories: [repository] });
   await triton.run();
-  return { port: triton.ports.http!, stop: () => triton.stop() };
+  return {
+    port: triton.ports.http!,
+    executions: () => {
+      const s = triton.model('mlp_bench').stats();
+      return { rows: s.inferenceCount, executions: s.executionCount };
+    },
+    stop: () => triton.stop(),
+  };
 }
 
 interface OrtModule {
@@ -45,7 +59,7 @@ function inputOf(body: Buffer, headerLength: number): Float32Array {
   return floats;
 }
 
-async function startNaive(modelPath: string): Promise<{ port: number; stop: () => Promise<unknown> }> {
+async function startNaive(modelPath: string): Promise<BenchServer> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const ort = require('onnxruntime-node') as OrtModule;
   const session = await ort.InferenceSession.create(modelPath);
@@ -74,7 +88,9 @@ async function startNaive(modelPath: string): Promise<{ port: number; stop: () =
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { port: (server.address() as { port: number }).port, stop: () => new Promise((r) => server.close(r)) };
+  return {
+    port: (server.address() as { port: number }).port, executions: () => null, stop: () => new Promise((r) => server.close(r)),
+  };
 }
 
 async function main(): Promise<void> {
@@ -85,7 +101,10 @@ async function main(): Promise<void> {
   process.on('message', (message: string) => {
     if (message === 'reset') delay.reset();
     else if (message === 'report') {
-      process.send!({ p50Ms: delay.percentile(50) / 1e6, p99Ms: delay.percentile(99) / 1e6, maxMs: delay.max / 1e6 });
+      process.send!({
+        p50Ms: delay.percentile(50) / 1e6, p99Ms: delay.percentile(99) / 1e6, maxMs: delay.max / 1e6,
+        executions: server.executions(),
+      });
     } else if (message === 'stop') {
       void server.stop().then(() => process.exit(0));
     }

@@ -57,6 +57,10 @@ interface EventLoopDelay {
   maxMs: number;
 }
 
+interface ServerReport extends EventLoopDelay {
+  executions: { rows: number; executions: number } | null;
+}
+
 /** A bench server in its own process, answering IPC requests one at a time. */
 class ServerProcess {
   private constructor(private readonly child: ChildProcess, readonly port: number) {}
@@ -108,6 +112,8 @@ export interface OnnxBenchRow {
   p99Us: number;
   errors: number;
   eventLoopDelay: EventLoopDelay;
+  /** Rows per ONNX Runtime run (1 for the naive server). */
+  meanBatch: number;
 }
 
 export interface OnnxBenchResult {
@@ -125,12 +131,15 @@ async function measure(server: 'infernode' | 'naive', durationMs: number): Promi
   const rows: OnnxBenchRow[] = [];
   try {
     for (const concurrency of CONCURRENCY) {
+      const before = await proc.ask<ServerReport>('report');
       proc.reset();
       const report = await load({ port: proc.port, request, concurrency, warmupMs: 1000, durationMs });
-      const eventLoopDelay = await proc.ask<EventLoopDelay>('report');
+      const { executions, ...eventLoopDelay } = await proc.ask<ServerReport>('report');
+      const runs = executions && before.executions ? executions.executions - before.executions.executions : 0;
       rows.push({
         server, concurrency, requestsPerSecond: report.seconds > 0 ? report.requests / report.seconds : 0,
         p50Us: report.p50Us, p99Us: report.p99Us, errors: report.errors, eventLoopDelay,
+        meanBatch: runs > 0 ? (executions!.rows - before.executions!.rows) / runs : 1,
       });
     }
   } finally {
@@ -153,7 +162,8 @@ const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maxim
 
 export function onnxMarkdown(r: OnnxBenchResult, machine: string): string {
   const row = (x: OnnxBenchRow): string => `| ${x.server} | ${x.concurrency} | ${fmt(x.requestsPerSecond)} | ` +
-    `${fmt(x.p50Us / 1000, 1)} | ${fmt(x.p99Us / 1000, 1)} | ${fmt(x.eventLoopDelay.p99Ms, 2)} | ${fmt(x.eventLoopDelay.maxMs, 1)} | ${x.errors} |`;
+    `${fmt(x.p50Us / 1000, 1)} | ${fmt(x.p99Us / 1000, 1)} | ${fmt(x.meanBatch, 1)} | ${fmt(x.eventLoopDelay.p99Ms, 2)} | ` +
+    `${fmt(x.eventLoopDelay.maxMs, 1)} | ${x.errors} |`;
   return [
     `# Headline: ${r.model} over HTTP — infernode vs node:http + onnxruntime-node`,
     '',
@@ -165,8 +175,8 @@ export function onnxMarkdown(r: OnnxBenchResult, machine: string): string {
     '',
     '![requests/s by concurrency](onnx.svg)',
     '',
-    '| server | concurrency | req/s | p50 ms | p99 ms | event-loop delay p99 ms | max ms | errors |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| server | concurrency | req/s | p50 ms | p99 ms | rows per run | event-loop delay p99 ms | max ms | errors |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...r.rows.map(row),
     '',
   ].join('\n');

@@ -78,6 +78,10 @@ Status OnnxSession::Create(std::shared_ptr<OrtRuntime> runtime, const std::strin
   if (options.inter_op_threads > 0) {
     RETURN_IF_ERROR(runtime->Check(api->SetInterOpNumThreads(raw_options, options.inter_op_threads), "inter_op_thread_count"));
   }
+  for (const auto& [key, value] : options.config_entries) {
+    RETURN_IF_ERROR(runtime->Check(api->AddSessionConfigEntry(raw_options, key.c_str(), value.c_str()),
+                                   "session config entry '" + key + "'"));
+  }
   if (options.use_tensorrt) RETURN_IF_ERROR(AppendTensorRt(*runtime, raw_options, options.device_id));
   if (options.use_tensorrt || options.use_cuda) RETURN_IF_ERROR(AppendCuda(*runtime, raw_options, options.device_id));
   session->provider_ = options.use_tensorrt ? "TensorRT" : options.use_cuda ? "CUDA" : "CPU";

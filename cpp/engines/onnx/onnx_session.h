@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/request.h"
@@ -25,6 +26,9 @@ struct OnnxSessionOptions {
   bool use_cuda = false;
   int device_id = 0;
   bool use_tensorrt = false;
+  // ONNX Runtime session config entries ("session.intra_op.allow_spinning" = "0", ...), from
+  // the model's parameters whose keys start with "session.".
+  std::vector<std::pair<std::string, std::string>> config_entries;
 };
 
 class OnnxSession {
