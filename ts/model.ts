@@ -17,6 +17,16 @@ import {
   NDArray, dataTypeCode, deserializeBytes, elementCount, serializeBytes, typedArrayFor, type DataType,
 } from './tensor';
 
+/**
+ * Where a request's cancellation comes from: an AbortSignal, or any object with these two
+ * members (the HTTP frontend passes a lighter one than AbortSignal, whose construction and
+ * listener registration cost microseconds per request).
+ */
+export interface CancelSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+}
+
 /** Options of one in-process inference. */
 export interface InferOptions {
   /** Priority level (1 is highest); 0 or absent = the model's default level. */
@@ -27,7 +37,7 @@ export interface InferOptions {
   /** Outputs to return; all declared outputs when absent. */
   outputs?: string[];
   /** Aborting cancels the request: removed from the queue, or its result dropped. */
-  signal?: AbortSignal;
+  signal?: CancelSignal;
 }
 
 interface PendingRequest {
@@ -157,7 +167,7 @@ export class BoundModel {
     this.#native.enqueue(id, flat, options.priority ?? 0, options.timeoutMicroseconds ?? 0);
   }
 
-  #watchAbort(id: number, entry: PendingRequest, signal: AbortSignal): void {
+  #watchAbort(id: number, entry: PendingRequest, signal: CancelSignal): void {
     const onAbort = (): void => {
       const released = this.#native.cancel(id);
       if (released) {

@@ -5,6 +5,9 @@
  * models drained, `close` tears the listeners down.
  */
 import type { ServerContext } from './context';
+import { startGrpcFrontend } from './grpc/server';
+import { startHttpFrontend } from './http/server';
+import { startMetricsFrontend } from './metrics/server';
 
 export interface Frontend {
   readonly kind: 'http' | 'grpc' | 'metrics';
@@ -20,7 +23,10 @@ export interface Frontend {
 export async function startFrontends(ctx: ServerContext): Promise<Frontend[]> {
   const started: Frontend[] = [];
   const starters: (() => Promise<Frontend>)[] = [];
-  void ctx;
+  const config = ctx.triton.config;
+  if (config.allowHttp ?? true) starters.push(() => startHttpFrontend(ctx));
+  if (config.allowGrpc ?? true) starters.push(() => startGrpcFrontend(ctx));
+  if (config.allowMetrics ?? true) starters.push(() => startMetricsFrontend(ctx));
   try {
     for (const start of starters) started.push(await start());
   } catch (err) {

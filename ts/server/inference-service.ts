@@ -4,7 +4,7 @@
  * asked for (classification, shared memory). The frontends only translate to and from bytes.
  */
 import { InferenceServerError, invalidArg } from '../errors';
-import type { BoundModel } from '../model';
+import type { BoundModel, CancelSignal } from '../model';
 import type { NDArray, DataType } from '../tensor';
 import type { Triton } from '../triton';
 import { classify } from './classification';
@@ -34,7 +34,7 @@ export interface InferenceCall {
   outputs: OutputRequest[] | null;
   parameters: RequestParameters;
   /** Aborted when the client goes away: a queued request is removed, a running one's result dropped. */
-  signal?: AbortSignal;
+  signal?: CancelSignal;
 }
 
 export interface AnsweredOutput {
@@ -64,6 +64,12 @@ export function resolveModel(triton: Triton, name: string, version?: string): Bo
 }
 
 export class InferenceService {
+  /**
+   * Told of every successful inference and how long it took (ms): the metrics frontend sets it
+   * when its opt-in latency summaries or histograms are on; null costs nothing per request.
+   */
+  onSuccess: ((model: BoundModel, durationMs: number) => void) | null = null;
+
   constructor(private readonly triton: Triton, private readonly sharedMemory: SharedMemoryManager) {}
 
   /** The tensor an input names in shared memory (a view of the region for system memory). */
@@ -81,6 +87,7 @@ export class InferenceService {
       inputs[name] = tensor;
     }
     const requested = call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null;
+    const started = this.onSuccess ? performance.now() : 0;
     const results = await model.infer(inputs, {
       priority: call.parameters.priority,
       timeoutMicroseconds: call.parameters.timeoutMicroseconds,
@@ -88,6 +95,7 @@ export class InferenceService {
       outputs: requested?.map((o) => o.name),
       signal: call.signal,
     });
+    if (this.onSuccess) this.onSuccess(model, performance.now() - started);
     const order = requested ?? model.config.outputs.map((t) => ({ name: t.name }) as OutputRequest);
     const outputs: AnsweredOutput[] = [];
     for (const request of order) {

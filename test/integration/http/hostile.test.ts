@@ -1,0 +1,124 @@
+/**
+ * Hostile and broken requests, over node:http and raw sockets: each gets Triton's status code
+ * and a message naming the problem, and the server keeps serving the next request.
+ */
+import * as zlib from 'node:zlib';
+import {
+  binaryBody, closeAgent, get, post, rawExchange, rawPost, serve, type Reply, type Served,
+} from './http-helpers';
+import { bindInferModels } from './models';
+
+const MAX = 1 << 20;  // a small --http-max-input-size keeps the limit cases cheap
+let s: Served;
+
+beforeAll(async () => {
+  s = await serve(bindInferModels, { httpMaxInputSize: MAX });
+});
+
+afterAll(async () => {
+  await s.triton.stop();
+  closeAgent();
+});
+
+const FP32 = '/v2/models/echo_FP32/infer';
+const PAIR = '/v2/models/pair/infer';
+const fp32Input = (extra: object = {}): object => ({ name: 'IN', datatype: 'FP32', shape: [1, 2], data: [1, 2], ...extra });
+const json = (path: string, body: unknown): Promise<Reply> => post(s.port, path, JSON.stringify(body), { 'Content-Type': 'application/json' });
+const binary = (path: string, header: object, ...tensors: ArrayBufferView[]): Promise<Reply> => {
+  const { body, headers } = binaryBody(header, ...tensors);
+  return post(s.port, path, body, headers);
+};
+const withHeaderLength = (value: string, body = '{}'): Promise<Reply | null> =>
+  rawExchange(s.port, rawPost(FP32, body, { 'Inference-Header-Content-Length': value }));
+
+/** A request that must succeed: the server still serves after each hostile one. */
+async function stillServing(): Promise<void> {
+  const r = await json(FP32, { inputs: [fp32Input()] });
+  expect(r.status).toBe(200);
+  expect((r.json().outputs as { data: number[] }[])[0].data).toEqual([1, 2]);
+}
+
+interface Case {
+  name: string;
+  send: () => Promise<Reply | null>;
+  status: number;
+  message: string | RegExp;
+}
+
+const CASES: Case[] = [
+  { name: 'malformed JSON', send: () => post(s.port, FP32, '{"inputs": [', {}), status: 400, message: 'failed to parse the request JSON buffer' },
+  { name: 'JSON array instead of an object', send: () => json(FP32, [1, 2]), status: 400, message: 'must be a JSON object' },
+  { name: 'no inputs list', send: () => json(FP32, { outputs: [] }), status: 400, message: "must have an 'inputs' list" },
+  { name: 'inputs is an object', send: () => json(FP32, { inputs: { IN: [1] } }), status: 400, message: "must have an 'inputs' list" },
+  { name: 'input without a name', send: () => json(FP32, { inputs: [{ datatype: 'FP32', shape: [1, 1], data: [1] }] }), status: 400, message: "string 'name'" },
+  { name: 'shape/data count mismatch', send: () => json(FP32, { inputs: [fp32Input({ shape: [1, 3] })] }), status: 400, message: 'holds 3 elements, data has 2' },
+  { name: 'more data than the shape holds', send: () => json(FP32, { inputs: [fp32Input({ shape: [1, 1], data: new Array(5000).fill(1) })] }), status: 400, message: 'more data elements than its shape holds' },
+  { name: 'unknown datatype', send: () => json(FP32, { inputs: [fp32Input({ datatype: 'FP128' })] }), status: 400, message: "invalid datatype 'FP128' for input 'IN'" },
+  { name: 'datatype the model does not declare', send: () => json(FP32, { inputs: [fp32Input({ datatype: 'INT32' })] }), status: 400, message: /IN[\s\S]*(INT32|FP32)|(INT32|FP32)[\s\S]*IN/ },
+  { name: 'BYTES in a numeric tensor', send: () => json(FP32, { inputs: [fp32Input({ data: ['a', 'b'] })] }), status: 400, message: 'expected a number for datatype FP32' },
+  { name: 'numbers in a BYTES tensor', send: () => json('/v2/models/echo_BYTES/infer', { inputs: [{ name: 'IN', datatype: 'BYTES', shape: [1, 1], data: [5] }] }), status: 400, message: 'expected a string for BYTES' },
+  { name: 'value out of range for UINT8', send: () => json('/v2/models/echo_UINT8/infer', { inputs: [{ name: 'IN', datatype: 'UINT8', shape: [1, 1], data: [300] }] }), status: 400, message: 'out of range for datatype UINT8' },
+  { name: 'fraction in an INT32 tensor', send: () => json('/v2/models/echo_INT32/infer', { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1, 1], data: [1.5] }] }), status: 400, message: 'not an exact integer' },
+  { name: 'negative dimension', send: () => json(FP32, { inputs: [fp32Input({ shape: [1, -2] })] }), status: 400, message: 'invalid dimension -2' },
+  { name: 'shape whose element count overflows', send: () => json(FP32, { inputs: [fp32Input({ shape: [4294967296, 4294967296] })] }), status: 400, message: 'too large' },
+  { name: 'data nested too deeply', send: () => json(FP32, { inputs: [fp32Input({ shape: [1, 1], data: JSON.parse('['.repeat(200) + '1' + ']'.repeat(200)) })] }), status: 400, message: 'nested too deeply' },
+  { name: 'Inference-Header-Content-Length beyond the body', send: () => withHeaderLength('500'), status: 400, message: 'larger than the request body' },
+  { name: 'Inference-Header-Content-Length not a number', send: () => withHeaderLength('abc'), status: 400, message: 'Unable to parse Inference-Header-Content-Length' },
+  { name: 'Inference-Header-Content-Length overflowing int32', send: () => withHeaderLength('99999999999'), status: 400, message: 'Unable to parse Inference-Header-Content-Length' },
+  { name: 'negative Inference-Header-Content-Length', send: () => withHeaderLength('-1'), status: 400, message: 'Unable to parse Inference-Header-Content-Length' },
+  { name: 'negative binary_data_size', send: () => binary(FP32, { inputs: [fp32Input({ data: undefined, parameters: { binary_data_size: -8 } })] }, new Float32Array(2)), status: 400, message: "'binary_data_size' must be a non-negative integer" },
+  { name: 'overflowing binary_data_size', send: () => binary(FP32, { inputs: [fp32Input({ data: undefined, parameters: { binary_data_size: 1.8e19 } })] }, new Float32Array(2)), status: 400, message: "'binary_data_size' must be a non-negative integer" },
+  { name: 'binary_data_size beyond the binary data', send: () => binary(FP32, { inputs: [fp32Input({ data: undefined, parameters: { binary_data_size: 800 } })] }, new Float32Array(2)), status: 400, message: 'binary_data_size 800 exceeds the 8 bytes' },
+  { name: 'binary_data_size not matching the shape', send: () => binary(FP32, { inputs: [fp32Input({ data: undefined, parameters: { binary_data_size: 4 } })] }, new Float32Array(1)), status: 400, message: 'unexpected byte size' },
+  { name: 'binary data left over', send: () => binary(FP32, { inputs: [fp32Input({ data: undefined, parameters: { binary_data_size: 8 } })] }, new Float32Array(4)), status: 400, message: 'add up to 8' },
+  { name: 'data and binary_data_size together', send: () => binary(FP32, { inputs: [fp32Input({ parameters: { binary_data_size: 8 } })] }, new Float32Array(2)), status: 400, message: 'Input must set only one of the following fields' },
+  { name: 'an input without any data', send: () => json(FP32, { inputs: [fp32Input({ data: undefined })] }), status: 400, message: 'no tensor data' },
+  { name: 'unknown model', send: () => json('/v2/models/ghost/infer', { inputs: [fp32Input()] }), status: 404, message: "Request for unknown model: 'ghost' is not found" },
+  { name: 'unknown version', send: () => json('/v2/models/echo_FP32/versions/7/infer', { inputs: [fp32Input()] }), status: 404, message: 'version 7 is not found' },
+  { name: 'version that is not digits', send: () => json('/v2/models/echo_FP32/versions/-1/infer', { inputs: [fp32Input()] }), status: 404, message: 'Not Found' },
+  { name: "model name with '..'", send: () => rawExchange(s.port, rawPost('/v2/models/../../etc/infer', '{}')), status: 404, message: 'Not Found' },
+  { name: "model name with an encoded '/'", send: () => json('/v2/models/..%2F..%2Fetc/infer', { inputs: [fp32Input()] }), status: 404, message: "'../../etc'" },
+  { name: 'bad percent-encoding in a model name', send: () => json('/v2/models/%zz/infer', { inputs: [fp32Input()] }), status: 404, message: 'Not Found' },
+  { name: 'unknown requested output', send: () => json(FP32, { inputs: [fp32Input()], outputs: [{ name: 'NOPE' }] }), status: 400, message: "unexpected inference output 'NOPE'" },
+  { name: 'output requested twice', send: () => json(FP32, { inputs: [fp32Input()], outputs: [{ name: 'OUT' }, { name: 'OUT' }] }), status: 400, message: "output 'OUT' is requested more than once" },
+  { name: 'outputs is not a list', send: () => json(FP32, { inputs: [fp32Input()], outputs: { name: 'OUT' } }), status: 400, message: "'outputs'" },
+  { name: 'duplicate input names', send: () => json(FP32, { inputs: [fp32Input(), fp32Input()] }), status: 400, message: "input 'IN' already exists" },
+  { name: 'missing input', send: () => json(PAIR, { inputs: [{ name: 'A', datatype: 'FP32', shape: [3], data: [1, 2, 3] }] }), status: 400, message: /input|B/ },
+  { name: 'batch larger than max_batch_size', send: () => json(FP32, { inputs: [fp32Input({ shape: [9, 1], data: new Array(9).fill(0) })] }), status: 400, message: /batch-size must be <= 8|batch/ },
+  { name: "'id' that is not a string", send: () => json(FP32, { id: 5, inputs: [fp32Input()] }), status: 400, message: "'id' of the inference request" },
+  { name: 'parameters that are not an object', send: () => json(FP32, { parameters: [1], inputs: [fp32Input()] }), status: 400, message: 'request parameters must be an object' },
+  { name: 'classification of a BYTES output', send: () => json('/v2/models/echo_BYTES/infer', { inputs: [{ name: 'IN', datatype: 'BYTES', shape: [1, 1], data: ['x'] }], outputs: [{ name: 'OUT', parameters: { classification: 1 } }] }), status: 400, message: 'classification is not supported for BYTES' },
+  { name: 'FP16 output requested as JSON', send: () => binary('/v2/models/echo_FP16/infer', { inputs: [{ name: 'IN', datatype: 'FP16', shape: [1, 1], parameters: { binary_data_size: 2 } }] }, new Uint16Array([1])), status: 400, message: 'receiving FP16 data via JSON is not supported' },
+  { name: 'huge Content-Length, refused unread', send: () => rawExchange(s.port, rawPost(FP32, '{', { 'Content-Length': '10737418240' })), status: 400, message: "exceeds the server's maximum input size" },
+  { name: 'chunked body beyond the maximum', send: () => rawExchange(s.port, rawPost(FP32, `${(MAX + 10).toString(16)}\r\n${'x'.repeat(MAX + 10)}\r\n0\r\n\r\n`, { 'Transfer-Encoding': 'chunked' })), status: 400, message: "exceeds the server's maximum input size" },
+  { name: 'gzip bomb', send: () => post(s.port, FP32, zlib.gzipSync(Buffer.alloc(MAX * 4)), { 'Content-Encoding': 'gzip' }), status: 400, message: 'decompressed request body' },
+  { name: 'corrupt gzip body', send: () => post(s.port, FP32, Buffer.from('not gzip at all'), { 'Content-Encoding': 'gzip' }), status: 400, message: 'unable to decompress the request body (gzip)' },
+  { name: 'unknown Content-Encoding', send: () => post(s.port, FP32, '{}', { 'Content-Encoding': 'br' }), status: 400, message: "unsupported Content-Encoding 'br'" },
+  { name: 'malformed HTTP request line', send: () => rawExchange(s.port, 'BREW /coffee HTCPCP/1.0\r\n\r\n'), status: 400, message: 'malformed HTTP request' },
+  { name: 'invalid Content-Length header', send: () => rawExchange(s.port, rawPost(FP32, '{}', { 'Content-Length': '12abc' })), status: 400, message: 'malformed HTTP request' },
+];
+
+describe('hostile inputs', () => {
+  test('there are at least 30 cases', () => {
+    expect(CASES.length).toBeGreaterThanOrEqual(30);
+  });
+
+  test.each(CASES.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+    const r = await c.send();
+    expect(r).not.toBeNull();
+    expect(r!.status).toBe(c.status);
+    if (typeof c.message === 'string') expect(r!.error).toContain(c.message);
+    else expect(r!.error).toMatch(c.message);
+    await stillServing();
+  });
+
+  test('a refused oversized upload closes its connection instead of reading it', async () => {
+    const r = await rawExchange(s.port, rawPost(FP32, '{', { 'Content-Length': String(MAX + 1) }));
+    expect(r!.status).toBe(400);
+    expect(r!.headers.connection).toBe('close');
+  });
+
+  test('the server stays healthy after all of that', async () => {
+    expect((await get(s.port, '/v2/health/ready')).status).toBe(200);
+  });
+});

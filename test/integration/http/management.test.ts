@@ -1,0 +1,189 @@
+/**
+ * Management routes over HTTP: log settings, trace settings (global and per model, and a
+ * trace file actually written), system shared memory end to end (register, infer with an input
+ * read from and an output written to a POSIX region, status, unregister), CUDA shared memory
+ * without a device, and shared memory refused when the server does not allow it.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { closeAgent, echo, get, post, serve, type Served } from './http-helpers';
+import type { Triton } from '../../../ts/triton';
+
+function bindEcho(t: Triton): void {
+  t.bind({
+    modelName: 'echo', inferFunc: echo({ OUT: 'IN' }),
+    inputs: [{ name: 'IN', dtype: 'FP32', shape: [4] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [4] }],
+    config: { maxBatchSize: 2 },
+  });
+}
+
+const traceDir = mkdtempSync(path.join(os.tmpdir(), 'infernode-trace-'));
+const traceFile = path.join(traceDir, 'trace.json');
+let s: Served;
+
+beforeAll(async () => {
+  s = await serve(bindEcho, { allowClientShm: true, traceConfig: [`triton,file=${traceFile}`, 'level=OFF', 'rate=1'] });
+});
+
+afterAll(async () => {
+  await s.triton.stop();
+  rmSync(traceDir, { recursive: true, force: true });
+  closeAgent();
+});
+
+describe('logging', () => {
+  test('GET shows every setting; POST updates and answers with all of them', async () => {
+    const before = (await get(s.port, '/v2/logging')).json();
+    expect(before).toMatchObject({ log_file: '', log_info: false, log_error: true, log_verbose_level: 0, log_format: 'default' });
+    const after = await post(s.port, '/v2/logging', { log_verbose_level: 2, log_format: 'ISO8601' });
+    expect(after.status).toBe(200);
+    expect(after.json()).toMatchObject({ log_verbose_level: 2, log_format: 'ISO8601', log_error: true });
+    expect((await get(s.port, '/v2/logging')).json().log_verbose_level).toBe(2);
+  });
+
+  test.each([
+    [{ log_file: '/etc/passwd' }, 'cannot be changed over the network'],
+    [{ log_info: 'yes' }, "'log_info' must be a boolean"],
+    [{ log_verbose_level: -1 }, 'non-negative integer'],
+    [{ colour: true }, "unknown log setting 'colour'"],
+    [[1], 'must be a JSON object'],
+  ])('POST %j is refused', async (body, message) => {
+    const r = await post(s.port, '/v2/logging', body);
+    expect(r.status).toBe(400);
+    expect(r.error).toContain(message);
+  });
+});
+
+describe('trace settings', () => {
+  test('global settings: GET, POST, and a per-model override that null clears', async () => {
+    expect((await get(s.port, '/v2/trace/setting')).json()).toMatchObject({ trace_level: ['OFF'], trace_rate: '1', trace_file: traceFile });
+    const model = await post(s.port, '/v2/models/echo/trace/setting', { trace_level: ['TIMESTAMPS'], trace_count: '5' });
+    expect(model.status).toBe(200);
+    expect(model.json()).toMatchObject({ trace_level: ['TIMESTAMPS'], trace_count: '5' });
+    expect((await get(s.port, '/v2/trace/setting')).json()).toMatchObject({ trace_level: ['OFF'], trace_count: '-1' });
+    const cleared = await post(s.port, '/v2/models/echo/trace/setting', { trace_count: null });
+    expect(cleared.json()).toMatchObject({ trace_level: ['TIMESTAMPS'], trace_count: '-1' });
+  });
+
+  test('a traced request lands in the trace file with the HTTP timestamps', async () => {
+    await post(s.port, '/v2/models/echo/trace/setting', { trace_level: ['TIMESTAMPS'], log_frequency: '1' });
+    const r = await post(s.port, '/v2/models/echo/infer', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }] });
+    expect(r.status).toBe(200);
+    await post(s.port, '/v2/models/echo/trace/setting', { trace_level: null, log_frequency: null });
+    expect(existsSync(traceFile)).toBe(true);
+    const traces = readFileSync(traceFile, 'utf8').trim().split('\n').flatMap((line) => JSON.parse(line) as { model_name: string; model_version: string; timestamps: { name: string }[] }[]);
+    const trace = traces.find((t) => t.model_name === 'echo')!;
+    expect(trace.model_version).toBe('1');
+    expect(trace.timestamps.map((t) => t.name)).toEqual(['HTTP_RECV_START', 'HTTP_INFER_START', 'HTTP_SEND_START']);
+  });
+
+  test.each([
+    ['/v2/trace/setting', { trace_file: '/tmp/elsewhere' }, 400, 'cannot be changed over the network'],
+    ['/v2/trace/setting', { trace_level: ['LOUD'] }, 400, "trace level 'LOUD' is not supported"],
+    ['/v2/trace/setting', { trace_rate: '0' }, 400, "'trace_rate' must be at least 1"],
+    ['/v2/models/ghost/trace/setting', {}, 404, "'ghost'"],
+  ])('POST %s %j is refused', async (route, body, status, message) => {
+    const r = await post(s.port, route, body);
+    expect(r.status).toBe(status);
+    expect(r.error).toContain(message);
+  });
+});
+
+describe('system shared memory', () => {
+  const key = `/infernode_http_test_${process.pid}`;
+  const file = `/dev/shm${key}`;
+
+  beforeAll(() => {
+    // A POSIX shm object is a file under /dev/shm: 64 bytes, the input at 0, the output at 32.
+    const region = Buffer.alloc(64);
+    Buffer.from(new Float32Array([1.5, 2.5, 3.5, 4.5]).buffer).copy(region, 0);
+    writeFileSync(file, region);
+  });
+
+  afterAll(() => {
+    if (existsSync(file)) unlinkSync(file);
+  });
+
+  test('register, infer from and into the region, status, unregister', async () => {
+    expect((await post(s.port, '/v2/systemsharedmemory/region/r1/register', { key, offset: 0, byte_size: 64 })).status).toBe(200);
+    expect((await get(s.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toEqual([{ name: 'r1', key, offset: 0, byte_size: 64 }]);
+    expect((await get(s.port, '/v2/systemsharedmemory/region/r1/status')).json<unknown[]>()).toHaveLength(1);
+    const r = await post(s.port, '/v2/models/echo/infer', {
+      inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: { shared_memory_region: 'r1', shared_memory_byte_size: 16 } }],
+      outputs: [{ name: 'OUT', parameters: { shared_memory_region: 'r1', shared_memory_offset: 32, shared_memory_byte_size: 32 } }],
+    });
+    expect(r.status).toBe(200);
+    expect(r.json().outputs).toEqual([{
+      name: 'OUT', datatype: 'FP32', shape: [1, 4],
+      parameters: { shared_memory_region: 'r1', shared_memory_byte_size: 16, shared_memory_offset: 32 },
+    }]);
+    const region = readFileSync(file);
+    expect([...new Float32Array(region.buffer.slice(region.byteOffset + 32, region.byteOffset + 48))]).toEqual([1.5, 2.5, 3.5, 4.5]);
+    expect((await post(s.port, '/v2/systemsharedmemory/region/r1/unregister')).status).toBe(200);
+    expect((await get(s.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toEqual([]);
+  });
+
+  test('errors: bounds, unknown region, duplicate name, bad key', async () => {
+    await post(s.port, '/v2/systemsharedmemory/region/r2/register', { key, offset: 0, byte_size: 64 });
+    const beyond = await post(s.port, '/v2/models/echo/infer', {
+      inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: { shared_memory_region: 'r2', shared_memory_offset: 56, shared_memory_byte_size: 16 } }],
+    });
+    expect(beyond.status).toBe(400);
+    expect(beyond.error).toContain('exceeds the 64 bytes');
+    const tooSmall = await post(s.port, '/v2/models/echo/infer', {
+      inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }],
+      outputs: [{ name: 'OUT', parameters: { shared_memory_region: 'r2', shared_memory_byte_size: 8 } }],
+    });
+    expect(tooSmall.status).toBe(400);
+    expect(tooSmall.error).toContain('should be at least 16 bytes');
+    const unknown = await post(s.port, '/v2/models/echo/infer', {
+      inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: { shared_memory_region: 'nope', shared_memory_byte_size: 16 } }],
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.error).toContain("unable to find shared memory region 'nope'");
+    const twice = await post(s.port, '/v2/systemsharedmemory/region/r2/register', { key, offset: 0, byte_size: 64 });
+    expect(twice.status).toBe(400);
+    expect(twice.error).toContain("'r2' already in manager");
+    const badKey = await post(s.port, '/v2/systemsharedmemory/region/r3/register', { key: '/no_such_infernode_key', offset: 0, byte_size: 8 });
+    expect(badKey.status).toBe(400);
+    expect(badKey.error).toContain('/no_such_infernode_key');
+    expect((await get(s.port, '/v2/systemsharedmemory/region/ghost/status')).status).toBe(404);
+    expect((await post(s.port, '/v2/systemsharedmemory/unregister')).status).toBe(200);
+    expect((await get(s.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toEqual([]);
+  });
+});
+
+describe('CUDA shared memory without a CUDA device', () => {
+  test('status is empty, register answers clearly', async () => {
+    expect((await get(s.port, '/v2/cudasharedmemory/status')).json<unknown[]>()).toEqual([]);
+    const r = await post(s.port, '/v2/cudasharedmemory/region/c1/register', {
+      raw_handle: { b64: Buffer.alloc(64).toString('base64') }, device_id: 0, byte_size: 16,
+    });
+    expect(r.status).toBe(503);
+    expect(r.error).toContain('no CUDA device');
+    const bad = await post(s.port, '/v2/cudasharedmemory/region/c1/register', { raw_handle: 'abc', byte_size: 16 });
+    expect(bad.status).toBe(400);
+    expect(bad.error).toContain("'raw_handle' must be");
+    expect((await post(s.port, '/v2/cudasharedmemory/unregister')).status).toBe(200);
+  });
+});
+
+test('shared memory is refused unless the server allows it', async () => {
+  const closed = await serve(bindEcho);
+  try {
+    for (const [method, route] of [['GET', '/v2/systemsharedmemory/status'], ['POST', '/v2/systemsharedmemory/region/x/register'],
+      ['GET', '/v2/cudasharedmemory/status']]) {
+      const r = method === 'GET' ? await get(closed.port, route) : await post(closed.port, route, { key: '/x', byte_size: 1 });
+      expect(r.status).toBe(503);
+      expect(r.error).toContain("Start the server with '--allow-client-shm=true'");
+    }
+    const infer = await post(closed.port, '/v2/models/echo/infer', {
+      inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: { shared_memory_region: 'r', shared_memory_byte_size: 16 } }],
+    });
+    expect(infer.status).toBe(503);
+    expect(infer.error).toContain('Client shared memory is disabled');
+  } finally {
+    await closed.triton.stop();
+  }
+});

@@ -1,0 +1,157 @@
+/**
+ * The model repository extension over HTTP (index, load with config and file overrides,
+ * unload) against a real repository of JS models in explicit control mode, classification with
+ * labels from a label file, and the refusals when no repository is in use.
+ */
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { closeAgent, echo, get, post, serve, type Served } from './http-helpers';
+
+const MODEL_JS = `'use strict';
+exports.execute = (requests) => requests.map((r) => ({ OUT: r.data.IN }));
+`;
+
+function config(name: string, extra = ''): string {
+  return `name: "${name}"\nbackend: "js"\nmax_batch_size: 4\n` +
+    'input [ { name: "IN", data_type: TYPE_FP32, dims: [ 3 ] } ]\n' +
+    `output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 3 ]${extra} } ]\n`;
+}
+
+let repo: string;
+let s: Served;
+
+beforeAll(async () => {
+  repo = mkdtempSync(path.join(os.tmpdir(), 'infernode-http-repo-'));
+  for (const name of ['labeled', 'simple']) {
+    mkdirSync(path.join(repo, name, '1'), { recursive: true });
+    writeFileSync(path.join(repo, name, '1', 'model.js'), MODEL_JS);
+  }
+  writeFileSync(path.join(repo, 'labeled', 'config.pbtxt'), config('labeled', ', label_filename: "labels.txt"'));
+  writeFileSync(path.join(repo, 'labeled', 'labels.txt'), 'cat\ndog\nbird\n');
+  writeFileSync(path.join(repo, 'simple', 'config.pbtxt'), config('simple'));
+  s = await serve((t) => {
+    t.bind({
+      modelName: 'bound', inferFunc: echo({ OUT: 'IN' }),
+      inputs: [{ name: 'IN', dtype: 'FP32', shape: [3] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [3] }],
+    });
+    t.useRepository({ repositories: [repo], controlMode: 'explicit', loadModels: ['labeled'] });
+  });
+});
+
+afterAll(async () => {
+  await s.triton.stop();
+  rmSync(repo, { recursive: true, force: true });
+  closeAgent();
+});
+
+const input = { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 3], data: [0.2, 0.9, 0.5] }] };
+type Entry = { name: string; version: string; state: string; reason: string };
+
+describe('index', () => {
+  test('lists bound and repository models with their state', async () => {
+    const r = await post(s.port, '/v2/repository/index');
+    expect(r.status).toBe(200);
+    const entries = r.json<Entry[]>();
+    expect(entries).toEqual(expect.arrayContaining([
+      { name: 'bound', version: '1', state: 'READY', reason: '' },
+      { name: 'labeled', version: '1', state: 'READY', reason: '' },
+      expect.objectContaining({ name: 'simple', state: 'UNAVAILABLE' }),
+    ]));
+    const ready = (await post(s.port, '/v2/repository/index', { ready: true })).json<Entry[]>();
+    expect(ready.map((e) => e.name).sort()).toEqual(['bound', 'labeled']);
+    expect((await post(s.port, '/v2/repository/default/index', {})).status).toBe(200);
+  });
+
+  test("a non-boolean 'ready' is refused", async () => {
+    const r = await post(s.port, '/v2/repository/index', { ready: 'yes' });
+    expect(r.status).toBe(400);
+    expect(r.error).toContain("'ready' must be a boolean");
+  });
+});
+
+describe('load and unload', () => {
+  test('load, infer, unload, and the model is gone', async () => {
+    expect((await post(s.port, '/v2/repository/models/simple/load')).status).toBe(200);
+    expect((await get(s.port, '/v2/models/simple/ready')).status).toBe(200);
+    expect((await post(s.port, '/v2/models/simple/infer', input)).status).toBe(200);
+    expect((await post(s.port, '/v2/repository/models/simple/unload', { parameters: { unload_dependents: false } })).status).toBe(200);
+    expect((await get(s.port, '/v2/models/simple/ready')).status).toBe(400);
+    const gone = await post(s.port, '/v2/models/simple/infer', input);
+    expect(gone.status).toBe(404);
+    expect(gone.error).toContain("'simple'");
+  });
+
+  test('a config override replaces the file config', async () => {
+    const override = {
+      name: 'simple', backend: 'js', max_batch_size: 2,
+      input: [{ name: 'IN', data_type: 'TYPE_FP32', dims: [3] }], output: [{ name: 'OUT', data_type: 'TYPE_FP32', dims: [3] }],
+    };
+    const r = await post(s.port, '/v2/repository/models/simple/load', { parameters: { config: JSON.stringify(override) } });
+    expect(r.status).toBe(200);
+    expect((await get(s.port, '/v2/models/simple/config')).json().max_batch_size).toBe(2);
+    await post(s.port, '/v2/repository/models/simple/unload');
+  });
+
+  test('file: overrides (base64) with a config load a model sent by the client', async () => {
+    const cfg = JSON.stringify({
+      backend: 'js', max_batch_size: 4,
+      input: [{ name: 'IN', data_type: 'TYPE_FP32', dims: [3] }], output: [{ name: 'OUT', data_type: 'TYPE_FP32', dims: [3] }],
+    });
+    const doubled = `exports.execute = (rs) => rs.map((r) => ({ OUT: r.data.IN.data.map((v) => v * 2) }));`;
+    const r = await post(s.port, '/v2/repository/models/simple/load', {
+      parameters: { config: cfg, 'file:1/model.js': Buffer.from(doubled).toString('base64') },
+    });
+    expect(r.status).toBe(200);
+    const out = (await post(s.port, '/v2/models/simple/infer', input)).json().outputs as { data: number[] }[];
+    expect(out[0].data.map((v) => Math.round(v * 10) / 10)).toEqual([0.4, 1.8, 1]);
+    await post(s.port, '/v2/repository/models/simple/unload');
+  });
+
+  test.each([
+    ['a file path escaping the model directory', { parameters: { config: '{}', 'file:1/../../evil.js': 'AAAA' } }, 400, "without '..'"],
+    ['file content that is not base64', { parameters: { config: '{}', 'file:1/model.js': 'not base64!' } }, 400, 'must be base64'],
+    ['a config that is not a string', { parameters: { config: { backend: 'js' } } }, 400, "'config' must be a JSON string"],
+    ['an unknown parameter', { parameters: { colour: 'red' } }, 400, "unknown parameter 'colour'"],
+    ['parameters that are not an object', { parameters: 'config' }, 400, "'parameters' must be an object"],
+    ['a body that is not JSON', '{oops', 400, 'failed to parse the request JSON buffer'],
+  ])('load with %s is refused', async (_what, body, status, message) => {
+    const r = await post(s.port, '/v2/repository/models/simple/load', body as object);
+    expect(r.status).toBe(status);
+    expect(r.error).toContain(message);
+    expect((await get(s.port, '/v2/health/live')).status).toBe(200);
+  });
+
+  test('loading a model the repository does not have is 404', async () => {
+    const r = await post(s.port, '/v2/repository/models/nothere/load');
+    expect(r.status).toBe(404);
+    expect(r.error).toContain("'nothere'");
+  });
+
+  test('unload with an unknown parameter is refused', async () => {
+    const r = await post(s.port, '/v2/repository/models/simple/unload', { parameters: { force: true } });
+    expect(r.status).toBe(400);
+    expect(r.error).toContain("unknown parameter 'force'");
+  });
+});
+
+test('classification names classes from the label file', async () => {
+  const r = await post(s.port, '/v2/models/labeled/infer', { ...input, outputs: [{ name: 'OUT', parameters: { classification: 2 } }] });
+  expect(r.json().outputs).toEqual([{ name: 'OUT', datatype: 'BYTES', shape: [1, 2], data: ['0.900000:1:dog', '0.500000:2:bird'] }]);
+});
+
+test('without a repository, load and unload answer 503', async () => {
+  const bare = await serve((t) => t.bind({
+    modelName: 'm', inferFunc: echo({ OUT: 'IN' }),
+    inputs: [{ name: 'IN', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [1] }],
+  }));
+  try {
+    for (const action of ['load', 'unload']) {
+      const r = await post(bare.port, `/v2/repository/models/m/${action}`);
+      expect(r.status).toBe(503);
+      expect(r.error).toContain('explicit model load / unload is not allowed');
+    }
+  } finally {
+    await bare.triton.stop();
+  }
+});

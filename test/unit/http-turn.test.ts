@@ -1,0 +1,61 @@
+/**
+ * TurnQueue (the HTTP frontend's per-turn start of inferences) and DisconnectSignal (its light
+ * cancellation signal): calls of one turn start together after the poll phase, in order, and
+ * each settles as its own promise does; a disconnect tells its listeners once.
+ */
+import { TurnQueue } from '../../ts/server/http/turn';
+import { DisconnectSignal } from '../../ts/server/http/disconnect';
+
+describe('TurnQueue', () => {
+  test('calls of one turn start together in the check phase, in order', async () => {
+    const turn = new TurnQueue();
+    const started: number[] = [];
+    const results = [1, 2, 3].map((n) => turn.run(async () => {
+      started.push(n);
+      return n * 10;
+    }));
+    expect(started).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(started).toEqual([1, 2, 3]);
+    expect(await Promise.all(results)).toEqual([10, 20, 30]);
+  });
+
+  test('a call that throws or rejects fails alone', async () => {
+    const turn = new TurnQueue();
+    const thrown = turn.run((): Promise<number> => { throw new Error('sync'); });
+    const rejected = turn.run(() => Promise.reject(new Error('async')));
+    const fine = turn.run(async () => 'ok');
+    await expect(thrown).rejects.toThrow('sync');
+    await expect(rejected).rejects.toThrow('async');
+    await expect(fine).resolves.toBe('ok');
+  });
+
+  test('a call queued while a turn flushes waits for the next turn', async () => {
+    const turn = new TurnQueue();
+    const order: string[] = [];
+    let inner: Promise<void> | undefined;
+    await turn.run(async () => {
+      order.push('first');
+      inner = turn.run(async () => { order.push('second'); });
+      await Promise.resolve();
+      order.push('first done');
+    });
+    await inner;
+    expect(order).toEqual(['first', 'first done', 'second']);
+  });
+});
+
+describe('DisconnectSignal', () => {
+  test('listeners hear the disconnect once; late listeners are ignored once aborted', () => {
+    const signal = new DisconnectSignal();
+    const heard: string[] = [];
+    signal.addEventListener('abort', () => heard.push('a'));
+    signal.addEventListener('abort', () => heard.push('b'));
+    expect(signal.aborted).toBe(false);
+    signal.abort();
+    signal.abort();
+    signal.addEventListener('abort', () => heard.push('late'));
+    expect(signal.aborted).toBe(true);
+    expect(heard).toEqual(['a', 'b']);
+  });
+});

@@ -1,0 +1,46 @@
+/**
+ * From a URL to a client, as PyTriton reads URLs (`TritonUrl.from_url`): no scheme means http;
+ * `http://` → the HTTP client (default port 8000), `grpc://` → the gRPC client (default port
+ * 8001); any other scheme is refused. `localhost` → `http://localhost:8000`.
+ */
+import { ClientInvalidUrlError } from './errors';
+import { GrpcInferenceServerClient, type GrpcClientOptions } from './grpc';
+import { HttpInferenceServerClient, type HttpClientOptions } from './http';
+import type { InferenceServerClient } from './types';
+
+export interface TritonUrl {
+  scheme: 'http' | 'grpc';
+  hostname: string;
+  port: number;
+  /** `<scheme>://<host>:<port>`. */
+  url: string;
+}
+
+/** Options every client understands. */
+export interface ClientOptions extends HttpClientOptions, GrpcClientOptions {}
+
+/** Parses a Triton URL; ClientInvalidUrlError for other schemes or malformed URLs. */
+export function parseTritonUrl(url: string): TritonUrl {
+  const withScheme = url.includes('://') ? url : `http://${url}`;
+  const scheme = withScheme.slice(0, withScheme.indexOf('://')).toLowerCase();
+  if (scheme !== 'http' && scheme !== 'grpc') {
+    throw new ClientInvalidUrlError(`invalid Triton URL '${url}': the scheme must be http or grpc, got '${scheme}'`);
+  }
+  let parsed: URL;
+  try {
+    // URL knows no grpc scheme defaults; parse it as http and apply Triton's ports.
+    parsed = new URL(`http${withScheme.slice(scheme.length)}`);
+  } catch {
+    throw new ClientInvalidUrlError(`invalid Triton URL '${url}'`);
+  }
+  if (!parsed.hostname) throw new ClientInvalidUrlError(`invalid Triton URL '${url}': no host`);
+  const port = parsed.port ? Number(parsed.port) : scheme === 'http' ? 8000 : 8001;
+  return { scheme, hostname: parsed.hostname, port, url: `${scheme}://${parsed.host.replace(/:\d+$/, '')}:${port}` };
+}
+
+/** The client a URL names. */
+export function clientForUrl(url: string, options: ClientOptions = {}): InferenceServerClient {
+  const parsed = parseTritonUrl(url);
+  if (parsed.scheme === 'grpc') return new GrpcInferenceServerClient(parsed.url, options);
+  return new HttpInferenceServerClient(parsed.url, options);
+}

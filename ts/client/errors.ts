@@ -1,0 +1,59 @@
+/**
+ * Client-side errors (PyTriton's PyTritonClient* classes, camelCased). Each is an
+ * InferenceServerError, so every client failure can be handled one way; the subclasses let
+ * callers tell a timeout, a closed client or a bad argument from a server's answer, which
+ * arrives as a plain InferenceServerError with the server's message and a code derived from
+ * the HTTP status (or the gRPC status).
+ */
+import { InferenceServerError, type StatusCodeName } from '../errors';
+
+/** Base of the errors raised by the client itself (not answers from a server). */
+export class ClientError extends InferenceServerError {
+  constructor(code: StatusCodeName, message: string) {
+    super(code, message);
+    this.name = new.target.name;
+  }
+}
+
+/** A bad argument: inputs, parameters, headers (PyTritonClientValueError). */
+export class ClientValueError extends ClientError {
+  constructor(message: string) {
+    super('INVALID_ARG', message);
+  }
+}
+
+/** A URL whose scheme is neither http nor grpc, or that does not parse (PyTritonClientInvalidUrlError). */
+export class ClientInvalidUrlError extends ClientValueError {}
+
+/** A deadline passed: a call's timeout, or waiting for the server or model (PyTritonClientTimeoutError). */
+export class ClientTimeoutError extends ClientError {
+  constructor(message: string) {
+    super('UNAVAILABLE', message);
+  }
+}
+
+/** The client was closed (PyTritonClientClosedError). */
+export class ClientClosedError extends ClientError {
+  constructor(message = 'the client is closed') {
+    super('UNAVAILABLE', message);
+  }
+}
+
+/** inferBatch on a model whose max_batch_size is 0 (PyTritonClientModelDoesntSupportBatchingError). */
+export class ModelDoesntSupportBatchingError extends ClientError {
+  constructor(message: string) {
+    super('UNSUPPORTED', message);
+  }
+}
+
+/** The core status a server's HTTP status stands for (Triton's mapping, read backwards). */
+export function codeFromHttpStatus(status: number): StatusCodeName {
+  switch (status) {
+    case 400: return 'INVALID_ARG';
+    case 404: return 'NOT_FOUND';
+    case 500: return 'INTERNAL';
+    case 501: return 'UNSUPPORTED';
+    case 503: return 'UNAVAILABLE';
+    default: return 'UNKNOWN';
+  }
+}

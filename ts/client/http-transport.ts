@@ -1,0 +1,140 @@
+/**
+ * The request plumbing of the HTTP client: keep-alive sockets (one Agent per client), a
+ * deadline per call, response decompression, and failures turned into InferenceServerErrors —
+ * the server's `{"error": ...}` message with a code derived from the HTTP status, or a client
+ * error for timeouts, unreachable servers and closed clients.
+ */
+import * as http from 'node:http';
+import * as https from 'node:https';
+import * as zlib from 'node:zlib';
+import { InferenceServerError } from '../errors';
+import { ClientClosedError, ClientInvalidUrlError, ClientTimeoutError, codeFromHttpStatus } from './errors';
+
+export interface HttpResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+export interface TransportRequest {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: Buffer;
+  headers?: Record<string, string | number>;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+function inflate(encoding: string | undefined, body: Buffer): Promise<Buffer> {
+  if (!encoding || encoding === 'identity' || body.length === 0) return Promise.resolve(body);
+  return new Promise((resolve, reject) => {
+    const done = (err: Error | null, out: Buffer): void => {
+      if (err) reject(new InferenceServerError('INTERNAL', `cannot decompress the server's ${encoding} response: ${err.message}`));
+      else resolve(out);
+    };
+    if (encoding === 'gzip') zlib.gunzip(body, done);
+    else if (encoding === 'deflate') zlib.inflate(body, done);
+    else reject(new InferenceServerError('INTERNAL', `the server answered with an unknown Content-Encoding '${encoding}'`));
+  });
+}
+
+/** The error a non-200 answer stands for: the server's message, a code from its status. */
+export function errorFromResponse(res: HttpResponse): InferenceServerError {
+  const code = codeFromHttpStatus(res.status);
+  let message = '';
+  try {
+    const parsed = JSON.parse(res.body.toString('utf8')) as { error?: unknown };
+    if (typeof parsed.error === 'string') message = parsed.error;
+  } catch {
+    message = res.body.toString('utf8').slice(0, 1000);
+  }
+  if (!message) message = `the server answered HTTP ${res.status} without an error message`;
+  else if (code === 'UNKNOWN') message = `${message} (HTTP ${res.status})`;
+  return new InferenceServerError(code, message);
+}
+
+/** One server: its base URL, a keep-alive agent, and `send`. */
+export class HttpTransport {
+  readonly url: URL;
+  readonly #agent: http.Agent;
+  readonly #module: typeof http | typeof https;
+  readonly #headers: Record<string, string>;
+  #closed = false;
+
+  constructor(url: string, headers: Record<string, string> = {}, maxSockets = Infinity) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url.includes('://') ? url : `http://${url}`);
+    } catch {
+      throw new ClientInvalidUrlError(`invalid server URL '${url}'`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      throw new ClientInvalidUrlError(`invalid server URL '${url}': the HTTP client speaks http:// or https://`);
+    }
+    this.url = parsed;
+    this.#module = parsed.protocol === 'https:' ? https : http;
+    this.#agent = new this.#module.Agent({ keepAlive: true, maxSockets });
+    this.#headers = headers;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Sends one request; resolves with any HTTP answer, rejects on transport failures. */
+  send(request: TransportRequest): Promise<HttpResponse> {
+    if (this.#closed) return Promise.reject(new ClientClosedError());
+    const base = this.url.pathname.replace(/\/+$/, '');
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const fail = (err: Error): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        request.signal?.removeEventListener('abort', onAbort);
+        reject(err);
+      };
+      const req = this.#module.request({
+        agent: this.#agent, method: request.method, host: this.url.hostname, port: this.url.port || undefined,
+        path: base + request.path,
+        headers: { ...this.#headers, ...request.headers, 'Content-Length': request.body?.length ?? 0 },
+      }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', (err) => fail(new InferenceServerError('UNAVAILABLE',
+          `the connection to ${this.url.origin} closed before the whole answer arrived: ${err.message}`)));
+        res.on('end', () => {
+          inflate(res.headers['content-encoding'], chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).then((body) => {
+            if (settled) return;
+            settled = true;
+            clearTimeout(timer);
+            request.signal?.removeEventListener('abort', onAbort);
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+          }, fail);
+        });
+      });
+      // Registered first: a request destroyed before it was sent still reports its error here.
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        fail(this.#closed ? new ClientClosedError()
+          : new InferenceServerError('UNAVAILABLE', `cannot reach the server at ${this.url.origin}: ${err.code ?? err.message}`));
+      });
+      const timer = setTimeout(() => {
+        fail(new ClientTimeoutError(`${request.method} ${request.path} timed out after ${request.timeoutMs} ms`));
+        req.destroy();
+      }, request.timeoutMs);
+      const onAbort = (): void => {
+        fail(new InferenceServerError('CANCELLED', `${request.method} ${request.path} was cancelled`));
+        req.destroy();
+      };
+      if (request.signal?.aborted) return onAbort();
+      request.signal?.addEventListener('abort', onAbort, { once: true });
+      req.end(request.body);
+    });
+  }
+
+  /** Closes the keep-alive sockets; later calls fail with ClientClosedError. */
+  close(): void {
+    this.#closed = true;
+    this.#agent.destroy();
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * `HttpInferenceServerClient`: a KServe v2 / Triton HTTP client that works against any
+ * Triton-compatible server (Triton itself or infernode). Binary tensor data both ways by
+ * default (as tritonclient.http), keep-alive sockets, a timeout per call, and every failure an
+ * InferenceServerError carrying the server's message.
+ *
+ * ```ts
+ * const client = new HttpInferenceServerClient('localhost:8000');
+ * const { outputs } = await client.infer({ modelName: 'add_sub', inputs: { INPUT0: a, INPUT1: b } });
+ * await client.close();
+ * ```
+ */
+import type { LoadModelOptions } from './types';
+import type {
+  ClientInferRequest, ClientInferResult, InferenceServerClient, ModelMetadata, RepositoryIndexEntry, ServerMetadata,
+} from './types';
+import { decodeInferResponse, encodeInferRequest } from './http-infer';
+import { errorFromResponse, HttpTransport, type HttpResponse } from './http-transport';
+import * as zlib from 'node:zlib';
+import { promisify } from 'node:util';
+
+export interface HttpClientOptions {
+  /** Deadline of every call, in ms, unless a call sets its own. Default 60000. */
+  timeoutMs?: number;
+  /** Headers sent with every request (e.g. `authorization`). */
+  headers?: Record<string, string>;
+  /** Sockets kept open to the server at most. Default: no limit. */
+  maxSockets?: number;
+  /** Send inputs as binary data (default true); false sends JSON `data` (FP16/BF16 stay binary). */
+  binaryInputs?: boolean;
+  /** Ask for outputs as binary data (default true). */
+  binaryOutputs?: boolean;
+  /** Compress infer request bodies. Default none. */
+  requestCompression?: 'gzip' | 'deflate';
+  /** Ask the server to compress infer responses. Default none. */
+  responseCompression?: 'gzip' | 'deflate';
+}
+
+const gzip = promisify(zlib.gzip);
+const deflate = promisify(zlib.deflate);
+
+function modelPath(name: string, version?: string): string {
+  return `/v2/models/${encodeURIComponent(name)}${version ? `/versions/${encodeURIComponent(version)}` : ''}`;
+}
+
+export class HttpInferenceServerClient implements InferenceServerClient {
+  readonly #transport: HttpTransport;
+  readonly #options: HttpClientOptions;
+
+  /** `url`: `host:port` or `http(s)://host:port[/prefix]`. */
+  constructor(url: string, options: HttpClientOptions = {}) {
+    this.#options = options;
+    this.#transport = new HttpTransport(url, options.headers, options.maxSockets);
+  }
+
+  /** The server's base URL. */
+  get url(): string {
+    return this.#transport.url.href;
+  }
+
+  #send(method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs?: number): Promise<HttpResponse> {
+    return this.#transport.send({
+      method, path,
+      body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)),
+      headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+      timeoutMs: timeoutMs ?? this.#options.timeoutMs ?? 60_000,
+    });
+  }
+
+  async #json<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    const res = await this.#send(method, path, body);
+    if (res.status !== 200) throw errorFromResponse(res);
+    return (res.body.length === 0 ? undefined : JSON.parse(res.body.toString('utf8'))) as T;
+  }
+
+  /** True when the server answers 200 (false for any other HTTP answer, as tritonclient). */
+  async #ok(path: string): Promise<boolean> {
+    return (await this.#send('GET', path)).status === 200;
+  }
+
+  serverLive(): Promise<boolean> {
+    return this.#ok('/v2/health/live');
+  }
+
+  serverReady(): Promise<boolean> {
+    return this.#ok('/v2/health/ready');
+  }
+
+  modelReady(modelName: string, modelVersion?: string): Promise<boolean> {
+    return this.#ok(`${modelPath(modelName, modelVersion)}/ready`);
+  }
+
+  serverMetadata(): Promise<ServerMetadata> {
+    return this.#json('GET', '/v2');
+  }
+
+  modelMetadata(modelName: string, modelVersion?: string): Promise<ModelMetadata> {
+    return this.#json('GET', modelPath(modelName, modelVersion));
+  }
+
+  modelConfig(modelName: string, modelVersion?: string): Promise<Record<string, unknown>> {
+    return this.#json('GET', `${modelPath(modelName, modelVersion)}/config`);
+  }
+
+  modelStatistics(modelName?: string, modelVersion?: string): Promise<{ model_stats: Record<string, unknown>[] }> {
+    return this.#json('GET', `${modelName ? modelPath(modelName, modelVersion) : '/v2/models'}/stats`);
+  }
+
+  repositoryIndex(readyOnly = false): Promise<RepositoryIndexEntry[]> {
+    return this.#json('POST', '/v2/repository/index', { ready: readyOnly });
+  }
+
+  async loadModel(modelName: string, options: LoadModelOptions = {}): Promise<void> {
+    const parameters: Record<string, string> = {};
+    if (options.config !== undefined) parameters.config = options.config;
+    for (const [key, content] of Object.entries(options.files ?? {})) {
+      parameters[key.startsWith('file:') ? key : `file:${key}`] = Buffer.from(content.buffer, content.byteOffset, content.byteLength).toString('base64');
+    }
+    await this.#json('POST', `/v2/repository/models/${encodeURIComponent(modelName)}/load`, { parameters });
+  }
+
+  async unloadModel(modelName: string): Promise<void> {
+    await this.#json('POST', `/v2/repository/models/${encodeURIComponent(modelName)}/unload`, {});
+  }
+
+  async infer(request: ClientInferRequest): Promise<ClientInferResult> {
+    const { body, headers } = encodeInferRequest(request, this.#options.binaryInputs ?? true, this.#options.binaryOutputs ?? true);
+    let payload = body;
+    if (this.#options.requestCompression) {
+      payload = await (this.#options.requestCompression === 'gzip' ? gzip(body) : deflate(body));
+      headers['Content-Encoding'] = this.#options.requestCompression;
+    }
+    if (this.#options.responseCompression) headers['Accept-Encoding'] = this.#options.responseCompression;
+    const res = await this.#transport.send({
+      method: 'POST', path: `${modelPath(request.modelName, request.modelVersion)}/infer`, body: payload,
+      headers: { ...headers, ...request.headers },
+      timeoutMs: request.timeoutMs ?? this.#options.timeoutMs ?? 60_000,
+      signal: request.signal,
+    });
+    if (res.status !== 200) throw errorFromResponse(res);
+    return decodeInferResponse(res);
+  }
+
+  /** Closes the keep-alive sockets; later calls reject with ClientClosedError. */
+  async close(): Promise<void> {
+    this.#transport.close();
+  }
+}

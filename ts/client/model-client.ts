@@ -1,0 +1,277 @@
+/**
+ * `ModelClient`: PyTriton's ModelClient in TypeScript conventions, over HTTP (or gRPC once the
+ * gRPC client exists: the URL decides, see connect.ts). It waits for the server and the model,
+ * reads the model's config once, and infers one sample (`inferSample`: the batch axis is added
+ * and stripped for you) or a batch (`inferBatch`).
+ *
+ * Differences forced by JavaScript: the constructor cannot block, so with `lazyInit: false`
+ * initialization starts in the constructor and the first call waits for it (a failed
+ * initialization is retried by the next call); `modelConfig` and `isBatchingSupported` are
+ * promise-valued getters (`await client.modelConfig`), like PyTriton's AsyncioModelClient.
+ *
+ * ```ts
+ * const client = new ModelClient('localhost', 'add_sub');
+ * const { OUTPUT0 } = await client.inferSample({ INPUT0: new Float32Array([1, 2]), INPUT1: new Float32Array([3, 4]) });
+ * await client.close();
+ * ```
+ */
+import { InferenceServerError } from '../errors';
+import { NDArray, ndarray, parseDataType, type DataType, type TypedArray } from '../tensor';
+import { clientForUrl } from './connect';
+import { ClientClosedError, ClientTimeoutError, ClientValueError, ModelDoesntSupportBatchingError } from './errors';
+import type { InferenceServerClient } from './types';
+
+/** A tensor of the model's config, as ModelClient reads it. */
+export interface ModelTensorSpec {
+  name: string;
+  dtype: DataType;
+  /** Config dims, without the batch axis. */
+  shape: number[];
+  optional: boolean;
+}
+
+/** What ModelClient needs of a model's config (PyTriton's TritonModelConfig subset). */
+export interface ModelClientConfig {
+  modelName: string;
+  maxBatchSize: number;
+  batching: boolean;
+  decoupled: boolean;
+  inputs: ModelTensorSpec[];
+  outputs: ModelTensorSpec[];
+}
+
+export interface ModelClientOptions {
+  /** Default true: wait for the model and read its config on the first call. */
+  lazyInit?: boolean;
+  /** Default 300: how long initialization may wait for the server and the model. */
+  initTimeoutS?: number;
+  /** Default 60: deadline of each inference. */
+  inferenceTimeoutS?: number;
+  /** Skip reading the config from the server. */
+  modelConfig?: ModelClientConfig;
+  /** Default true: wait until the model is ready (skipped with a given modelConfig when false). */
+  ensureModelIsReady?: boolean;
+  /** Sent as `authorization: Bearer <token>`. */
+  accessToken?: string;
+}
+
+/** An input: an NDArray, a TypedArray (1-D) or byte strings (BYTES, 1-D). */
+export type ModelInput = NDArray | TypedArray | (string | Uint8Array)[];
+/** Inputs by position (the config's input order) or by name. */
+export type ModelInputs = ModelInput[] | Record<string, ModelInput>;
+
+export interface InferCallOptions {
+  /** Request parameters (string, number or boolean values). */
+  parameters?: Record<string, string | number | boolean>;
+  /** Extra request headers (string, number or boolean values). */
+  headers?: Record<string, string | number | boolean>;
+}
+
+interface ConfigJson {
+  name?: string;
+  max_batch_size?: number;
+  input?: { name: string; data_type: string; dims: number[]; optional?: boolean }[];
+  output?: { name: string; data_type: string; dims: number[] }[];
+  model_transaction_policy?: { decoupled?: boolean };
+}
+
+/** Reads Triton's JSON config (GET .../config) into ModelClientConfig. */
+export function modelClientConfig(json: Record<string, unknown>, modelName: string): ModelClientConfig {
+  const c = json as ConfigJson;
+  const spec = (t: { name: string; data_type: string; dims: number[]; optional?: boolean }): ModelTensorSpec => ({
+    name: t.name, dtype: parseDataType(t.data_type), shape: (t.dims ?? []).map(Number), optional: t.optional ?? false,
+  });
+  const maxBatchSize = Number(c.max_batch_size ?? 0);
+  return {
+    modelName: c.name || modelName,
+    maxBatchSize,
+    batching: maxBatchSize > 0,
+    decoupled: c.model_transaction_policy?.decoupled ?? false,
+    inputs: (c.input ?? []).map(spec),
+    outputs: (c.output ?? []).map(spec),
+  };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function checkValues(what: string, values: Record<string, unknown> | undefined): void {
+  for (const [key, value] of Object.entries(values ?? {})) {
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw new ClientValueError(`${what} '${key}' must be a string, number or boolean, got ${typeof value}`);
+    }
+  }
+}
+
+export class ModelClient {
+  readonly url: string;
+  readonly modelName: string;
+  readonly modelVersion: string | undefined;
+  readonly #client: InferenceServerClient;
+  readonly #options: ModelClientOptions;
+  #config: ModelClientConfig | null;
+  #init: Promise<ModelClientConfig> | null = null;
+  #closed = false;
+
+  constructor(url: string, modelName: string, modelVersion?: string, options: ModelClientOptions = {}) {
+    this.url = url;
+    this.modelName = modelName;
+    this.modelVersion = modelVersion;
+    this.#options = options;
+    this.#config = options.modelConfig ?? null;
+    const networkTimeoutS = Math.min(60, options.initTimeoutS ?? 300);
+    this.#client = clientForUrl(url, {
+      timeoutMs: networkTimeoutS * 1000,
+      headers: options.accessToken ? { authorization: `Bearer ${options.accessToken}` } : undefined,
+    });
+    // Eager initialization: started now; the first call waits for it (a failure is retried then).
+    if (options.lazyInit === false) this.#initialize().catch(() => undefined);
+  }
+
+  /** A new client for the same model reusing this one's URL, options and cached config. */
+  static fromExistingClient(client: ModelClient): ModelClient {
+    return new ModelClient(client.url, client.modelName, client.modelVersion, {
+      ...client.#options, modelConfig: client.#config ?? client.#options.modelConfig, lazyInit: true,
+    });
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new ClientClosedError(`ModelClient for model '${this.modelName}' is closed`);
+  }
+
+  /** Waits for the model (unless told not to) and reads its config, once. */
+  #initialize(): Promise<ModelClientConfig> {
+    this.#init ??= (async () => {
+      const timeoutS = this.#options.initTimeoutS ?? 300;
+      if (!this.#config || (this.#options.ensureModelIsReady ?? true)) await this.waitForModel(timeoutS);
+      this.#config ??= modelClientConfig(await this.#client.modelConfig(this.modelName, this.modelVersion), this.modelName);
+      return this.#config;
+    })();
+    // A failed initialization is retried by the next call.
+    this.#init.catch(() => { this.#init = null; });
+    return this.#init;
+  }
+
+  /** The model's config (read from the server once). */
+  get modelConfig(): Promise<ModelClientConfig> {
+    try {
+      this.#checkOpen();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.#initialize();
+  }
+
+  /** Whether the model batches (max_batch_size > 0). */
+  get isBatchingSupported(): Promise<boolean> {
+    return this.modelConfig.then((c) => c.batching);
+  }
+
+  /** Waits until the server is live and ready; ClientTimeoutError after `timeoutS`. */
+  async waitForServer(timeoutS: number): Promise<void> {
+    await this.#poll(timeoutS, `the server at ${this.url}`, async () =>
+      (await this.#client.serverLive()) && (await this.#client.serverReady()));
+  }
+
+  /** Waits until the server and the model are ready; ClientTimeoutError after `timeoutS`. */
+  async waitForModel(timeoutS: number): Promise<void> {
+    await this.#poll(timeoutS, `model '${this.modelName}' at ${this.url}`, async () =>
+      (await this.#client.serverLive()) && (await this.#client.serverReady()) &&
+      (await this.#client.modelReady(this.modelName, this.modelVersion)));
+  }
+
+  async #poll(timeoutS: number, what: string, check: () => Promise<boolean>): Promise<void> {
+    this.#checkOpen();
+    const deadline = Date.now() + timeoutS * 1000;
+    let delay = 25;
+    for (;;) {
+      try {
+        if (await check()) return;
+      } catch (err) {
+        // Not up yet (connection refused): keep waiting. A closed client stops the wait.
+        if (this.#closed) throw err;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) throw new ClientTimeoutError(`waiting for ${what} to be ready took longer than ${timeoutS} s`);
+      await sleep(Math.min(delay, left));
+      delay = Math.min(delay * 2, 1000);
+    }
+  }
+
+  /** Infers one sample: adds the batch axis (when the model batches) and strips it from the outputs. */
+  async inferSample(inputs: ModelInputs, options: InferCallOptions = {}): Promise<Record<string, NDArray>> {
+    const config = await this.#prepare(options);
+    const named = this.#named(inputs, config);
+    if (config.batching) for (const name in named) named[name] = named[name].reshape([1, ...named[name].shape]);
+    const outputs = await this.#infer(named, options);
+    if (config.batching) for (const name in outputs) outputs[name] = outputs[name].reshape(outputs[name].shape.slice(1));
+    return outputs;
+  }
+
+  /** Infers a batch (inputs carry their batch axis); ModelDoesntSupportBatchingError for non-batching models. */
+  async inferBatch(inputs: ModelInputs, options: InferCallOptions = {}): Promise<Record<string, NDArray>> {
+    const config = await this.#prepare(options);
+    if (!config.batching) {
+      throw new ModelDoesntSupportBatchingError(`model '${this.modelName}' does not support batching (max_batch_size is 0): use inferSample`);
+    }
+    return this.#infer(this.#named(inputs, config), options);
+  }
+
+  async #prepare(options: InferCallOptions): Promise<ModelClientConfig> {
+    this.#checkOpen();
+    checkValues('parameter', options.parameters);
+    checkValues('header', options.headers);
+    const config = await this.#initialize();
+    if (config.decoupled) {
+      throw new InferenceServerError('UNSUPPORTED', `model '${this.modelName}' is decoupled: use a streaming (gRPC) client instead`);
+    }
+    return config;
+  }
+
+  #named(inputs: ModelInputs, config: ModelClientConfig): Record<string, NDArray> {
+    const entries: [string, ModelInput][] = Array.isArray(inputs)
+      ? inputs.map((value, i) => {
+        if (i >= config.inputs.length) throw new ClientValueError(`model '${this.modelName}' has ${config.inputs.length} inputs, got ${inputs.length}`);
+        return [config.inputs[i].name, value];
+      })
+      : Object.entries(inputs);
+    if (entries.length === 0) throw new ClientValueError(`no inputs given for model '${this.modelName}'`);
+    const named: Record<string, NDArray> = {};
+    for (const [name, value] of entries) {
+      if (value instanceof NDArray) named[name] = value;
+      else if (ArrayBuffer.isView(value) || Array.isArray(value)) named[name] = ndarray(value as TypedArray | string[]);
+      else throw new ClientValueError(`input '${name}' must be an NDArray, a TypedArray or an array of byte strings`);
+    }
+    return named;
+  }
+
+  async #infer(inputs: Record<string, NDArray>, options: InferCallOptions): Promise<Record<string, NDArray>> {
+    const headers: Record<string, string> = {};
+    for (const [key, value] of Object.entries(options.headers ?? {})) headers[key] = String(value);
+    const result = await this.#client.infer({
+      modelName: this.modelName, modelVersion: this.modelVersion, inputs,
+      parameters: options.parameters, headers, timeoutMs: (this.#options.inferenceTimeoutS ?? 60) * 1000,
+    });
+    return result.outputs;
+  }
+
+  /** Loads (or reloads) the model through the repository API; `config` as JSON text or object. */
+  async loadModel(config?: string | Record<string, unknown>, files?: Record<string, Uint8Array>): Promise<void> {
+    this.#checkOpen();
+    await this.#client.loadModel(this.modelName, { config: typeof config === 'object' ? JSON.stringify(config) : config, files });
+    this.#config = this.#options.modelConfig ?? null;
+    this.#init = null;
+  }
+
+  /** Unloads the model through the repository API. */
+  async unloadModel(): Promise<void> {
+    this.#checkOpen();
+    await this.#client.unloadModel(this.modelName);
+  }
+
+  /** Closes the connections; every later call fails with ClientClosedError. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#client.close();
+  }
+}
