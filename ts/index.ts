@@ -13,3 +13,17 @@ export {
 } from './tensor';
 export type { InferOptions } from './model';
 export * from './decorators';
+export { HttpInferenceServerClient, type HttpClientOptions } from './client/http';
+export { GrpcInferenceServerClient, type GrpcClientOptions } from './client/grpc';
+export {
+  ModelClient, type ModelClientOptions, type ModelClientConfig, type ModelTensorSpec, type ModelInput, type ModelInputs,
+  type InferCallOptions,
+} from './client/model-client';
+export { clientForUrl, parseTritonUrl, type ClientOptions, type TritonUrl } from './client/connect';
+export {
+  ClientError, ClientValueError, ClientInvalidUrlError, ClientTimeoutError, ClientClosedError, ModelDoesntSupportBatchingError,
+} from './client/errors';
+export type {
+  InferenceServerClient, ClientInferRequest, ClientInferResult, ServerMetadata, ModelMetadata, TensorMetadata,
+  RepositoryIndexEntry, LoadModelOptions,
+} from './client/types';

@@ -1,13 +1,15 @@
 /**
  * The gRPC bench's load generator, run as a child process so the client does not share the
- * server's event loop: `concurrency` closed-loop workers send the same pre-encoded
- * ModelInferRequest over one channel. Responses are not decoded (the client's cost stays out of
- * the measurement; a response of zero bytes counts as an error).
+ * server's event loop: `concurrency` closed-loop workers send the same pre-encoded, pre-framed
+ * ModelInferRequest as gRPC calls over one HTTP/2 connection (node:http2 directly, as h2load or
+ * ghz would: a grpc-js client costs the client several times what the server spends per call,
+ * and the bench measures servers). Responses are not decoded; a call counts when it ends with
+ * grpc-status 0 and a non-empty message.
  *
  * Protocol with the parent (bench/grpc.ts): argv = port, concurrency; the child warms up and
  * sends {type:'ready'}; on {type:'go', durationMs} it measures and sends {type:'result'}.
  */
-import { Client, Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
+import { connect, type ClientHttp2Session } from 'node:http2';
 import { performance } from 'node:perf_hooks';
 import { encodeInferRequest } from '../server/grpc/infer-encode';
 
@@ -31,17 +33,31 @@ export function benchRequest(model: string): Buffer {
   });
 }
 
+const HEADERS = { ':method': 'POST', ':path': PATH, 'content-type': 'application/grpc', te: 'trailers' };
+
+/** One unary gRPC call: the length-prefixed message out, true when it ended OK with a message. */
+function grpcCall(session: ClientHttp2Session, framed: Buffer): Promise<boolean> {
+  return new Promise((resolve) => {
+    const stream = session.request(HEADERS);
+    let received = 0;
+    let status: unknown;
+    stream.on('response', (headers) => { status = headers['grpc-status'] ?? status; });
+    stream.on('trailers', (trailers) => { status = trailers['grpc-status']; });
+    stream.on('data', (chunk: Buffer) => { received += chunk.length; });
+    stream.on('close', () => resolve(status === '0' && received > 5));
+    stream.on('error', () => resolve(false));
+    stream.end(framed);
+  });
+}
+
 function main(): void {
   const [port, concurrency, model] = [Number(process.argv[2]), Number(process.argv[3]), process.argv[4] ?? 'identity'];
-  const client = new Client(`127.0.0.1:${port}`, credentials.createInsecure(), { 'grpc.enable_channelz': 0 });
+  const session = connect(`http://127.0.0.1:${port}`);
   const body = benchRequest(model);
-  const metadata = new Metadata();
-  const same = (b: Buffer): Buffer => b;
-  const call = (): Promise<boolean> => new Promise((resolve) => {
-    client.makeUnaryRequest(PATH, same, same, body, metadata, {}, (err: ServiceError | null, res?: Buffer) => {
-      resolve(!err && res !== undefined && res.length > 0);
-    });
-  });
+  const framed = Buffer.alloc(5 + body.length);
+  framed.writeUInt32BE(body.length, 1);
+  body.copy(framed, 5);
+  const call = (): Promise<boolean> => grpcCall(session, framed);
 
   let phase: 'warmup' | 'measure' | 'done' = 'warmup';
   let measureEnd = 0;
@@ -81,7 +97,7 @@ function main(): void {
       type: 'result', requests, errors, seconds: (measureEnd - started) / 1000, latenciesUs: latencies,
     };
     process.send?.(result, () => {
-      client.close();
+      session.close();
       process.exit(0);
     });
   });

@@ -28,14 +28,27 @@ export interface GrpcRow {
   errors: number;
   /** Server process CPU time over the window / wall time (1.0 = one core busy). */
   serverCpu: number;
+  /** Server process CPU time per answered request (µs). */
+  serverCpuUsPerRequest: number;
+  /** infernode: inferences per model execution over the window (0 for the echo server). */
+  meanBatch: number;
 }
+
+type Counts = () => { executions: number; inferences: number };
 
 export interface GrpcResult {
   scenario: 'grpc';
   durationMs: number;
+  rounds: number;
+  /** The median round of each server and concurrency (by requests/s). */
   rows: GrpcRow[];
-  /** infernode requests/s ÷ echo requests/s, by concurrency. */
+  /** infernode requests/s ÷ echo requests/s, by concurrency (medians). */
   ratios: Record<string, number>;
+  /**
+   * echo CPU µs per request ÷ infernode CPU µs per request, by concurrency (medians): the
+   * throughput ratio the two reach when the server process, not the client, is the bottleneck.
+   */
+  cpuRatios: Record<string, number>;
 }
 
 export const CONCURRENCIES = [1, 16, 64];
@@ -62,7 +75,7 @@ async function startEchoServer(): Promise<{ port: number; stop: () => void }> {
 
 const identity = (requests: Request[]) => requests.map((r) => ({ OUT: r.data.IN }));
 
-async function startInfernode(): Promise<{ port: number; stop: () => Promise<void> }> {
+async function startInfernode(): Promise<{ port: number; stop: () => Promise<void>; counts: Counts }> {
   const triton = new Triton({ config: { allowHttp: false, allowMetrics: false, grpcAddress: '127.0.0.1', grpcPort: 0, logInfo: false } });
   triton.bind({
     modelName: 'identity', inferFunc: identity,
@@ -70,7 +83,11 @@ async function startInfernode(): Promise<{ port: number; stop: () => Promise<voi
     config: { maxBatchSize: 256, batcher: { maxQueueDelayMicroseconds: 0 } },
   });
   await triton.run();
-  return { port: triton.ports.grpc!, stop: async () => { await triton.stop(); } };
+  const counts: Counts = () => {
+    const st = triton.model('identity').stats();
+    return { executions: st.executionCount, inferences: st.inferenceCount };
+  };
+  return { port: triton.ports.grpc!, stop: async () => { await triton.stop(); }, counts };
 }
 
 /** Client processes for a concurrency: enough to keep the server busy, leaving it a core. */
@@ -84,7 +101,7 @@ function percentile(sorted: Float64Array, p: number): number {
 }
 
 /** Runs the load children against `port` and merges their results. */
-async function measure(port: number, concurrency: number, durationMs: number): Promise<Omit<GrpcRow, 'server'>> {
+async function measure(port: number, concurrency: number, durationMs: number, counts?: Counts): Promise<Omit<GrpcRow, 'server'>> {
   const n = clientProcesses(concurrency);
   const script = path.join(__dirname, 'grpc-load.js');
   const children = Array.from({ length: n }, (_, i) => {
@@ -97,11 +114,13 @@ async function measure(port: number, concurrency: number, durationMs: number): P
     c.once('exit', (code) => { if (code !== 0) reject(new Error(`load process exited with ${code}`)); });
   }));
   await Promise.all(ready);
+  const before = counts?.();
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   for (const c of children) c.send({ type: 'go', durationMs });
   const done = await Promise.all(results);
   const cpu = process.cpuUsage(cpu0);
+  const after = counts?.();
   const wallUs = Number(process.hrtime.bigint() - t0) / 1000;
   const latencies = Float64Array.from(done.flatMap((r) => r.latenciesUs)).sort();
   const sum = latencies.reduce((a, b) => a + b, 0);
@@ -114,31 +133,52 @@ async function measure(port: number, concurrency: number, durationMs: number): P
     p99Us: percentile(latencies, 99),
     errors: done.reduce((a, r) => a + r.errors, 0),
     serverCpu: (cpu.user + cpu.system) / wallUs,
+    serverCpuUsPerRequest: latencies.length ? (cpu.user + cpu.system) / latencies.length : 0,
+    meanBatch: before && after && after.executions > before.executions
+      ? (after.inferences - before.inferences) / (after.executions - before.executions) : 0,
   };
 }
 
-export async function runGrpcBench(durationMs = 3000): Promise<GrpcResult> {
-  const rows: GrpcRow[] = [];
+function median<T>(items: T[], key: (t: T) => number): T {
+  return [...items].sort((a, b) => key(a) - key(b))[Math.floor(items.length / 2)];
+}
+
+/**
+ * Measures both servers at each concurrency, `rounds` times, interleaved (echo, infernode, echo,
+ * ...) so drift in the machine's load affects both alike; reports the median round of each.
+ */
+export async function runGrpcBench(durationMs = 3000, rounds = 3): Promise<GrpcResult> {
+  const all: GrpcRow[] = [];
   const echo = await startEchoServer();
   const infernode = await startInfernode();
-  // Interleaved, so drift in the machine's load affects both servers alike.
-  for (const c of CONCURRENCIES) {
-    rows.push({ server: 'grpc-js echo', ...(await measure(echo.port, c, durationMs)) });
-    rows.push({ server: 'infernode', ...(await measure(infernode.port, c, durationMs)) });
+  for (let round = 0; round < rounds; round++) {
+    for (const c of CONCURRENCIES) {
+      all.push({ server: 'grpc-js echo', ...(await measure(echo.port, c, durationMs)) });
+      all.push({ server: 'infernode', ...(await measure(infernode.port, c, durationMs, infernode.counts)) });
+    }
   }
   echo.stop();
   await infernode.stop();
+  const rows: GrpcRow[] = [];
   const ratios: Record<string, number> = {};
+  const cpuRatios: Record<string, number> = {};
   for (const c of CONCURRENCIES) {
-    const a = rows.find((r) => r.server === 'infernode' && r.concurrency === c)!;
-    const b = rows.find((r) => r.server === 'grpc-js echo' && r.concurrency === c)!;
+    const of = (server: GrpcRow['server']): GrpcRow[] => all.filter((r) => r.server === server && r.concurrency === c);
+    const a = median(of('infernode'), (r) => r.requestsPerSecond);
+    const b = median(of('grpc-js echo'), (r) => r.requestsPerSecond);
+    rows.push(b, a);
     ratios[String(c)] = b.requestsPerSecond ? a.requestsPerSecond / b.requestsPerSecond : 0;
+    const cpuA = median(of('infernode'), (r) => r.serverCpuUsPerRequest).serverCpuUsPerRequest;
+    const cpuB = median(of('grpc-js echo'), (r) => r.serverCpuUsPerRequest).serverCpuUsPerRequest;
+    cpuRatios[String(c)] = cpuA ? cpuB / cpuA : 0;
   }
-  return { scenario: 'grpc', durationMs, rows, ratios };
+  return { scenario: 'grpc', durationMs, rounds, rows, ratios, cpuRatios };
 }
 
 const fmt = (n: number, digits = 1): string =>
   n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+const pct = (v: number): string => `**${fmt(v * 100, 0)}%**`;
 
 /** The results table (bench/results/grpc.md). */
 export function grpcMarkdown(r: GrpcResult, machine: string): string {
@@ -147,20 +187,24 @@ export function grpcMarkdown(r: GrpcResult, machine: string): string {
     '',
     `Machine: ${machine}  `,
     `Date: ${new Date().toISOString()}  `,
-    `Window: ${r.durationMs} ms per row after a 500 ms warm-up; load from separate client processes.`,
+    `Window: ${r.durationMs} ms per row after a 500 ms warm-up, ${r.rounds} interleaved rounds, median round shown; ` +
+      'load from separate client processes (gRPC calls over node:http2 directly, one connection each).',
     '',
     'The ceiling is a bare grpc-js server decoding and encoding the same ModelInferRequest/Response with the',
     'same service definition and codec and echoing the inputs; infernode runs the full path (checks, native',
-    'dynamic batcher, JS callable, response). Server CPU = server process CPU time / wall time.',
+    'dynamic batcher, JS callable, response). Server CPU = server process CPU time / wall time; CPU µs/req =',
+    'server process CPU time per answered request; mean batch = inferences per model execution (infernode).',
     '',
-    '| concurrency | server | requests/s | mean µs | p50 µs | p99 µs | server CPU | client procs | errors |',
-    '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| concurrency | server | requests/s | mean µs | p50 µs | p99 µs | server CPU | CPU µs/req | mean batch | client procs | errors |',
+    '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...r.rows.map((row) => `| ${row.concurrency} | ${row.server} | ${fmt(row.requestsPerSecond, 0)} | ${fmt(row.meanUs)} | ` +
-      `${fmt(row.p50Us)} | ${fmt(row.p99Us)} | ${fmt(row.serverCpu, 2)} | ${row.clientProcesses} | ${row.errors} |`),
+      `${fmt(row.p50Us)} | ${fmt(row.p99Us)} | ${fmt(row.serverCpu, 2)} | ${fmt(row.serverCpuUsPerRequest)} | ` +
+      `${row.meanBatch ? fmt(row.meanBatch) : '—'} | ${row.clientProcesses} | ${row.errors} |`),
     '',
-    '**infernode ÷ ceiling (requests/s):** ' +
-      CONCURRENCIES.map((c) => `concurrency ${c}: **${fmt(r.ratios[String(c)] * 100, 0)}%**`).join(', ') +
-      ' (target ≥ 85% at 16 and 64).',
+    '**infernode ÷ ceiling, requests/s:** ' +
+      CONCURRENCIES.map((c) => `concurrency ${c}: ${pct(r.ratios[String(c)])}`).join(', ') + ' (target ≥ 85% at 16 and 64).  ',
+    '**Ceiling CPU µs/req ÷ infernode CPU µs/req** (the ratio when the server is the bottleneck): ' +
+      CONCURRENCIES.map((c) => `concurrency ${c}: ${pct(r.cpuRatios[String(c)])}`).join(', ') + '.',
     '',
   ].join('\n');
 }

@@ -1,0 +1,139 @@
+/**
+ * Server-level behaviour of the gRPC frontend: restricted protocol groups (Triton's
+ * --grpc-restricted-protocol), graceful shutdown (new calls refused with Triton's message while
+ * accepted ones finish, idle streams ended), and the server options taken from TritonConfig.
+ */
+import { Metadata, status, type ClientDuplexStream, type StatusObject } from '@grpc/grpc-js';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { GRPC_MAX_MESSAGE_SIZE, grpcServerOptions } from '../../../ts/server/grpc/server';
+import { SHUTTING_DOWN } from '../../../ts/server/grpc/call-status';
+import { Recorder, waitFor } from '../helpers';
+import { bindStandardModels, fails, fp32Bytes, grpcTriton, ok, rawStub, serve, unary } from './helpers';
+
+const ONE = { model_name: 'identity', inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 1] }], raw_input_contents: [fp32Bytes([1])] };
+
+describe('restricted protocol groups', () => {
+  const restricted = "This protocol is restricted, expecting header 'triton-grpc-protocol-infer-key'";
+
+  test('each RPC of a restricted group needs its header with the right value; other groups stay open', async () => {
+    const s = await serve(bindStandardModels, { grpcRestrictedProtocol: 'inference,model-config:infer-key=secret;health:probe=yes' });
+    try {
+      await fails(s.stub, 'ModelInfer', ONE, status.UNAVAILABLE, restricted);
+      await fails(s.stub, 'ModelInfer', ONE, status.UNAVAILABLE, restricted, { 'triton-grpc-protocol-infer-key': 'wrong' });
+      await fails(s.stub, 'ModelConfig', { name: 'identity' }, status.UNAVAILABLE, restricted);
+      await fails(s.stub, 'ServerLive', {}, status.UNAVAILABLE, "expecting header 'triton-grpc-protocol-probe'");
+      const granted = { 'triton-grpc-protocol-infer-key': 'secret' };
+      expect((await ok(s.stub, 'ModelInfer', ONE, granted)).raw_output_contents).toEqual([fp32Bytes([1])]);
+      expect((await ok(s.stub, 'ModelConfig', { name: 'identity' }, granted)).config).toBeDefined();
+      expect(await ok(s.stub, 'ServerLive', {}, { 'triton-grpc-protocol-probe': 'yes' })).toEqual({ live: true });
+      expect((await ok(s.stub, 'ServerMetadata', {})).name).toBe('triton');
+
+      const health = rawStub(s.port, 'grpc.health.v1.Health');
+      await fails(health, 'Check', {}, status.UNAVAILABLE, "expecting header 'triton-grpc-protocol-probe'");
+      expect(await ok(health, 'Check', {}, { 'triton-grpc-protocol-probe': 'yes' })).toEqual({ status: 'SERVING' });
+      health.close();
+
+      const stream = s.stub.ModelStreamInfer(new Metadata()) as ClientDuplexStream<unknown, unknown>;
+      stream.on('error', () => undefined);
+      const ended = new Promise<StatusObject>((resolve) => stream.on('status', resolve));
+      stream.write(ONE);
+      const final = await ended;
+      expect(final.code).toBe(status.UNAVAILABLE);
+      expect(final.details).toBe(restricted);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a malformed restriction fails run() naming the flag', async () => {
+    const t = grpcTriton({ grpcRestrictedProtocol: 'inference:no-value' });
+    await expect(t.run()).rejects.toThrow("--grpc-restricted-protocol: 'inference:no-value' must look like");
+    await t.stop();
+  });
+});
+
+describe('graceful shutdown', () => {
+  test('new calls get UNAVAILABLE with Triton\'s message, accepted ones finish, idle streams end', async () => {
+    const held = new Recorder();
+    const s = await serve((t) => {
+      bindStandardModels(t);
+      t.bind({
+        modelName: 'held', inferFunc: held.func, config: { batching: false },
+        inputs: [{ name: 'IN', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [1] }],
+      });
+    });
+    const gate = held.hold();
+    const inFlight = unary(s.stub, 'ModelInfer', { ...ONE, model_name: 'held', inputs: [{ name: 'IN', datatype: 'FP32', shape: [1] }] });
+    await waitFor(() => held.active === 1, 'the request to run');
+    const idle = s.stub.ModelStreamInfer(new Metadata()) as ClientDuplexStream<unknown, unknown>;
+    idle.on('error', () => undefined);
+    const idleEnded = new Promise<StatusObject>((resolve) => idle.on('status', resolve));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+
+    const stopping = s.triton.stop();
+    await fails(s.stub, 'ServerLive', {}, status.UNAVAILABLE, SHUTTING_DOWN);
+    await fails(s.stub, 'ModelInfer', ONE, status.UNAVAILABLE, SHUTTING_DOWN);
+    gate.open();
+    const done = await inFlight;
+    expect(done.error).toBeUndefined();
+    expect(done.response?.raw_output_contents).toEqual([fp32Bytes([1])]);
+    await stopping;
+    const final = await idleEnded;
+    expect(final.code).toBe(status.UNAVAILABLE);
+    expect(final.details).toBe(SHUTTING_DOWN);
+    s.stub.close();
+  });
+});
+
+describe('server options', () => {
+  test('Triton\'s defaults: 2^31-1 byte messages both ways, keepalive 2 h / 20 s, 2 pings without data', () => {
+    expect(grpcServerOptions({})).toMatchObject({
+      'grpc.max_receive_message_length': GRPC_MAX_MESSAGE_SIZE,
+      'grpc.max_send_message_length': GRPC_MAX_MESSAGE_SIZE,
+      'grpc.keepalive_time_ms': 7_200_000,
+      'grpc.keepalive_timeout_ms': 20_000,
+      'grpc.keepalive_permit_without_calls': 0,
+      'grpc.http2.max_pings_without_data': 2,
+    });
+    expect(GRPC_MAX_MESSAGE_SIZE).toBe(2147483647);
+  });
+
+  test('configured values, and refusals of impossible ones', () => {
+    expect(grpcServerOptions({
+      grpcMaxMessageSize: 1000, grpcKeepaliveTime: 10_000, grpcKeepaliveTimeout: 500, grpcKeepalivePermitWithoutCalls: true,
+      grpcHttp2MaxPingsWithoutData: 0,
+    })).toMatchObject({
+      'grpc.max_receive_message_length': 1000, 'grpc.max_send_message_length': 1000, 'grpc.keepalive_time_ms': 10_000,
+      'grpc.keepalive_timeout_ms': 500, 'grpc.keepalive_permit_without_calls': 1, 'grpc.http2.max_pings_without_data': 0,
+    });
+    expect(() => grpcServerOptions({ grpcMaxMessageSize: 2 ** 31 })).toThrow('grpcMaxMessageSize must be an integer in 1..2147483647');
+    expect(() => grpcServerOptions({ grpcKeepaliveTime: 0 })).toThrow('grpcKeepaliveTime must be an integer');
+  });
+
+  test('an invalid header-forward pattern fails run(); a compression level is accepted with a warning', async () => {
+    const bad = grpcTriton({ grpcHeaderForwardPattern: '(' });
+    await expect(bad.run()).rejects.toThrow("grpcHeaderForwardPattern '(' is not a valid regular expression");
+    await bad.stop();
+    const logFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'infernode-grpc-')), 'log.txt');
+    const s = await serve(bindStandardModels, { grpcInferResponseCompressionLevel: 'high', logFile });
+    try {
+      expect((await ok(s.stub, 'ModelInfer', ONE)).raw_output_contents).toEqual([fp32Bytes([1])]);
+    } finally {
+      await s.close();
+    }
+    expect(readFileSync(logFile, 'utf8')).toContain("grpcInferResponseCompressionLevel 'high' is not supported by grpc-js");
+  });
+
+  test('two servers cannot share a port: run() fails saying where', async () => {
+    const s = await serve();
+    const clash = grpcTriton({ grpcPort: s.port });
+    try {
+      await expect(clash.run()).rejects.toThrow(`gRPC frontend cannot listen on 127.0.0.1:${s.port}`);
+    } finally {
+      await clash.stop();
+      await s.close();
+    }
+  });
+});

@@ -1,0 +1,62 @@
+/**
+ * What every gRPC handler checks before it runs, and how errors become gRPC statuses: Triton's
+ * codes (error.grpcCode; triton-protocol.md §1.12), refusal while shutting down, restricted
+ * protocol groups, and requests that did not decode.
+ */
+import { status as Status, type Metadata } from '@grpc/grpc-js';
+import { InferenceServerError } from '../../errors';
+import type { ServerContext } from '../context';
+import { failedRestriction, type ApiGroup } from '../restrictions';
+import { isDecodeFailure } from './protos';
+
+/** Triton's answer to calls that arrive after shutdown began. */
+export const SHUTTING_DOWN = 'GRPC server is shutting down and has stopped accepting new requests.';
+
+/** Metadata prefix of restricted-protocol headers (tritonserver's --grpc-restricted-protocol). */
+export const RESTRICTED_HEADER_PREFIX = 'triton-grpc-protocol-';
+
+/** A status to fail a call with (grpc-js's ServerStatusResponse). */
+export interface CallStatus {
+  code: Status;
+  details: string;
+}
+
+export function callStatus(code: Status, details: string): CallStatus {
+  return { code, details };
+}
+
+/**
+ * The status of an error: InferenceServerErrors keep their Triton code; anything else is an
+ * internal fault (logged, since it means a bug rather than a bad request).
+ */
+export function statusOf(ctx: ServerContext, err: unknown): CallStatus {
+  if (err instanceof InferenceServerError) return callStatus(err.grpcCode, err.message);
+  const message = err instanceof Error ? err.message : String(err);
+  ctx.logger.error(`gRPC: internal error: ${err instanceof Error && err.stack ? err.stack : message}`);
+  return callStatus(Status.INTERNAL, message);
+}
+
+/** First text value of a metadata key. */
+export function metadataValue(metadata: Metadata, key: string): string | undefined {
+  const value = metadata.get(key)[0];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** Whether a call may run now: null when it may, else the status to refuse it with. */
+export interface Gate {
+  shuttingDown: boolean;
+}
+
+export function refusal(ctx: ServerContext, gate: Gate, group: ApiGroup, metadata: Metadata): CallStatus | null {
+  if (gate.shuttingDown) return callStatus(Status.UNAVAILABLE, SHUTTING_DOWN);
+  const failed = failedRestriction(ctx.grpcRestrictions, group, (key) => metadataValue(metadata, RESTRICTED_HEADER_PREFIX + key));
+  if (failed) {
+    return callStatus(Status.UNAVAILABLE, `This protocol is restricted, expecting header '${RESTRICTED_HEADER_PREFIX}${failed.key}'`);
+  }
+  return null;
+}
+
+/** The refusal for a request that did not decode, or null. */
+export function decodeRefusal(ctx: ServerContext, request: unknown): CallStatus | null {
+  return isDecodeFailure(request) ? statusOf(ctx, request.decodeError) : null;
+}

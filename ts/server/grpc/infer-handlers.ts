@@ -1,0 +1,237 @@
+/**
+ * ModelInfer and ModelStreamInfer. A call's cancellation (client cancel, deadline, connection
+ * loss) aborts its request: a queued request leaves the queue, a running one's result is dropped.
+ * The stream answers each request once, in completion order; a failed request is answered in
+ * band with `error_message` (and its id) and the stream stays open, unless the client opened the
+ * stream with the `triton_grpc_error: true` header, which ends the stream with the error's status.
+ */
+import type { Deadline, ServerDuplexStream, ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
+import type { ServerContext } from '../context';
+import { DisconnectSignal } from '../http/disconnect';
+import type { InferenceAnswer } from '../inference-service';
+import type { Trace } from '../trace';
+import { decodeRefusal, metadataValue, refusal, statusOf, type CallStatus, type Gate } from './call-status';
+import type { InferRequestMessage } from './infer-codec';
+import type { InferResponseFields } from './infer-encode';
+import { inferenceCall, inferResponse } from './infer-request';
+
+/** Per-stream bound on requests being answered (queued, running, or whose response is unsent). */
+export const STREAM_MAX_IN_FLIGHT = 1024;
+
+/**
+ * Hands requests to the inference service at the end of the event loop's I/O phase, all the
+ * requests read in that phase together. nghttp2 delivers each HTTP/2 stream in its own callback,
+ * after which Node runs the microtask queue, where the models' batch pump runs; submitted one by
+ * one, every request would be dispatched as a batch of one. Submitted together, requests that
+ * arrived together are batched together, as Triton's completion-queue threads would find them.
+ */
+export class IoPhaseSubmitter {
+  #queue: (() => void)[] = [];
+  #scheduled = false;
+
+  submit(task: () => void): void {
+    this.#queue.push(task);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(this.#flush);
+    }
+  }
+
+  readonly #flush = (): void => {
+    this.#scheduled = false;
+    const tasks = this.#queue;
+    this.#queue = [];
+    for (const task of tasks) task();
+  };
+}
+
+export interface InferHandlerOptions {
+  ctx: ServerContext;
+  submitter: IoPhaseSubmitter;
+  gate: Gate;
+  forwardPattern: RegExp | null;
+  /** Open streams, so shutdown can end them. */
+  streams: Set<{ close(status: CallStatus): void }>;
+}
+
+function deadlineMs(deadline: Deadline): number {
+  return deadline instanceof Date ? deadline.getTime() : deadline;
+}
+
+/**
+ * Runs one decoded request; rejects with an InferenceServerError (or a bug's Error). `signal`
+ * is a DisconnectSignal (two fields) rather than an AbortController, which costs microseconds
+ * per request to create and listen to.
+ */
+function run(
+  o: InferHandlerOptions, msg: InferRequestMessage, call: ServerUnaryCall<unknown, unknown> | ServerDuplexStream<unknown, unknown>,
+  signal: DisconnectSignal, trace: Trace | null,
+): Promise<InferenceAnswer> {
+  try {
+    const request = inferenceCall(o.ctx, msg, {
+      metadata: call.metadata, forwardPattern: o.forwardPattern, deadline: deadlineMs(call.getDeadline()), signal,
+    });
+    return new Promise((resolve) => o.submitter.submit(() => {
+      trace?.mark('REQUEST_START');
+      resolve(o.ctx.inference.infer(request));
+    }));
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+/** The ModelInfer handler. */
+export function modelInfer(o: InferHandlerOptions) {
+  return (call: ServerUnaryCall<unknown, InferResponseFields>, callback: sendUnaryData<InferResponseFields>): void => {
+    const refused = refusal(o.ctx, o.gate, 'inference', call.metadata) ?? decodeRefusal(o.ctx, call.request);
+    if (refused) {
+      callback(refused);
+      return;
+    }
+    const msg = call.request as InferRequestMessage;
+    const trace = o.ctx.tracer.begin(msg.modelName, 'GRPC_WAITREAD_END');
+    const signal = new DisconnectSignal();
+    // grpc-js emits 'cancelled' at the end of every call, so the listener stays and checks
+    // whether the call is still being answered (cheaper than once() and off()).
+    let answered = false;
+    call.on('cancelled', () => {
+      if (!answered) signal.abort();
+    });
+    run(o, msg, call, signal, trace).then((answer) => {
+      answered = true;
+      trace?.mark('REQUEST_END');
+      if (call.cancelled) return;
+      trace?.mark('GRPC_SEND_START');
+      callback(null, inferResponse(answer));
+      trace?.mark('GRPC_SEND_END');
+      trace?.end(answer.modelVersion);
+    }, (err: unknown) => {
+      answered = true;
+      trace?.end('');
+      if (!call.cancelled) callback(statusOf(o.ctx, err));
+    });
+  };
+}
+
+/** The ModelStreamInfer handler. */
+export function modelStreamInfer(o: InferHandlerOptions) {
+  return (call: ServerDuplexStream<unknown, unknown>): void => {
+    const refused = refusal(o.ctx, o.gate, 'inference', call.metadata);
+    if (refused) {
+      call.emit('error', refused);
+      return;
+    }
+    new StreamSession(o, call).start();
+  };
+}
+
+/** One open ModelStreamInfer call. */
+class StreamSession {
+  readonly #closeOnError: boolean;
+  /** The cancellation signals of the requests in flight: the stream's end cancels them. */
+  readonly #signals = new Set<DisconnectSignal>();
+  #inFlight = 0;
+  #paused = false;
+  #halfClosed = false;
+  #finished = false;
+  readonly #entry = { close: (status: CallStatus): void => this.#fail(status) };
+
+  constructor(private readonly o: InferHandlerOptions, private readonly call: ServerDuplexStream<unknown, unknown>) {
+    this.#closeOnError = metadataValue(call.metadata, 'triton_grpc_error') === 'true';
+  }
+
+  start(): void {
+    this.o.streams.add(this.#entry);
+    this.call.on('data', (request: unknown) => this.#onRequest(request));
+    this.call.on('end', () => {
+      this.#halfClosed = true;
+      this.#maybeFinish();
+    });
+    this.call.on('cancelled', () => {
+      this.#finished = true;
+      this.#cancelAll();
+      this.o.streams.delete(this.#entry);
+    });
+  }
+
+  #onRequest(request: unknown): void {
+    if (this.#finished) return;
+    this.#inFlight++;
+    if (this.#inFlight >= STREAM_MAX_IN_FLIGHT && !this.#paused) {
+      this.#paused = true;
+      this.call.pause();
+    }
+    const refused = refusal(this.o.ctx, this.o.gate, 'inference', this.call.metadata) ?? decodeRefusal(this.o.ctx, request);
+    if (refused) {
+      this.#answerError(refused, '');
+      return;
+    }
+    const msg = request as InferRequestMessage;
+    const trace = this.o.ctx.tracer.begin(msg.modelName, 'GRPC_WAITREAD_END');
+    const signal = new DisconnectSignal();
+    this.#signals.add(signal);
+    run(this.o, msg, this.call, signal, trace).then((answer) => {
+      this.#signals.delete(signal);
+      trace?.mark('REQUEST_END');
+      trace?.mark('GRPC_SEND_START');
+      this.#write({ inferResponse: inferResponse(answer) }, () => {
+        trace?.mark('GRPC_SEND_END');
+        trace?.end(answer.modelVersion);
+      });
+    }, (err: unknown) => {
+      this.#signals.delete(signal);
+      trace?.end('');
+      this.#answerError(statusOf(this.o.ctx, err), msg.id);
+    });
+  }
+
+  #answerError(status: CallStatus, id: string): void {
+    if (this.#closeOnError) {
+      this.#inFlight--;
+      this.#fail(status);
+      return;
+    }
+    // Triton's in-band error: the message, and the failed request's id so the client can match it.
+    const response: InferResponseFields = { modelName: '', modelVersion: '', id, outputs: [], rawOutputContents: [] };
+    this.#write({ errorMessage: status.details, inferResponse: response });
+  }
+
+  /** Writes one answer; the request stops counting once its answer left (flow control bounds memory). */
+  #write(message: { errorMessage?: string; inferResponse: InferResponseFields }, sent?: () => void): void {
+    if (this.#finished) {
+      this.#inFlight--;
+      return;
+    }
+    this.call.write(message, () => {
+      this.#inFlight--;
+      sent?.();
+      if (this.#paused && this.#inFlight < STREAM_MAX_IN_FLIGHT / 2) {
+        this.#paused = false;
+        this.call.resume();
+      }
+      this.#maybeFinish();
+    });
+  }
+
+  #maybeFinish(): void {
+    if (this.#finished || !this.#halfClosed || this.#inFlight > 0) return;
+    this.#finished = true;
+    this.o.streams.delete(this.#entry);
+    this.call.end();
+  }
+
+  /** Ends the stream with an error status; requests still in flight are cancelled. */
+  #fail(status: CallStatus): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.o.streams.delete(this.#entry);
+    this.#cancelAll();
+    this.call.emit('error', status);
+  }
+
+  #cancelAll(): void {
+    const signals = [...this.#signals];
+    this.#signals.clear();
+    for (const signal of signals) signal.abort();
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * The gRPC frontend: Triton's GRPCInferenceService and the standard health service on
+ * `grpcAddress:grpcPort` (default 0.0.0.0:8001), served by @grpc/grpc-js with Triton's limits
+ * (2^31 - 1 byte messages both ways; grpc-js would default to 4 MiB received) and keepalive
+ * settings. Shutdown: `beginShutdown` makes new calls (and new requests on open streams) fail
+ * with UNAVAILABLE while accepted ones finish; `close` ends what is left, then the server.
+ */
+import { Server, ServerCredentials, status as Status, type ChannelOptions } from '@grpc/grpc-js';
+import { invalidArg } from '../../errors';
+import type { TritonConfig } from '../../config/types';
+import type { ServerContext } from '../context';
+import type { Frontend } from '../frontends';
+import { SHUTTING_DOWN, callStatus, type CallStatus, type Gate } from './call-status';
+import { healthHandlers, serviceHandlers } from './handlers';
+import { IoPhaseSubmitter, modelInfer, modelStreamInfer, type InferHandlerOptions } from './infer-handlers';
+import { SERVER_OPTIONS, forServer, healthServiceDefinition, inferenceServiceDefinition } from './protos';
+
+/** Triton's default and largest message size (INT32_MAX). */
+export const GRPC_MAX_MESSAGE_SIZE = 2 ** 31 - 1;
+
+/** How long `close` waits for calls still open (idle streams) before dropping connections. */
+const CLOSE_GRACE_MS = 2000;
+
+function positiveInt(value: number | undefined, fallback: number, flag: string, max = Number.MAX_SAFE_INTEGER): number {
+  const v = value ?? fallback;
+  if (!Number.isSafeInteger(v) || v < 1 || v > max) throw invalidArg(`${flag} must be an integer in 1..${max}, got ${value}`);
+  return v;
+}
+
+/** grpc-js server options from the TritonConfig (Triton's defaults where unset). */
+export function grpcServerOptions(config: TritonConfig): ChannelOptions {
+  const maxMessage = positiveInt(config.grpcMaxMessageSize, GRPC_MAX_MESSAGE_SIZE, 'grpcMaxMessageSize', GRPC_MAX_MESSAGE_SIZE);
+  return {
+    'grpc.max_receive_message_length': maxMessage,
+    'grpc.max_send_message_length': maxMessage,
+    'grpc.keepalive_time_ms': positiveInt(config.grpcKeepaliveTime, 7_200_000, 'grpcKeepaliveTime'),
+    'grpc.keepalive_timeout_ms': positiveInt(config.grpcKeepaliveTimeout, 20_000, 'grpcKeepaliveTimeout'),
+    'grpc.keepalive_permit_without_calls': config.grpcKeepalivePermitWithoutCalls ? 1 : 0,
+    'grpc.http2.max_pings_without_data': config.grpcHttp2MaxPingsWithoutData ?? 2,
+    // Channelz bookkeeping costs time on every call and nothing reads it.
+    'grpc.enable_channelz': 0,
+  };
+}
+
+/** The metadata-forwarding pattern (--grpc-header-forward-pattern; a partial match as RE2's). */
+function forwardPattern(pattern: string | undefined): RegExp | null {
+  if (!pattern) return null;
+  try {
+    return new RegExp(pattern);
+  } catch (err) {
+    throw invalidArg(`grpcHeaderForwardPattern '${pattern}' is not a valid regular expression: ${(err as Error).message}`);
+  }
+}
+
+function bindAddress(address: string, port: number): string {
+  return address.includes(':') && !address.startsWith('[') ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
+function bind(server: Server, address: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => {
+      if (err) reject(new Error(`gRPC frontend cannot listen on ${address}: ${err.message}`));
+      else resolve(port);
+    });
+  });
+}
+
+/** Starts the gRPC frontend; resolves once it listens. */
+export async function startGrpcFrontend(ctx: ServerContext): Promise<Frontend> {
+  const config = ctx.triton.config;
+  const level = config.grpcInferResponseCompressionLevel ?? 'none';
+  if (level !== 'none') {
+    // grpc-js servers cannot compress what they send (it writes every message uncompressed).
+    ctx.logger.warning(`gRPC: grpcInferResponseCompressionLevel '${level}' is not supported by grpc-js; responses are sent uncompressed`);
+  }
+  const server = new Server(grpcServerOptions(config));
+  const gate: Gate = { shuttingDown: false };
+  const streams = new Set<{ close(status: CallStatus): void }>();
+  const infer: InferHandlerOptions = {
+    ctx, gate, submitter: new IoPhaseSubmitter(), forwardPattern: forwardPattern(config.grpcHeaderForwardPattern), streams,
+  };
+  server.addService(forServer(inferenceServiceDefinition(SERVER_OPTIONS)), {
+    ...serviceHandlers(ctx, gate),
+    ModelInfer: modelInfer(infer),
+    ModelStreamInfer: modelStreamInfer(infer),
+  });
+  server.addService(forServer(healthServiceDefinition(SERVER_OPTIONS)), healthHandlers(ctx, gate));
+  const address = bindAddress(config.grpcAddress ?? '0.0.0.0', config.grpcPort ?? 8001);
+  let port: number;
+  try {
+    port = await bind(server, address);
+  } catch (err) {
+    server.forceShutdown();
+    throw err;
+  }
+  ctx.logger.info(`Started GRPCInferenceService at ${address.replace(/:\d+$/, `:${port}`)}`);
+  return {
+    kind: 'grpc',
+    port,
+    beginShutdown(): void {
+      gate.shuttingDown = true;
+    },
+    close(): Promise<void> {
+      gate.shuttingDown = true;
+      // Streams a client keeps open would hold the server forever: end them, saying why.
+      for (const stream of [...streams]) stream.close(callStatus(Status.UNAVAILABLE, SHUTTING_DOWN));
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, CLOSE_GRACE_MS);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    },
+  };
+}
