@@ -52,8 +52,10 @@ async function runOne(config: NormalizedModelConfig, warmup: ModelWarmup, funcs:
   for (const [name, input] of Object.entries(warmup.inputs)) {
     data[name] = warmupInputArray(input, warmup.batchSize, batching, name);
   }
+  // Triton's count: 0 (the default) runs the sample once.
+  const count = Math.max(1, warmup.count ?? 0);
   for (let instance = 0; instance < funcs.length; instance++) {
-    for (let i = 0; i < warmup.count; i++) {
+    for (let i = 0; i < count; i++) {
       await funcs[instance]([new Request(data)], { modelConfig: config, instanceIndex: instance });
     }
   }

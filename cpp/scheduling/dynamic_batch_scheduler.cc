@@ -291,6 +291,9 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Stop() {
   // Native instances finish the batch they are reading before anything is torn down; their
   // completions during this wait are recorded normally. mu_ is not held: they take it.
   for (auto& instance : instances_) instance->Shutdown();
+  // The instances (ONNX Runtime sessions and their thread pools) go now, not when the JS
+  // object holding this scheduler is collected; destroyed below, after mu_ is released.
+  std::vector<std::unique_ptr<ModelInstance>> released;
   std::lock_guard<std::mutex> lock(mu_);
   const Status shutting_down = Unavailable("model '" + config_.name + "' was stopped before the request completed");
   for (auto& batch : in_flight_) {
@@ -308,6 +311,9 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Stop() {
     --stats_.pending;
     failed.push_back(Fail(*request, shutting_down));
   }
+  in_flight_.clear();
+  released = std::move(instances_);
+  instances_.clear();
   return failed;
 }
 

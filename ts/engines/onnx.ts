@@ -25,6 +25,8 @@ export interface OnnxEngineRequest {
   tensorRt?: boolean;
   intraOpThreads?: number;
   interOpThreads?: number;
+  /** ONNX Runtime session config entries (the model's `session.*` parameters). */
+  sessionConfig?: Record<string, string>;
   log?: (line: string) => void;
 }
 
@@ -32,6 +34,7 @@ export interface OnnxEngineRequest {
 export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxModelHandle> {
   const base: OnnxLoadOptions = {
     intraOpThreads: req.intraOpThreads, interOpThreads: req.interOpThreads, deviceId: req.deviceId ?? 0,
+    sessionConfig: req.sessionConfig,
   };
   const gpuWanted = req.kind === 'KIND_GPU' || (req.kind === 'KIND_AUTO' && native().buildInfo().cudaDeviceCount > 0);
   const attempts: { name: string; options: OnnxLoadOptions }[] = [];

@@ -66,5 +66,13 @@ export function autoCompleteOnnxConfig(
   if (!out.output || out.output.length === 0) out.output = fromModel(outputs, batching);
   checkAgainstModel(model, 'input', out.input, inputs, batching);
   checkAgainstModel(model, 'output', out.output, outputs, batching);
+  // Every input the model requires must be declared (ONNX Runtime would fail each request
+  // otherwise); a config may serve a subset of the outputs.
+  const missing = inputs.filter((t) => !out.input!.some((declared) => declared.name === t.name));
+  if (missing.length > 0) {
+    throw invalidArg(`model '${model}': the ONNX model's input${missing.length > 1 ? 's' : ''} ` +
+      `${missing.map((t) => `'${t.name}'`).join(', ')} ${missing.length > 1 ? 'are' : 'is'} not in the config ` +
+      `(declare every input, or none to have them all auto-completed)`);
+  }
   return out;
 }

@@ -170,7 +170,7 @@ function normalizeVersionPolicy(model: string, policy: ProtoVersionPolicy | unde
     if (versions.length === 0 || versions.some((v) => v < 1)) {
       throw invalidArg(`model '${model}': version_policy.specific.versions must list versions >= 1, got [${versions.join(', ')}]`);
     }
-    return { kind: 'specific', versions: [...versions] };
+    return { kind: 'specific', versions: [...new Set(versions)].sort((a, b) => a - b) };
   }
   if (policy?.latest) {
     const n = policy.latest.num_versions ?? 0;
@@ -184,6 +184,25 @@ function stringParameters(params: ProtoModelConfig['parameters']): Record<string
   const out: Record<string, string> = {};
   for (const [key, value] of Object.entries(params ?? {})) out[key] = value.string_value ?? '';
   return out;
+}
+
+/** What a model's config says before any version loads. */
+export interface ModelPrecheck {
+  backend: string;
+  platform: string;
+  versionPolicy: NormalizedVersionPolicy;
+}
+
+/**
+ * The model-level checks, run before versions are chosen or any file is read: the config is
+ * well-formed, names this model, asks for nothing unsupported, and has a valid version policy.
+ */
+export function precheckModelConfig(raw: RawModelConfig, options: NormalizeRawOptions): ModelPrecheck {
+  const model = options.name;
+  const cfg = validateModelConfigJson(raw, `model '${model}' config (${options.source})`) as ProtoModelConfig;
+  checkName(cfg.name, model, options.source);
+  rejectUnsupported(model, cfg);
+  return { ...backendAndPlatform(model, cfg), versionPolicy: normalizeVersionPolicy(model, cfg.version_policy) };
 }
 
 /**

@@ -1,21 +1,41 @@
 /**
  * JS models in a repository: `<model>/<version>/model.js` (CommonJS) or `model.mjs` (ES module)
- * exporting `initialize(args)`, `execute(requests, context)` and `finalize()` — the Node twin of
- * Triton's Python backend. `initialize` runs once per instance (args.instanceIndex tells which);
- * module-level state is shared by the instances of one load. Reloading re-reads the file.
+ * exporting `initialize(args)`, `execute(requests, context)` and `finalize(args)` — the Node
+ * twin of Triton's Python backend, whose `TritonPythonModel` gets the same three calls per
+ * instance.
+ *
+ * Contract:
+ * - `initialize(args)` runs once per instance, one after another, before the model is ready
+ *   (args.instanceIndex tells which). A throw fails the load; instances already initialized
+ *   are finalized.
+ * - `execute(requests, context)` runs one batch on instance `context.instanceIndex`; it returns
+ *   one outputs object per request (sync or async). A throw fails only that batch's requests,
+ *   with the error's message; an error carrying one of Triton's status names in `code`
+ *   (`INVALID_ARG`, `UNAVAILABLE`, ...) keeps that code, whichever copy of infernode made it.
+ * - `finalize(args)` runs once per instance when the version is unloaded (or the server
+ *   stops), after its last request, with the args its `initialize` got.
+ * Module-level state is shared by the instances of one load; a reload re-reads the files.
  */
-import { statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { InferenceServerError } from '../errors';
+import { InferenceServerError, StatusCode, toInferenceServerError, type StatusCodeName } from '../errors';
 import type { NormalizedModelConfig } from '../config/normalize';
 import type { InferFunc, Request, ResponseOutputs, TritonContext } from '../request';
+import type { ModelDirectory } from './layout';
 
-/** What `initialize` receives (Triton's Python backend `args`, camelCased). */
+/** What `initialize` and `finalize` receive (Triton's Python backend `args`, camelCased). */
 export interface JsModelArgs {
   modelConfig: NormalizedModelConfig;
   modelName: string;
   modelVersion: number;
+  /** The repository the model was loaded from. */
   modelRepository: string;
+  /** The model's directory, `<repository>/<model>` (what Python's `args['model_repository']` holds). */
+  modelDirectory: string;
+  /** The model's parameters (`parameters { key, value { string_value } }` of its config). */
+  parameters: Record<string, string>;
   instanceIndex: number;
   instanceName: string;
   instanceKind: string;
@@ -25,7 +45,7 @@ export interface JsModelArgs {
 export interface JsModelModule {
   initialize?(args: JsModelArgs): void | Promise<void>;
   execute(requests: Request[], context: TritonContext): ResponseOutputs[] | Promise<ResponseOutputs[]>;
-  finalize?(): void | Promise<void>;
+  finalize?(args: JsModelArgs): void | Promise<void>;
 }
 
 export interface LoadedJsModel {
@@ -39,42 +59,88 @@ const dynamicImport = new Function('specifier', 'return import(specifier)') as (
 
 async function importModule(file: string): Promise<JsModelModule> {
   if (file.endsWith('.mjs')) {
-    // A fresh URL per file version, so a reload gets the new code.
-    const url = `${pathToFileURL(file).href}?mtime=${statSync(file).mtimeMs}`;
+    // A URL per file content, so a reload of changed code gets the new code. (ES modules stay
+    // in Node's module map for the life of the process; modules it imports are not re-read.)
+    const version = createHash('sha1').update(readFileSync(file)).digest('hex');
+    const url = `${pathToFileURL(file).href}?v=${version}`;
     const mod = (await dynamicImport(url)) as JsModelModule & { default?: JsModelModule };
     return typeof mod.execute === 'function' ? mod : mod.default ?? mod;
   }
   const resolved = require.resolve(file);
-  delete require.cache[resolved];
+  // A reload re-reads the model file and the files it requires from its version directory.
+  const versionDir = path.dirname(resolved) + path.sep;
+  for (const key of Object.keys(require.cache)) if (key.startsWith(versionDir)) delete require.cache[key];
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return require(resolved) as JsModelModule;
+  const mod = require(resolved) as JsModelModule & { default?: JsModelModule };
+  return typeof mod.execute === 'function' ? mod : mod.default ?? mod;
+}
+
+/** An error thrown by model code, with its Triton status kept when it names one. */
+function modelError(err: unknown): InferenceServerError {
+  if (err instanceof InferenceServerError) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && code in StatusCode && err instanceof Object && 'message' in err) {
+    return new InferenceServerError(code as StatusCodeName, String((err as Error).message));
+  }
+  return toInferenceServerError(err);
 }
 
 /** Imports the model file and initializes one instance per count. */
-export async function loadJsModel(
-  file: string, config: NormalizedModelConfig, repository: string,
-): Promise<LoadedJsModel> {
+export async function loadJsModel(file: string, config: NormalizedModelConfig, dir: ModelDirectory): Promise<LoadedJsModel> {
+  const where = `model '${config.name}' version ${config.version}`;
   let mod: JsModelModule;
   try {
     mod = await importModule(file);
   } catch (err) {
-    throw new InferenceServerError('INVALID_ARG', `model '${config.name}': cannot load ${file}: ${(err as Error).message}`);
+    throw new InferenceServerError('INVALID_ARG', `${where}: cannot load ${file}: ${(err as Error).message}`);
   }
-  if (typeof mod.execute !== 'function') {
-    throw new InferenceServerError('INVALID_ARG', `model '${config.name}': ${file} must export an execute(requests, context) function`);
+  if (!mod || typeof mod.execute !== 'function') {
+    throw new InferenceServerError('INVALID_ARG', `${where}: ${file} must export an execute(requests, context) function`);
+  }
+  for (const hook of ['initialize', 'finalize'] as const) {
+    if (mod[hook] !== undefined && typeof mod[hook] !== 'function') {
+      throw new InferenceServerError('INVALID_ARG', `${where}: ${file} exports ${hook}, but it is not a function`);
+    }
   }
   const count = config.instanceGroup.reduce((n, g) => n + g.count, 0) || 1;
-  for (let i = 0; i < count; i++) {
-    await mod.initialize?.({
-      modelConfig: config, modelName: config.name, modelVersion: config.version, modelRepository: repository,
-      instanceIndex: i, instanceName: `${config.name}_${i}`, instanceKind: config.instanceGroup[0]?.kind ?? 'KIND_CPU',
-    });
-  }
-  const execute: InferFunc = (requests, context) => mod.execute(requests, context);
-  return {
-    funcs: Array.from({ length: count }, () => execute),
-    finalize: async () => {
-      await mod.finalize?.();
-    },
+  const kinds = config.instanceGroup.flatMap((g) => Array.from({ length: g.count }, () => g.kind));
+  const argsOf = (i: number): JsModelArgs => ({
+    modelConfig: config, modelName: config.name, modelVersion: config.version,
+    modelRepository: dir.repository, modelDirectory: dir.dir, parameters: { ...(config.parameters ?? {}) },
+    instanceIndex: i, instanceName: `${config.name}_${i}`, instanceKind: kinds[i] ?? 'KIND_CPU',
+  });
+  const initialized: JsModelArgs[] = [];
+  const finalize = async (): Promise<void> => {
+    // Every instance is finalized, even when one finalize throws; the first error is reported.
+    let first: unknown;
+    for (const args of initialized.splice(0)) {
+      try {
+        await mod.finalize?.(args);
+      } catch (err) {
+        first ??= err;
+      }
+    }
+    if (first !== undefined) throw new InferenceServerError('INTERNAL', `${where}: finalize failed: ${modelError(first).message}`);
   };
+  for (let i = 0; i < count; i++) {
+    const args = argsOf(i);
+    try {
+      await mod.initialize?.(args);
+    } catch (err) {
+      await finalize().catch(() => undefined);
+      throw new InferenceServerError(modelError(err).code === 'INTERNAL' ? 'INVALID_ARG' : modelError(err).code,
+        `${where}: initialize of instance ${i} failed: ${modelError(err).message}`);
+    }
+    initialized.push(args);
+  }
+  const execute: InferFunc = (requests, context) => {
+    let result: ResponseOutputs[] | Promise<ResponseOutputs[]>;
+    try {
+      result = mod.execute(requests, context);
+    } catch (err) {
+      throw modelError(err);
+    }
+    return result instanceof Promise ? result.catch((err: unknown) => { throw modelError(err); }) : result;
+  };
+  return { funcs: Array.from({ length: count }, () => execute), finalize };
 }

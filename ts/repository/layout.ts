@@ -3,10 +3,11 @@
  * can be auto-completed) and numeric version directories holding `model.onnx`, `model.js` or
  * `model.mjs` (or `default_model_filename`). Model names never become paths unvalidated.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { InferenceServerError, invalidArg } from '../errors';
-import { MODEL_NAME_PATTERN } from '../config/normalize';
+import { MODEL_NAME_PATTERN, type NormalizedVersionPolicy } from '../config/normalize';
 
 export interface ModelDirectory {
   name: string;
@@ -37,7 +38,9 @@ export function scanRepositories(repositories: string[]): Map<string, ModelDirec
         throw new InferenceServerError('INVALID_ARG',
           `model '${entry.name}' is in two repositories: ${previous.repository} and ${repository}`);
       }
-      found.set(entry.name, { name: entry.name, repository, dir: path.join(repository, entry.name) });
+      // Absolute, so model files (JS models above all) load the same whatever the working directory.
+      const root = path.resolve(repository);
+      found.set(entry.name, { name: entry.name, repository: root, dir: path.join(root, entry.name) });
     }
   }
   return found;
@@ -52,38 +55,48 @@ export function versionsOnDisk(modelDir: string): number[] {
     .sort((a, b) => a - b);
 }
 
-/** Triton's version_policy: latest N (default 1), all, or specific versions. */
-export interface VersionPolicy {
-  latest?: { num_versions?: number | string };
-  all?: object;
-  specific?: { versions?: (number | string)[] };
-}
-
-export function selectVersions(onDisk: number[], policy: VersionPolicy | undefined, model: string): number[] {
-  if (policy?.all) return onDisk;
-  if (policy?.specific) {
-    const wanted = (policy.specific.versions ?? []).map(Number);
-    const missing = wanted.filter((v) => !onDisk.includes(v));
-    if (missing.length > 0) throw invalidArg(`model '${model}': version(s) ${missing.join(', ')} not found on disk`);
-    return wanted.sort((a, b) => a - b);
+/** The versions Triton's version_policy selects among those on disk (latest N, all, or specific). */
+export function selectVersions(onDisk: number[], policy: NormalizedVersionPolicy, model: string): number[] {
+  if (policy.kind === 'all') return onDisk;
+  if (policy.kind === 'specific') {
+    const missing = policy.versions.filter((v) => !onDisk.includes(v));
+    if (missing.length > 0) throw invalidArg(`model '${model}': version(s) ${missing.join(', ')} not found on disk (found: ${onDisk.join(', ') || 'none'})`);
+    return [...policy.versions];
   }
-  const n = Number(policy?.latest?.num_versions ?? 1);
-  return onDisk.slice(Math.max(0, onDisk.length - n));
+  return onDisk.slice(Math.max(0, onDisk.length - policy.numVersions));
 }
 
-/** The model file of a version directory and which engine runs it; null when there is none. */
-export function findModelFile(versionDir: string, defaultFilename?: string): { file: string; kind: ModelFileKind } | null {
-  const candidates = defaultFilename ? [defaultFilename] : ['model.onnx', 'model.js', 'model.mjs', 'model.cjs'];
+/** The file names each engine looks for, in order, when no default_model_filename is set. */
+const DEFAULT_FILES: Record<ModelFileKind, string[]> = { onnx: ['model.onnx'], js: ['model.js', 'model.mjs', 'model.cjs'] };
+
+/**
+ * The model file of a version directory and which engine runs it; null when there is none.
+ * `engine` (from the config's backend or platform) limits the search to that engine's files.
+ */
+export function findModelFile(
+  versionDir: string, defaultFilename?: string, engine?: ModelFileKind,
+): { file: string; kind: ModelFileKind } | null {
+  const candidates = defaultFilename ? [defaultFilename] : engine ? DEFAULT_FILES[engine] : [...DEFAULT_FILES.onnx, ...DEFAULT_FILES.js];
   for (const name of candidates) {
-    if (name.includes('/') || name.includes('..')) throw invalidArg(`default_model_filename '${name}' must be a plain file name`);
+    if (name.includes('/') || name.includes('\\') || name === '.' || name === '..') {
+      throw invalidArg(`default_model_filename '${name}' must be a plain file name`);
+    }
     let file = path.join(versionDir, name);
     if (!existsSync(file)) continue;
     // ONNX Runtime's backend also accepts a directory holding model.onnx.
     if (statSync(file).isDirectory()) file = path.join(file, 'model.onnx');
-    if (!existsSync(file)) continue;
-    return { file, kind: /\.(m|c)?js$/.test(name) ? 'js' : 'onnx' };
+    if (!existsSync(file) || !statSync(file).isFile()) continue;
+    return { file, kind: engine ?? (/\.(m|c)?js$/.test(name) ? 'js' : 'onnx') };
   }
   return null;
+}
+
+/** The names findModelFile looks for, for error messages. */
+export function modelFileNames(defaultFilename?: string, engine?: ModelFileKind): string {
+  if (defaultFilename) return `'${defaultFilename}'`;
+  if (engine === 'onnx') return 'model.onnx';
+  if (engine === 'js') return 'model.js or model.mjs';
+  return 'model.onnx, model.js or model.mjs';
 }
 
 /** The config.pbtxt text, or null when the model has none. */
@@ -92,19 +105,33 @@ export function readConfigText(modelDir: string): string | null {
   return existsSync(file) ? readFileSync(file, 'utf8') : null;
 }
 
-/** Changes when anything a load reads changes: used by poll mode to find models to reload. */
+/** Files up to this size are fingerprinted by content; larger ones by size and time stamp. */
+const HASHED_FILE_BYTES = 1 << 20;
+
+/**
+ * Changes when anything a load reads changes: used by poll mode to find models to reload.
+ * Small files (configs, labels, JS models) count by content, so a rewrite that keeps the size
+ * and time stamp is still seen; large model files by size and modification time.
+ */
 export function fingerprint(modelDir: string): string {
   const parts: string[] = [];
   const walk = (dir: string, depth: number): void => {
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const full = path.join(dir, entry.name);
-      if (entry.isDirectory() && depth < 2) walk(full, depth + 1);
-      else if (entry.isFile()) {
+      if (entry.isDirectory()) {
+        if (depth < 4) walk(full, depth + 1);
+      } else if (entry.isFile()) {
         const st = statSync(full);
-        parts.push(`${path.relative(modelDir, full)}:${st.size}:${st.mtimeMs}`);
+        const content = st.size <= HASHED_FILE_BYTES ? createHash('sha1').update(readFileSync(full)).digest('hex') : `${st.mtimeMs}`;
+        parts.push(`${path.relative(modelDir, full)}:${st.size}:${content}`);
       }
     }
   };
-  if (existsSync(modelDir)) walk(modelDir, 0);
+  try {
+    if (existsSync(modelDir)) walk(modelDir, 0);
+  } catch (err) {
+    // A directory changing under the scan: different from any complete fingerprint.
+    parts.push(`unreadable:${(err as Error).message}`);
+  }
   return parts.join('|');
 }

@@ -3,16 +3,20 @@
  * API), the versions its version policy selects, each version's engine (ONNX Runtime sessions,
  * or a JS model), auto-completed and normalized into a BoundModel per version.
  */
+import { statSync } from 'node:fs';
 import * as path from 'node:path';
 import { InferenceServerError, toInferenceServerError } from '../errors';
 import { BoundModel } from '../model';
 import type { NormalizedInstanceGroup, NormalizedModelConfig } from '../config/normalize';
 import { loadOnnxEngine, type InstanceKind } from '../engines/onnx';
+import type { OnnxModelHandle } from '../native';
 import { warmupInputArray } from '../warmup';
 import { autoCompleteOnnxConfig, type RawModelConfig } from './autocomplete';
-import { precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
+import { precheckModelConfig, precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
 import { loadJsModel } from './js-model';
-import { findModelFile, selectVersions, versionsOnDisk, type ModelDirectory, type VersionPolicy } from './layout';
+import {
+  findModelFile, modelFileNames, selectVersions, versionsOnDisk, type ModelDirectory, type ModelFileKind,
+} from './layout';
 
 /** A loaded version, with what must run when it is unloaded. */
 export interface LoadedVersion {
@@ -30,12 +34,14 @@ export interface LoadOptions {
 const ONNX_BACKENDS = new Set(['onnxruntime']);
 const JS_BACKENDS = new Set(['js', 'node', 'nodejs']);
 
-function engineKind(config: RawModelConfig, fileKind: 'onnx' | 'js', model: string): 'onnx' | 'js' {
-  const backend = String(config.backend ?? '');
-  const platform = String(config.platform ?? '');
-  if (ONNX_BACKENDS.has(backend) || platform === 'onnxruntime_onnx') return 'onnx';
+/**
+ * The engine the config's backend (or platform) asks for; undefined when it names none (the
+ * model file decides). Any other backend is UNSUPPORTED, before any file is read.
+ */
+function configuredEngine(model: string, backend: string, platform: string): ModelFileKind | undefined {
+  if (ONNX_BACKENDS.has(backend)) return 'onnx';
   if (JS_BACKENDS.has(backend)) return 'js';
-  if (backend === '' && platform === '') return fileKind;
+  if (backend === '' && platform === '') return undefined;
   throw new InferenceServerError('UNSUPPORTED', `model '${model}': ${backend ? `backend '${backend}'` : `platform '${platform}'`} ` +
     'is not supported by infernode (supported: onnxruntime, js)');
 }
@@ -55,10 +61,29 @@ function onnxInstances(model: string, groups: NormalizedInstanceGroup[]): { coun
   return { count: groups.reduce((n, g) => n + g.count, 0), kind: kinds[0], deviceId: gpus[0] ?? 0 };
 }
 
-function parameter(config: RawModelConfig, key: string): number | undefined {
+/** A thread-count parameter of the config: a non-negative integer (0 = ONNX Runtime's default). */
+function threadParameter(model: string, config: RawModelConfig, key: string): number | undefined {
   const params = config.parameters as Record<string, { string_value?: string }> | undefined;
   const value = params?.[key]?.string_value;
-  return value === undefined ? undefined : Number(value);
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isSafeInteger(n) || n < 0 || n > 1024) {
+    throw new InferenceServerError('INVALID_ARG', `model '${model}': parameter '${key}' must be an integer from 0 (ONNX Runtime's default) to 1024, got '${value}'`);
+  }
+  return n;
+}
+
+/** The config's `session.*` parameters: ONNX Runtime session config entries, passed as they are. */
+function sessionConfigEntries(config: RawModelConfig): Record<string, string> | undefined {
+  const params = config.parameters as Record<string, { string_value?: string }> | undefined;
+  const entries = Object.entries(params ?? {}).filter(([key]) => key.startsWith('session.'));
+  return entries.length === 0 ? undefined : Object.fromEntries(entries.map(([key, v]) => [key, v.string_value ?? '']));
+}
+
+/** Prefixes an error with the model and version, keeping its code. */
+function inVersion(where: string, err: unknown): InferenceServerError {
+  const e = toInferenceServerError(err);
+  return e.message.startsWith('model ') ? e : new InferenceServerError(e.code, `${where}: ${e.message}`);
 }
 
 function wantsTensorRt(config: RawModelConfig): boolean {
@@ -68,25 +93,32 @@ function wantsTensorRt(config: RawModelConfig): boolean {
 }
 
 async function loadVersion(
-  dir: ModelDirectory, raw: RawModelConfig, version: number, options: LoadOptions,
+  dir: ModelDirectory, raw: RawModelConfig, version: number, engine: ModelFileKind | undefined, options: LoadOptions,
 ): Promise<LoadedVersion> {
+  const where = `model '${dir.name}' version ${version}`;
   const versionDir = path.join(dir.dir, String(version));
-  const found = findModelFile(versionDir, raw.default_model_filename as string | undefined);
+  const defaultFile = (raw.default_model_filename as string | undefined) || undefined;
+  const found = findModelFile(versionDir, defaultFile, engine);
   if (!found) {
-    throw new InferenceServerError('INVALID_ARG', `model '${dir.name}' version ${version}: no model file ` +
-      `(model.onnx, model.js or model.mjs${raw.default_model_filename ? `, or '${String(raw.default_model_filename)}'` : ''}) in ${versionDir}`);
+    throw new InferenceServerError('INVALID_ARG', `${where}: no model file (${modelFileNames(defaultFile, engine)}) in ${versionDir}`);
   }
-  const kind = engineKind(raw, found.kind, dir.name);
-  if (kind === 'onnx') {
+  if (statSync(found.file).size === 0) throw new InferenceServerError('INVALID_ARG', `${where}: the model file ${found.file} is empty`);
+  if (found.kind === 'onnx') {
     // Everything that needs no model file is checked before ONNX Runtime creates sessions.
     const groups = precheckRawConfig({ backend: 'onnxruntime', ...raw }, normalizeOptions(dir, version, options));
     const instances = onnxInstances(dir.name, groups);
-    const handle = await loadOnnxEngine({
-      modelName: dir.name, modelPath: found.file, instanceCount: instances.count, kind: instances.kind,
-      deviceId: instances.deviceId, tensorRt: wantsTensorRt(raw),
-      intraOpThreads: parameter(raw, 'intra_op_thread_count'), interOpThreads: parameter(raw, 'inter_op_thread_count'),
-      log: options.log,
-    });
+    const intraOpThreads = threadParameter(dir.name, raw, 'intra_op_thread_count');
+    const interOpThreads = threadParameter(dir.name, raw, 'inter_op_thread_count');
+    let handle: OnnxModelHandle;
+    try {
+      handle = await loadOnnxEngine({
+        modelName: dir.name, modelPath: found.file, instanceCount: instances.count, kind: instances.kind,
+        deviceId: instances.deviceId, tensorRt: wantsTensorRt(raw), intraOpThreads, interOpThreads,
+        sessionConfig: sessionConfigEntries(raw), log: options.log,
+      });
+    } catch (err) {
+      throw inVersion(where, err);
+    }
     const completed = autoCompleteOnnxConfig(dir.name, { backend: 'onnxruntime', ...raw }, handle.inputs, handle.outputs);
     const config = normalize(completed, dir, version, options);
     // The served config tells where the instances run (Triton prints the resolved kind).
@@ -98,8 +130,15 @@ async function loadVersion(
     throw new InferenceServerError('INVALID_ARG', `model '${dir.name}': a JS model needs a config.pbtxt declaring its inputs and outputs`);
   }
   const config = normalize({ backend: 'js', ...raw }, dir, version, options);
-  const js = await loadJsModel(found.file, config, dir.repository);
-  return warmedUp({ model: new BoundModel(config, { kind: 'js', funcs: js.funcs, strict: false }), finalize: js.finalize });
+  const js = await loadJsModel(found.file, config, dir);
+  let model: BoundModel;
+  try {
+    model = new BoundModel(config, { kind: 'js', funcs: js.funcs, strict: false });
+  } catch (err) {
+    await js.finalize();
+    throw err;
+  }
+  return warmedUp({ model, finalize: js.finalize });
 }
 
 /**
@@ -119,7 +158,7 @@ async function warmedUp(loaded: LoadedVersion): Promise<LoadedVersion> {
       await Promise.all(Array.from({ length: runs }, () => model.infer(inputs)));
     } catch (err) {
       await model.stop(0);
-      await loaded.finalize();
+      await loaded.finalize().catch(() => undefined);
       throw new InferenceServerError('INVALID_ARG',
         `model '${config.name}' version ${config.version}: warm-up '${warmup.name}' failed: ${toInferenceServerError(err).message}`);
     }
@@ -137,20 +176,35 @@ function normalize(raw: RawModelConfig, dir: ModelDirectory, version: number, op
   return normalizeRawConfig(raw, normalizeOptions(dir, version, options));
 }
 
+/** The error of a model directory without a version directory. */
+export function noVersionDirectory(dir: ModelDirectory): InferenceServerError {
+  return new InferenceServerError('INVALID_ARG', `model '${dir.name}' has no version directory (e.g. ${dir.name}/1/) in ${dir.repository}`);
+}
+
+/** Whether a model directory has at least one version directory. */
+export function hasVersionDirectory(modelDir: string): boolean {
+  try {
+    return versionsOnDisk(modelDir).length > 0;
+  } catch {
+    return false;
+  }
+}
+
 /** Loads every version the policy selects; on any failure, what was loaded is stopped again. */
 export async function loadModel(dir: ModelDirectory, options: LoadOptions = {}): Promise<Map<number, LoadedVersion>> {
   const raw = options.configOverride ?? readRawConfig(dir);
-  const versions = selectVersions(versionsOnDisk(dir.dir), raw.version_policy as VersionPolicy | undefined, dir.name);
-  if (versions.length === 0) {
-    throw new InferenceServerError('INVALID_ARG', `model '${dir.name}' has no version directory (e.g. ${dir.name}/1/) in ${dir.repository}`);
-  }
+  // The config is checked as a whole before versions are chosen or any model file is read.
+  const { backend, platform, versionPolicy } = precheckModelConfig(raw, normalizeOptions(dir, 1, options));
+  const engine = configuredEngine(dir.name, backend, platform);
+  const versions = selectVersions(versionsOnDisk(dir.dir), versionPolicy, dir.name);
+  if (versions.length === 0) throw noVersionDirectory(dir);
   const loaded = new Map<number, LoadedVersion>();
   try {
-    for (const version of versions) loaded.set(version, await loadVersion(dir, raw, version, options));
+    for (const version of versions) loaded.set(version, await loadVersion(dir, raw, version, engine, options));
   } catch (err) {
     await Promise.all([...loaded.values()].map(async (v) => {
       await v.model.stop(0);
-      await v.finalize();
+      await v.finalize().catch(() => undefined);
     }));
     throw err;
   }

@@ -2,8 +2,8 @@
  * The model repository manager: Triton's model control modes over one or more repositories.
  * - none: every model is loaded at start; load/unload through the API is refused.
  * - explicit: only `loadModels` ('*' = all) at start; then load/unload through the API.
- * - poll: every model at start, then a rescan every `pollSecs` loads new models, reloads changed
- *   ones and unloads removed ones.
+ * - poll: every model at start, then a rescan every `pollSecs` (0: none; poll() rescans on
+ *   demand) loads new models, reloads changed ones and unloads removed ones, which leave the index.
  * A reload loads the new versions first and swaps them in; requests already on the old versions
  * finish there (their BoundModel drains before it stops). A model that fails to load is
  * UNAVAILABLE with its reason in the index; it never takes the server down (unless exitOnError
@@ -13,8 +13,8 @@ import { InferenceServerError, toInferenceServerError } from '../errors';
 import type { BoundModel } from '../model';
 import type { RawModelConfig } from './autocomplete';
 import { checkModelName, fingerprint, scanRepositories, type ModelDirectory } from './layout';
-import { loadModel, type LoadedVersion } from './loader';
-import { writeOverrideDirectory } from './override';
+import { hasVersionDirectory, loadModel, noVersionDirectory, type LoadedVersion } from './loader';
+import { removeOverrideDirectory, writeOverrideDirectory } from './override';
 import { validateModelConfigJson } from '../config/pbtxt';
 
 export type ControlMode = 'none' | 'poll' | 'explicit';
@@ -62,7 +62,7 @@ export class ModelRepositoryManager {
   readonly #options: RepositoryOptions;
   readonly #registry: ModelRegistry;
   readonly #records = new Map<string, ModelRecord>();
-  readonly #queues = new Map<string, Promise<void>>();
+  readonly #queues = new Map<string, Promise<unknown>>();
   readonly #log: (line: string) => void;
   #timer: NodeJS.Timeout | null = null;
   #stopped = false;
@@ -117,6 +117,7 @@ export class ModelRepositoryManager {
   /** The load API: (re)loads a model; explicit mode only. */
   async load(name: string, override: LoadOverride = {}): Promise<void> {
     this.#checkExplicit();
+    this.#checkRunning();
     checkModelName(name);
     let dir: ModelDirectory | undefined;
     let config: RawModelConfig | undefined;
@@ -128,25 +129,28 @@ export class ModelRepositoryManager {
       dir = this.#safeScan().get(name);
       if (!dir) throw new InferenceServerError('NOT_FOUND', `failed to load '${name}', failed to poll from model repository`);
     }
-    await this.#enqueue(name, () => this.#load(name, dir, config));
-    const record = this.#records.get(name);
-    if (record?.state !== 'READY') {
-      throw new InferenceServerError('INVALID_ARG', `failed to load '${name}': ${record?.reason ?? 'unknown error'}`);
-    }
+    const failure = await this.#enqueue(name, () => this.#load(name, dir, config));
+    // A failed reload reports its error even though the versions loaded before keep serving.
+    if (failure !== null) throw new InferenceServerError('INVALID_ARG', `failed to load '${name}': ${failure}`);
   }
 
   /** The unload API: in-flight requests finish; explicit mode only. */
   async unload(name: string): Promise<void> {
     this.#checkExplicit();
+    this.#checkRunning();
     checkModelName(name);
     await this.#enqueue(name, () => this.#unload(name));
   }
 
   #checkExplicit(): void {
+    // Triton's exact message, in none mode too (its model control is off in both modes).
     if (this.controlMode !== 'explicit') {
-      throw new InferenceServerError('UNAVAILABLE',
-        `explicit model load / unload is not allowed if polling is enabled or the model control mode is '${this.controlMode}'`);
+      throw new InferenceServerError('UNAVAILABLE', 'explicit model load / unload is not allowed if polling is enabled');
     }
+  }
+
+  #checkRunning(): void {
+    if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', 'the server is stopping: models can no longer be loaded or unloaded');
   }
 
   #safeScan(): Map<string, ModelDirectory> {
@@ -159,89 +163,129 @@ export class ModelRepositoryManager {
   }
 
   /** Runs `op` after every earlier operation on the same model (ops never reject). */
-  #enqueue(name: string, op: () => Promise<void>): Promise<void> {
+  #enqueue<T>(name: string, op: () => Promise<T>): Promise<T> {
     const next = (this.#queues.get(name) ?? Promise.resolve()).then(op);
-    this.#queues.set(name, next.catch(() => undefined));
+    this.#queues.set(name, next.then(() => undefined, () => undefined));
     return next;
   }
 
-  async #load(name: string, dir: ModelDirectory | undefined, config?: RawModelConfig): Promise<void> {
+  /** Loads (or reloads) a model; resolves with the failure reason, or null when it loaded. */
+  async #load(name: string, dir: ModelDirectory | undefined, config?: RawModelConfig): Promise<string | null> {
+    // A load queued behind the stop's unload must not bring the model back.
+    if (this.#stopped) {
+      if (dir) removeOverrideDirectory(dir);
+      return 'the server is stopping';
+    }
     const record = this.#records.get(name) ?? {
-      dir: dir ?? { name, repository: '', dir: '' }, fingerprint: '', versions: new Map(), state: 'LOADING' as ModelState, reason: '',
+      dir: { name, repository: '', dir: '' }, fingerprint: '', versions: new Map(), state: 'LOADING' as ModelState, reason: '',
     };
     this.#records.set(name, record);
     if (!dir) {
       record.state = 'UNAVAILABLE';
       record.reason = `model '${name}' is not in the model repository`;
-      return;
+      return record.reason;
     }
     const previous = record.versions;
+    const previousDir = record.dir;
     if (previous.size === 0) record.state = 'LOADING';
+    const seen = fingerprint(dir.dir);
+    if (previous.size > 0 && !hasVersionDirectory(dir.dir)) {
+      // Every version directory is gone: the versions are unloaded (Triton's behaviour), not kept
+      // as after a failed reload.
+      await this.#unload(name);
+      record.reason = noVersionDirectory(dir).message;
+      record.fingerprint = seen;
+      return record.reason;
+    }
     try {
       const loaded = await loadModel(dir, { configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log });
       record.dir = dir;
-      record.fingerprint = fingerprint(dir.dir);
+      record.fingerprint = seen;
       record.versions = loaded;
       record.state = 'READY';
       record.reason = '';
       this.#registry.setModelVersions(name, new Map([...loaded].map(([v, l]) => [v, l.model])));
       this.#log(`infernode: loaded model '${name}' version(s) ${[...loaded.keys()].join(', ')}`);
-      await retire(previous);
+      await retire(previous, this.#log);
+      if (previousDir.dir !== dir.dir) removeOverrideDirectory(previousDir);
+      return null;
     } catch (err) {
       const reason = toInferenceServerError(err).message;
       this.#log(`infernode: failed to load model '${name}': ${reason}`);
+      record.fingerprint = seen;
+      // Files sent with this load serve nothing now.
+      if (dir.dir !== record.dir.dir || previous.size === 0) removeOverrideDirectory(dir);
       // A failed reload leaves the old versions serving (Triton's behaviour).
       if (previous.size === 0) {
         record.state = 'UNAVAILABLE';
         record.reason = reason;
-        record.fingerprint = fingerprint(dir.dir);
       } else {
         record.reason = `reload failed: ${reason}`;
-        record.fingerprint = fingerprint(dir.dir);
       }
+      return reason;
     }
   }
 
-  async #unload(name: string, timeoutMs = 30_000): Promise<void> {
+  async #unload(name: string, timeoutMs = 30_000, forget = false): Promise<void> {
     const record = this.#records.get(name);
     if (!record) return;
     const versions = record.versions;
     record.state = 'UNLOADING';
     this.#registry.setModelVersions(name, null);
-    await retire(versions, timeoutMs);
+    await retire(versions, this.#log, timeoutMs);
     record.versions = new Map();
     record.state = 'UNAVAILABLE';
     record.reason = 'unloaded';
+    removeOverrideDirectory(record.dir);
+    if (forget && this.#records.get(name) === record) this.#records.delete(name);
   }
 
+  /** Timed rescans every pollSecs; 0 means none (tritonserver's --repository-poll-secs=0). */
   #schedulePoll(): void {
-    if (this.#stopped) return;
+    const secs = this.#options.pollSecs ?? 15;
+    if (this.#stopped || secs === 0) return;
     this.#timer = setTimeout(() => {
-      this.poll().finally(() => this.#schedulePoll());
-    }, (this.#options.pollSecs ?? 15) * 1000);
+      this.#timer = null;
+      this.poll().catch((err: unknown) => this.#log(`infernode: repository poll failed: ${(err as Error).message}`))
+        .finally(() => this.#schedulePoll());
+    }, secs * 1000);
     this.#timer.unref();
   }
 
-  /** One rescan (poll mode): new and changed models are (re)loaded, removed ones unloaded. */
+  /**
+   * One rescan (poll mode only): new and changed models are (re)loaded, removed ones unloaded.
+   * UNAVAILABLE in the other modes, as Triton's poll API.
+   */
   async poll(): Promise<void> {
+    if (this.controlMode !== 'poll') throw new InferenceServerError('UNAVAILABLE', 'polling is disabled');
+    if (this.#stopped) return;
     const dirs = this.#safeScan();
-    const ops: Promise<void>[] = [];
+    const ops: Promise<unknown>[] = [];
     for (const [name, dir] of dirs) {
       const record = this.#records.get(name);
       if (!record || record.fingerprint !== fingerprint(dir.dir)) ops.push(this.#enqueue(name, () => this.#load(name, dir)));
     }
     for (const name of this.#records.keys()) {
-      if (!dirs.has(name) && this.#records.get(name)!.versions.size > 0) ops.push(this.#enqueue(name, () => this.#unload(name)));
+      // A model removed from the repository is unloaded and leaves the index.
+      if (!dirs.has(name)) ops.push(this.#enqueue(name, () => this.#unload(name, undefined, true)));
     }
     await Promise.all(ops);
   }
 }
 
-/** Stops versions that no longer serve: their in-flight requests finish first. */
-async function retire(versions: Map<number, LoadedVersion>, timeoutMs = 30_000): Promise<void> {
+/**
+ * Stops versions that no longer serve: their in-flight requests finish first, then the engine
+ * is finalized. A finalize that throws is logged; it cannot undo the unload.
+ */
+async function retire(versions: Map<number, LoadedVersion>, log: (line: string) => void, timeoutMs = 30_000): Promise<void> {
   await Promise.all([...versions.values()].map(async (v) => {
     await v.model.stop(timeoutMs);
-    await v.finalize();
+    try {
+      await v.finalize();
+    } catch (err) {
+      const message = toInferenceServerError(err).message;
+      log(`infernode: ${message.startsWith('model ') ? message : `model '${v.model.name}' version ${v.model.version}: ${message}`}`);
+    }
   }));
 }
 

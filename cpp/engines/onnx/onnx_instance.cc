@@ -10,6 +10,7 @@ namespace infernode {
 OnnxInstance::OnnxInstance(std::unique_ptr<OnnxSession> session, const ModelConfig* config, BufferPool* pool,
                            BatchCompleter* completer, CompletionSink* sink)
     : session_(std::move(session)), config_(config), pool_(pool), completer_(completer), sink_(sink) {
+  for (const TensorConfig& output : config_->outputs) served_outputs_.push_back(output.name);
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -56,7 +57,7 @@ void OnnxInstance::RunBatch(const Batch& batch) {
   Status status = GatherBatchInputs(*config_, batch, pool_, &inputs);
   const uint64_t gathered = SteadyNowNs();
   timings.input_ns = gathered > batch.dispatch_ns ? gathered - batch.dispatch_ns : 0;
-  if (status.IsOk()) status = session_->Run(inputs, batch.rows, pool_, &outputs);
+  if (status.IsOk()) status = session_->Run(inputs, batch.rows, config_->max_batch_size > 0, served_outputs_, pool_, &outputs);
   if (status.IsOk()) UndoOutputReshapes(*config_, &outputs);
   const uint64_t ran = SteadyNowNs();
   timings.infer_ns = ran - gathered;

@@ -7,7 +7,9 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "engines/engine.h"
 #include "engines/onnx/onnx_session.h"
@@ -32,6 +34,7 @@ class OnnxInstance final : public ModelInstance {
 
   std::unique_ptr<OnnxSession> session_;
   const ModelConfig* config_;
+  std::vector<std::string> served_outputs_;  // the config's outputs: all the session fetches
   BufferPool* pool_;
   BatchCompleter* completer_;
   CompletionSink* sink_;

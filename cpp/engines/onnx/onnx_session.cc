@@ -85,8 +85,10 @@ Status OnnxSession::Create(std::shared_ptr<OrtRuntime> runtime, const std::strin
   if (options.use_tensorrt) RETURN_IF_ERROR(AppendTensorRt(*runtime, raw_options, options.device_id));
   if (options.use_tensorrt || options.use_cuda) RETURN_IF_ERROR(AppendCuda(*runtime, raw_options, options.device_id));
   session->provider_ = options.use_tensorrt ? "TensorRT" : options.use_cuda ? "CUDA" : "CPU";
-  RETURN_IF_ERROR(runtime->Check(api->CreateSession(runtime->Env(), path.c_str(), raw_options, &session->session_),
+  OrtSession* created = nullptr;
+  RETURN_IF_ERROR(runtime->Check(api->CreateSession(runtime->Env(), path.c_str(), raw_options, &created),
                                  "loading ONNX model '" + path + "'"));
+  session->session_ = std::shared_ptr<OrtSession>(created, [runtime](OrtSession* s) { runtime->Api()->ReleaseSession(s); });
   RETURN_IF_ERROR(runtime->Check(api->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, &session->cpu_memory_),
                                  "creating CPU memory info"));
   RETURN_IF_ERROR(session->ReadMetadata());
@@ -97,7 +99,6 @@ Status OnnxSession::Create(std::shared_ptr<OrtRuntime> runtime, const std::strin
 OnnxSession::~OnnxSession() {
   const OrtApi* api = runtime_->Api();
   if (cpu_memory_ != nullptr) api->ReleaseMemoryInfo(cpu_memory_);
-  if (session_ != nullptr) api->ReleaseSession(session_);
 }
 
 Status OnnxSession::ReadMetadata() {
@@ -106,17 +107,17 @@ Status OnnxSession::ReadMetadata() {
   RETURN_IF_ERROR(runtime_->Check(api->GetAllocatorWithDefaultOptions(&allocator), "default allocator"));
   for (const bool is_input : {true, false}) {
     size_t count = 0;
-    RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputCount(session_, &count)
-                                             : api->SessionGetOutputCount(session_, &count), "reading model metadata"));
+    RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputCount(session_.get(), &count)
+                                             : api->SessionGetOutputCount(session_.get(), &count), "reading model metadata"));
     for (size_t i = 0; i < count; ++i) {
       OnnxTensorInfo info;
       char* name = nullptr;
-      RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputName(session_, i, allocator, &name)
-                                               : api->SessionGetOutputName(session_, i, allocator, &name), "reading model metadata"));
+      RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputName(session_.get(), i, allocator, &name)
+                                               : api->SessionGetOutputName(session_.get(), i, allocator, &name), "reading model metadata"));
       info.name = CopyName(api, allocator, name);
       OrtTypeInfo* type_info = nullptr;
-      RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputTypeInfo(session_, i, &type_info)
-                                               : api->SessionGetOutputTypeInfo(session_, i, &type_info), "reading model metadata"));
+      RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputTypeInfo(session_.get(), i, &type_info)
+                                               : api->SessionGetOutputTypeInfo(session_.get(), i, &type_info), "reading model metadata"));
       std::unique_ptr<OrtTypeInfo, OrtReleaser<OrtTypeInfo>> type_guard(type_info, {api, api->ReleaseTypeInfo});
       const OrtTensorTypeAndShapeInfo* tensor = nullptr;
       RETURN_IF_ERROR(runtime_->Check(api->CastTypeInfoToTensorInfo(type_info, &tensor), "reading model metadata"));

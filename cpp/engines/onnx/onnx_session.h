@@ -44,10 +44,12 @@ class OnnxSession {
   // Which execution provider the session got ("CPU", "CUDA", "TensorRT").
   const std::string& Provider() const { return provider_; }
 
-  // Runs the batch; each output covers the whole batch (rows first). Outputs whose shape is
-  // known up front are written straight into pooled buffers.
-  Status Run(const std::vector<GatheredInput>& inputs, int64_t rows, BufferPool* pool,
-             std::vector<OutputTensor>* outputs);
+  // Runs the batch and fetches the outputs named in `wanted` (every model output when empty);
+  // with `batching`, each output covers the whole batch (rows first). Outputs whose shape is
+  // known up front are written straight into pooled buffers: with `batching`, a variable first
+  // dimension is the batch's `rows`; without it, every variable dimension is left to ONNX Runtime.
+  Status Run(const std::vector<GatheredInput>& inputs, int64_t rows, bool batching,
+             const std::vector<std::string>& wanted, BufferPool* pool, std::vector<OutputTensor>* outputs);
 
  private:
   OnnxSession() = default;
@@ -57,7 +59,9 @@ class OnnxSession {
                          OutputTensor* out) const;
 
   std::shared_ptr<OrtRuntime> runtime_;
-  OrtSession* session_ = nullptr;
+  // Shared with the outputs ONNX Runtime allocated: they come from the session's allocator, so
+  // the session lives until the last of them is released (JS may hold them after an unload).
+  std::shared_ptr<OrtSession> session_;
   OrtMemoryInfo* cpu_memory_ = nullptr;
   std::vector<OnnxTensorInfo> inputs_;
   std::vector<OnnxTensorInfo> outputs_;

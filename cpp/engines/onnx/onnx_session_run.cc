@@ -1,5 +1,6 @@
 // OnnxSession::Run and the tensor conversions it needs (split from onnx_session.cc, which
 // creates sessions and reads their metadata).
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -99,8 +100,8 @@ Status OnnxSession::ReadOutputValue(OrtValue* value, const std::string& name, st
   return Status::Success();
 }
 
-Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, BufferPool* pool,
-                        std::vector<OutputTensor>* outputs) {
+Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, bool batching,
+                        const std::vector<std::string>& wanted, BufferPool* pool, std::vector<OutputTensor>* outputs) {
   const OrtApi* api = runtime_->Api();
   std::vector<ValuePtr> input_values;
   std::vector<const OrtValue*> input_raw;
@@ -112,17 +113,23 @@ Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, 
     input_raw.push_back(value);
     input_names.push_back(input.name.c_str());
   }
+  // Only the outputs the config serves are fetched (ONNX Runtime skips nodes nothing needs).
+  std::vector<const OnnxTensorInfo*> fetched;
+  for (const OnnxTensorInfo& info : outputs_) {
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), info.name) != wanted.end()) fetched.push_back(&info);
+  }
   // Outputs whose shape is known up front ([rows, static dims...]) go straight into pooled
   // buffers; the others are allocated by ONNX Runtime and kept alive by their OrtValue.
-  std::vector<OrtValue*> output_raw(outputs_.size(), nullptr);
-  std::vector<std::shared_ptr<PooledBuffer>> pooled(outputs_.size());
+  std::vector<OrtValue*> output_raw(fetched.size(), nullptr);
+  std::vector<std::shared_ptr<PooledBuffer>> pooled(fetched.size());
   std::vector<const char*> output_names;
-  for (size_t i = 0; i < outputs_.size(); ++i) {
-    output_names.push_back(outputs_[i].name.c_str());
-    const OnnxTensorInfo& info = outputs_[i];
+  for (size_t i = 0; i < fetched.size(); ++i) {
+    const OnnxTensorInfo& info = *fetched[i];
+    output_names.push_back(info.name.c_str());
     Shape shape = info.dims;
     if (info.dtype == DataType::kBytes || shape.empty()) continue;
-    if (shape[0] == -1) shape[0] = rows;
+    // Only a batching model's first dimension is known to be the batch's rows.
+    if (batching && shape[0] == -1) shape[0] = rows;
     uint64_t bytes = 0;
     if (!ByteSize(info.dtype, shape, &bytes).IsOk()) continue;  // symbolic dims remain
     pooled[i] = std::make_shared<PooledBuffer>();
@@ -131,20 +138,20 @@ Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, 
                                                                         shape.size(), OnnxFromDataType(info.dtype), &output_raw[i]),
                                     "output '" + info.name + "'"));
   }
-  Status status = runtime_->Check(api->Run(session_, nullptr, input_names.data(), input_raw.data(), input_raw.size(),
+  Status status = runtime_->Check(api->Run(session_.get(), nullptr, input_names.data(), input_raw.data(), input_raw.size(),
                                            output_names.data(), output_names.size(), output_raw.data()),
                                   "running the model");
   outputs->clear();
-  for (size_t i = 0; i < outputs_.size(); ++i) {
+  for (size_t i = 0; i < fetched.size(); ++i) {
     ValuePtr value(output_raw[i], ValueReleaser{api});
     if (!status.IsOk() || value == nullptr) continue;
     std::shared_ptr<const void> owner = pooled[i];
     if (!owner) {
       // Keep ONNX Runtime's own output alive for as long as any view of it exists.
-      owner = std::shared_ptr<OrtValue>(value.release(), ValueReleaser{api});
+      owner = std::shared_ptr<OrtValue>(value.release(), [api, session = session_](OrtValue* v) { api->ReleaseValue(v); });
     }
     OutputTensor out;
-    status = ReadOutputValue(output_raw[i], outputs_[i].name, std::move(owner), &out);
+    status = ReadOutputValue(output_raw[i], fetched[i]->name, std::move(owner), &out);
     if (status.IsOk()) outputs->push_back(std::move(out));
   }
   return status;

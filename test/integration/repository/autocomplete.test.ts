@@ -1,0 +1,176 @@
+/**
+ * Auto-complete (Triton's behaviour without --strict-model-config): a missing or partial
+ * config.pbtxt is completed from the ONNX model; a config that contradicts the model fails the
+ * load with INVALID_ARG naming the tensor, and the server keeps serving the others.
+ */
+import { toModelConfigJson } from '../../../ts/config/model-config-json';
+import { NDArray } from '../../../ts/tensor';
+import { addSubModel, identityModel } from '../../../ts/tools/onnx';
+import { expectRejects } from '../helpers';
+import { TempRepo, fixedIdentityModel, startRepoTriton, type Served } from './repo-helpers';
+
+let repo: TempRepo;
+
+beforeEach(() => {
+  repo = new TempRepo('autocomplete');
+});
+
+afterEach(() => {
+  repo.cleanup();
+});
+
+/** Loads `model` in explicit mode; returns the served Triton (stop it). */
+async function explicit(): Promise<Served> {
+  return startRepoTriton(repo.root, { controlMode: 'explicit' });
+}
+
+test('no config.pbtxt: inputs, outputs, max_batch_size 4 and dynamic batching come from the model', async () => {
+  repo.onnx('add_sub', 1, addSubModel('FP32', [3]));
+  const { triton } = await startRepoTriton(repo.root);
+  try {
+    const json = toModelConfigJson(triton.model('add_sub').config);
+    expect(json).toMatchObject({
+      name: 'add_sub', platform: 'onnxruntime_onnx', backend: 'onnxruntime', max_batch_size: 4,
+      input: [
+        { name: 'INPUT0', data_type: 'TYPE_FP32', dims: [3] },
+        { name: 'INPUT1', data_type: 'TYPE_FP32', dims: [3] },
+      ],
+      output: [
+        { name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [3] },
+        { name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [3] },
+      ],
+      dynamic_batching: { preferred_batch_size: [4], max_queue_delay_microseconds: 0 },
+      instance_group: [{ kind: 'KIND_CPU', count: 1 }],
+      version_policy: { latest: { num_versions: 1 } },
+    });
+    const a = new NDArray('FP32', [2, 3], new Float32Array([1, 2, 3, 4, 5, 6]));
+    const b = new NDArray('FP32', [2, 3], new Float32Array([6, 5, 4, 3, 2, 1]));
+    const out = await triton.infer('add_sub', { INPUT0: a, INPUT1: b });
+    expect(Array.from(out.OUTPUT0.data as Float32Array)).toEqual([7, 7, 7, 7, 7, 7]);
+    expect(Array.from(out.OUTPUT1.data as Float32Array)).toEqual([-5, -3, -1, 1, 3, 5]);
+    // The derived max_batch_size is enforced.
+    const five = new NDArray('FP32', [5, 3], new Float32Array(15));
+    await expectRejects(triton.infer('add_sub', { INPUT0: five, INPUT1: five }), 'INVALID_ARG', 'batch-size must be <= 4');
+  } finally {
+    await triton.stop();
+  }
+});
+
+test('no config.pbtxt, a model without a batch dimension: max_batch_size 0, the exact dims, no dynamic batching', async () => {
+  repo.onnx('fixed', 1, fixedIdentityModel());
+  const { triton } = await startRepoTriton(repo.root);
+  try {
+    const json = toModelConfigJson(triton.model('fixed').config);
+    expect(json.max_batch_size).toBe(0);
+    expect(json.input).toMatchObject([{ name: 'X', data_type: 'TYPE_FP32', dims: [2, 3] }]);
+    expect(json.output).toMatchObject([{ name: 'Y', data_type: 'TYPE_FP32', dims: [2, 3] }]);
+    expect(json.dynamic_batching).toBeUndefined();
+    const x = new NDArray('FP32', [2, 3], new Float32Array([1, 2, 3, 4, 5, 6]));
+    expect((await triton.infer('fixed', { X: x })).Y.data).toEqual(x.data);
+  } finally {
+    await triton.stop();
+  }
+});
+
+test('a partial config keeps what it sets and gets the rest from the model', async () => {
+  repo.onnx('partial', 1, addSubModel('INT32', [2]));
+  repo.config('partial', `
+    max_batch_size: 8
+    instance_group [ { count: 2, kind: KIND_CPU } ]
+    output [ { name: "OUTPUT1", data_type: TYPE_INT32, dims: [ 2 ] } ]`);
+  const { triton } = await startRepoTriton(repo.root);
+  try {
+    const config = triton.model('partial').config;
+    expect(config.maxBatchSize).toBe(8);
+    // An explicit max_batch_size with no scheduler gets no dynamic batching (Triton adds it only when it derives the size).
+    expect(config.dynamicBatching).toBeNull();
+    expect(config.instanceGroup).toEqual([expect.objectContaining({ kind: 'KIND_CPU', count: 2 })]);
+    expect(config.inputs.map((t) => [t.name, t.dtype, t.dims])).toEqual([['INPUT0', 'INT32', [2]], ['INPUT1', 'INT32', [2]]]);
+    // The config lists one output: only that one is served.
+    expect(config.outputs.map((t) => t.name)).toEqual(['OUTPUT1']);
+    const a = new NDArray('INT32', [1, 2], new Int32Array([10, 20]));
+    const b = new NDArray('INT32', [1, 2], new Int32Array([1, 2]));
+    const out = await triton.infer('partial', { INPUT0: a, INPUT1: b });
+    expect(Object.keys(out)).toEqual(['OUTPUT1']);
+    expect(Array.from(out.OUTPUT1.data as Int32Array)).toEqual([9, 18]);
+  } finally {
+    await triton.stop();
+  }
+});
+
+test('max_batch_size 0 on a batchable model: the batch dimension becomes part of the dims', async () => {
+  repo.onnx('unbatched', 1, identityModel('FP32', [3]));
+  repo.config('unbatched', 'max_batch_size: 0');
+  const { triton } = await startRepoTriton(repo.root);
+  try {
+    const config = triton.model('unbatched').config;
+    expect(config.inputs[0].dims).toEqual([-1, 3]);
+    expect(config.dynamicBatching).toBeNull();
+    const x = new NDArray('FP32', [5, 3], new Float32Array(15).map((_, i) => i));
+    expect((await triton.infer('unbatched', { INPUT0: x })).OUTPUT0.data).toEqual(x.data);
+  } finally {
+    await triton.stop();
+  }
+});
+
+describe('a config that contradicts the model fails the load with INVALID_ARG naming the tensor', () => {
+  test.each([
+    ['a wrong data_type',
+      'input [ { name: "INPUT0", data_type: TYPE_INT32, dims: [ 3 ] } ]',
+      "input 'INPUT0' is declared TYPE_INT32, the ONNX model has TYPE_FP32"],
+    ['wrong dims',
+      'input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 5 ] } ]',
+      "input 'INPUT0' has dims [5], the ONNX model has [3]"],
+    ['a wrong rank',
+      'input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 3, 1 ] } ]',
+      "input 'INPUT0' has dims [3,1], the ONNX model has [3]"],
+    ['an input the model does not have',
+      'input [ { name: "IMAGE", data_type: TYPE_FP32, dims: [ 3 ] } ]',
+      "input 'IMAGE' is not in the ONNX model (it has INPUT0)"],
+    ['an output the model does not have',
+      'output [ { name: "SCORES", data_type: TYPE_FP32, dims: [ 3 ] } ]',
+      "output 'SCORES' is not in the ONNX model (it has OUTPUT0)"],
+    ['a wrong output data_type',
+      'output [ { name: "OUTPUT0", data_type: TYPE_FP64, dims: [ 3 ] } ]',
+      "output 'OUTPUT0' is declared TYPE_FP64, the ONNX model has TYPE_FP32"],
+  ])('%s', async (_what, lines, message) => {
+    repo.onnx('m', 1, identityModel('FP32', [3]));
+    repo.config('m', `max_batch_size: 4\n${lines}`);
+    repo.onnx('good', 1, identityModel('FP32', [3]));
+    const { triton } = await explicit();
+    try {
+      const err = await expectRejects(triton.loadModel('m'), 'INVALID_ARG', message);
+      expect(err.message).toContain("'m'");
+      expect(triton.repositoryIndex().find((e) => e.name === 'm')).toMatchObject({ state: 'UNAVAILABLE', reason: expect.stringContaining(message) });
+      // The server still loads and serves other models.
+      await triton.loadModel('good');
+      const x = new NDArray('FP32', [1, 3], new Float32Array([1, 2, 3]));
+      expect((await triton.infer('good', { INPUT0: x })).OUTPUT0.data).toEqual(x.data);
+    } finally {
+      await triton.stop();
+    }
+  });
+
+  test('max_batch_size > 0 for a model whose first dimension is fixed', async () => {
+    repo.onnx('m', 1, fixedIdentityModel());
+    repo.config('m', 'max_batch_size: 4');
+    const { triton } = await explicit();
+    try {
+      await expectRejects(triton.loadModel('m'), 'INVALID_ARG', "model 'm': max_batch_size is 4, but the ONNX model has a tensor");
+    } finally {
+      await triton.stop();
+    }
+  });
+
+  test('a config that leaves out an input the model requires', async () => {
+    repo.onnx('m', 1, addSubModel('FP32', [3]));
+    repo.config('m', `max_batch_size: 4
+      input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 3 ] } ]`);
+    const { triton } = await explicit();
+    try {
+      await expectRejects(triton.loadModel('m'), 'INVALID_ARG', "model 'm': the ONNX model's input 'INPUT1' is not in the config");
+    } finally {
+      await triton.stop();
+    }
+  });
+});

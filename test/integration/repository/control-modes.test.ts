@@ -1,0 +1,267 @@
+/**
+ * Model control modes (triton-protocol.md §5, §6.10): none loads everything and refuses the
+ * load/unload API; explicit loads only what it is told (loadModels, '*'), then follows the API;
+ * poll loads everything and each rescan loads new models, new versions and changed configs, and
+ * unloads removed models. Refusals outside explicit mode are Triton's 503 message.
+ */
+import { utimesSync } from 'node:fs';
+import { NDArray } from '../../../ts/tensor';
+import type { Triton } from '../../../ts/triton';
+import { expectRejects, waitFor } from '../helpers';
+import { TempRepo, addConstModel, startRepoTriton, type Served } from './repo-helpers';
+
+const TRITON_503 = 'explicit model load / unload is not allowed if polling is enabled';
+
+let repo: TempRepo;
+let served: Served | undefined;
+
+beforeEach(() => {
+  repo = new TempRepo('control');
+  for (const [name, value] of [['a', 1], ['b', 2], ['c', 3]] as const) repo.onnx(name, 1, addConstModel(value));
+});
+
+afterEach(async () => {
+  await served?.triton.stop();
+  served = undefined;
+  repo.cleanup();
+});
+
+const x = (): NDArray => new NDArray('FP32', [1, 4], new Float32Array(4));
+
+async function added(triton: Triton, name: string, version?: number): Promise<number> {
+  const out = await triton.infer(name, { INPUT0: x() }, { modelVersion: version });
+  return (out.OUTPUT0.data as Float32Array)[0];
+}
+
+function ready(triton: Triton): string[] {
+  return triton.repositoryIndex().filter((e) => e.state === 'READY').map((e) => `${e.name}:${e.version}`);
+}
+
+describe('none', () => {
+  test('every model is loaded at start and load/unload are refused with 503 before the name is even checked', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'none' });
+    const { triton } = served;
+    expect(ready(triton)).toEqual(['a:1', 'b:1', 'c:1']);
+    for (const call of [() => triton.loadModel('a'), () => triton.unloadModel('a'), () => triton.loadModel('../etc')]) {
+      const err = await expectRejects(call(), 'UNAVAILABLE');
+      expect(err.message).toBe(TRITON_503);
+      expect(err.httpStatus).toBe(503);
+    }
+    expect(await added(triton, 'a')).toBe(1);
+  });
+
+  test('changes on disk are ignored', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'none' });
+    repo.onnx('a', 2, addConstModel(20));
+    repo.onnx('d', 1, addConstModel(4));
+    await served.manager.poll().catch(() => undefined);
+    expect(await added(served.triton, 'a')).toBe(1);
+    await expectRejects(served.triton.infer('d', { INPUT0: x() }), 'NOT_FOUND');
+  });
+});
+
+describe('explicit', () => {
+  test('loads only the loadModels at start; the index lists the others as unloaded', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['b'] });
+    const { triton } = served;
+    expect(triton.repositoryIndex()).toEqual([
+      { name: 'a', version: '', state: 'UNAVAILABLE', reason: 'unloaded' },
+      { name: 'b', version: '1', state: 'READY', reason: '' },
+      { name: 'c', version: '', state: 'UNAVAILABLE', reason: 'unloaded' },
+    ]);
+    expect(triton.repositoryIndex(true)).toEqual([{ name: 'b', version: '1', state: 'READY', reason: '' }]);
+    await expectRejects(triton.infer('a', { INPUT0: x() }), 'NOT_FOUND', "Request for unknown model: 'a' is not found");
+    expect(triton.isReady()).toBe(true);  // unloaded models do not count against readiness
+  });
+
+  test("loadModels ['*'] loads every model; none loads nothing", async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['*'] });
+    expect(ready(served.triton)).toEqual(['a:1', 'b:1', 'c:1']);
+    await served.triton.stop();
+    served = await startRepoTriton(repo.root, { controlMode: 'explicit' });
+    expect(ready(served.triton)).toEqual([]);
+  });
+
+  test('loadModels naming a model the repository lacks fails the start-up with exitOnError', async () => {
+    const { repoTriton } = await import('./repo-helpers');
+    const s = repoTriton(repo.root, { controlMode: 'explicit', loadModels: ['a', 'zzz'], config: { exitOnError: true } });
+    await expectRejects(s.triton.run(), 'UNAVAILABLE', "failed to load model(s): zzz: model 'zzz' is not in the model repository");
+  });
+
+  test('load, reload and unload through the API', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'explicit' });
+    const { triton } = served;
+    await triton.loadModel('a');
+    expect(await added(triton, 'a')).toBe(1);
+    // Loading again re-reads the directory: the new version replaces the old one.
+    repo.onnx('a', 2, addConstModel(20));
+    await triton.loadModel('a');
+    expect(ready(triton)).toEqual(['a:2']);
+    expect(await added(triton, 'a')).toBe(20);
+    await triton.unloadModel('a');
+    await expectRejects(triton.infer('a', { INPUT0: x() }), 'NOT_FOUND');
+    expect(ready(triton)).toEqual([]);
+    // Unloading a model that is not loaded is not an error.
+    await triton.unloadModel('a');
+    await triton.unloadModel('b');
+  });
+
+  test('load of a name the repository lacks is NOT_FOUND with Triton\'s message; invalid names are refused', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'explicit' });
+    await expectRejects(served.triton.loadModel('zzz'), 'NOT_FOUND', "failed to load 'zzz', failed to poll from model repository");
+    for (const name of ['../a', 'a/b', '..', '']) {
+      await expectRejects(served.triton.loadModel(name), 'INVALID_ARG', 'invalid model name');
+    }
+  });
+
+  test('racing loads and unloads of one model all settle, in order, and the last one wins', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'explicit' });
+    const { triton } = served;
+    repo.onnx('a', 2, addConstModel(20));
+    const ops = [
+      triton.loadModel('a'), triton.unloadModel('a'), triton.loadModel('a'), triton.loadModel('a', { config: '{"max_batch_size": 2}' }),
+      triton.unloadModel('a'), triton.loadModel('a'),
+    ];
+    const results = await Promise.allSettled(ops);
+    expect(results.map((r) => r.status)).toEqual(Array(6).fill('fulfilled'));
+    expect(ready(triton)).toEqual(['a:2']);
+    expect(triton.model('a').config.maxBatchSize).toBe(4);
+    expect(await added(triton, 'a')).toBe(20);
+  });
+
+  test('stop() while a load is in progress: the load settles, nothing stays loaded, later loads are refused', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'explicit' });
+    const { triton } = served;
+    const loading = triton.loadModel('a').then(() => 'loaded', (err: Error) => err.message);
+    const stopping = triton.stop();
+    const after = triton.loadModel('b').then(() => 'loaded', (err: Error) => err.message);
+    await stopping;
+    expect(['loaded', "failed to load 'a': the server is stopping"]).toContain(await loading);
+    expect(await after).toBe('the server is stopping: models can no longer be loaded or unloaded');
+    expect(triton.models()).toEqual([]);
+    served = undefined;
+  });
+
+  test('changes on disk are picked up only by a load', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['a'] });
+    repo.onnx('a', 2, addConstModel(20));
+    await served.manager.poll().catch(() => undefined);
+    expect(await added(served.triton, 'a')).toBe(1);
+  });
+});
+
+describe('poll', () => {
+  test('load/unload are refused with 503 (Triton\'s message)', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'poll' });
+    const err = await expectRejects(served.triton.loadModel('a'), 'UNAVAILABLE');
+    expect(err.message).toBe(TRITON_503);
+    expect((await expectRejects(served.triton.unloadModel('a'), 'UNAVAILABLE')).message).toBe(TRITON_503);
+  });
+
+  test('a rescan loads a new model, swaps in a new version, reloads a changed config and unloads a removed model', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'poll' });
+    const { triton, manager, logs } = served;
+    expect(ready(triton)).toEqual(['a:1', 'b:1', 'c:1']);
+
+    repo.onnx('d', 1, addConstModel(4));                      // new model
+    repo.onnx('a', 2, addConstModel(20));                     // new version of a
+    repo.config('b', 'platform: "onnxruntime_onnx"\nmax_batch_size: 16');  // b gets a config
+    repo.remove('c');                                         // c removed
+    await manager.poll();
+
+    expect(ready(triton)).toEqual(['a:2', 'b:1', 'd:1']);
+    expect(await added(triton, 'a')).toBe(20);
+    await expectRejects(triton.infer('a', { INPUT0: x() }, { modelVersion: 1 }), 'NOT_FOUND');
+    expect(triton.model('b').config.maxBatchSize).toBe(16);
+    expect(await added(triton, 'd')).toBe(4);
+    await expectRejects(triton.infer('c', { INPUT0: x() }), 'NOT_FOUND');
+    expect(triton.repositoryIndex().find((e) => e.name === 'c')).toBeUndefined();
+    expect(logs).toEqual(expect.arrayContaining([
+      "infernode: loaded model 'a' version(s) 2", "infernode: loaded model 'b' version(s) 1", "infernode: loaded model 'd' version(s) 1",
+    ]));
+  });
+
+  test('a rescan with nothing changed reloads nothing', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'poll' });
+    const before = served.triton.model('a');
+    const lines = served.logs.length;
+    await served.manager.poll();
+    expect(served.triton.model('a')).toBe(before);
+    expect(served.logs.length).toBe(lines);
+  });
+
+  test('a config rewritten with the same size and time stamp is still seen as changed', async () => {
+    repo.config('a', 'platform: "onnxruntime_onnx"\nmax_batch_size: 4');
+    served = await startRepoTriton(repo.root, { controlMode: 'poll' });
+    const file = repo.config('a', 'platform: "onnxruntime_onnx"\nmax_batch_size: 8');
+    const stamp = new Date('2024-01-01T00:00:00Z');
+    utimesSync(file, stamp, stamp);
+    await served.manager.poll();
+    const file2 = repo.config('a', 'platform: "onnxruntime_onnx"\nmax_batch_size: 2');
+    utimesSync(file2, stamp, stamp);
+    await served.manager.poll();
+    expect(served.triton.model('a').config.maxBatchSize).toBe(2);
+  });
+
+  test('a model broken on disk keeps its loaded version serving (a failed reload leaves the old model)', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'poll' });
+    repo.onnx('a', 2, Buffer.from('not onnx'));
+    await served.manager.poll();
+    expect(await added(served.triton, 'a')).toBe(1);
+    expect(served.triton.repositoryIndex().find((e) => e.name === 'a')).toMatchObject({
+      version: '1', state: 'READY', reason: expect.stringMatching(/^reload failed: model 'a' version 2: /),
+    });
+    // Fixed on disk, the next rescan loads it.
+    repo.onnx('a', 2, addConstModel(20));
+    await served.manager.poll();
+    expect(await added(served.triton, 'a')).toBe(20);
+    expect(served.triton.repositoryIndex().find((e) => e.name === 'a')).toMatchObject({ version: '2', state: 'READY', reason: '' });
+  });
+
+  test('a model that failed at start is retried once its files change', async () => {
+    repo.onnx('bad', 1, Buffer.alloc(0));
+    served = await startRepoTriton(repo.root, { controlMode: 'poll' });
+    expect(served.triton.repositoryIndex().find((e) => e.name === 'bad')!.state).toBe('UNAVAILABLE');
+    repo.onnx('bad', 1, addConstModel(5));
+    await served.manager.poll();
+    expect(await added(served.triton, 'bad')).toBe(5);
+  });
+
+  test('removing the only version directory unloads the model', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'poll' });
+    repo.remove('a/1');
+    await served.manager.poll();
+    await expectRejects(served.triton.infer('a', { INPUT0: x() }), 'NOT_FOUND');
+    expect(served.triton.repositoryIndex().find((e) => e.name === 'a')).toMatchObject({ state: 'UNAVAILABLE', version: '' });
+  });
+
+  test('with pollSecs, rescans happen on their own', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'poll', pollSecs: 1 });
+    repo.onnx('d', 1, addConstModel(4));
+    await waitFor(() => served!.triton.repositoryIndex().some((e) => e.name === 'd' && e.state === 'READY'), 'the timed rescan', 5000);
+    expect(await added(served.triton, 'd')).toBe(4);
+  });
+
+  test('pollSecs 0 disables timed rescans (tritonserver\'s --repository-poll-secs=0)', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'poll', pollSecs: 0 });
+    repo.onnx('d', 1, addConstModel(4));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(served.triton.repositoryIndex().find((e) => e.name === 'd')).toMatchObject({ state: 'UNAVAILABLE', reason: 'unloaded' });
+    await served.manager.poll();
+    expect(await added(served.triton, 'd')).toBe(4);
+  });
+});
+
+test('several repositories are served together', async () => {
+  const other = new TempRepo('control-b');
+  try {
+    other.onnx('z', 1, addConstModel(26));
+    served = await startRepoTriton([repo.root, other.root]);
+    expect(ready(served.triton)).toEqual(['a:1', 'b:1', 'c:1', 'z:1']);
+    expect(await added(served.triton, 'z')).toBe(26);
+  } finally {
+    await served?.triton.stop();
+    served = undefined;
+    other.cleanup();
+  }
+});

@@ -1,0 +1,149 @@
+/**
+ * The repository load API with overrides (Triton's `config` and `file:<path>` parameters): a
+ * JSON config replaces config.pbtxt for that load; files sent with the request become the
+ * model's directory. Paths in `file:` keys cannot leave that directory, and the directory is
+ * removed again when the model is unloaded or replaced.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { NDArray } from '../../../ts/tensor';
+import { expectRejects } from '../helpers';
+import { TempRepo, addConstModel, startRepoTriton, type Served } from './repo-helpers';
+
+let repo: TempRepo;
+let served: Served;
+
+beforeEach(async () => {
+  repo = new TempRepo('loadapi');
+  repo.onnx('m', 1, addConstModel(1));
+  repo.config('m', 'platform: "onnxruntime_onnx"\nmax_batch_size: 4');
+  served = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['m'] });
+});
+
+afterEach(async () => {
+  await served.triton.stop();
+  repo.cleanup();
+});
+
+const x = (): NDArray => new NDArray('FP32', [1, 4], new Float32Array([1, 2, 3, 4]));
+
+async function added(name: string): Promise<number> {
+  return ((await served.triton.infer(name, { INPUT0: x() })).OUTPUT0.data as Float32Array)[0] - 1;
+}
+
+function overrideRepositories(): string[] {
+  return readdirSync(os.tmpdir()).filter((n) => n.startsWith('infernode-override-')).map((n) => path.join(os.tmpdir(), n));
+}
+
+describe('config', () => {
+  test('a JSON config replaces config.pbtxt for that load; a plain load reads the file again', async () => {
+    const { triton } = served;
+    await triton.loadModel('m', { config: JSON.stringify({ max_batch_size: 8, instance_group: [{ count: 2, kind: 'KIND_CPU' }] }) });
+    expect(triton.model('m').config.maxBatchSize).toBe(8);
+    expect(triton.model('m').config.instanceGroup).toEqual([expect.objectContaining({ count: 2, kind: 'KIND_CPU' })]);
+    expect(await added('m')).toBe(1);
+    await triton.loadModel('m');
+    expect(triton.model('m').config.maxBatchSize).toBe(4);
+  });
+
+  test('camelCase field names and lower-case enums are accepted as in protobuf JSON', async () => {
+    await served.triton.loadModel('m', { config: JSON.stringify({ maxBatchSize: 2, instanceGroup: [{ kind: 'KIND_CPU', count: 1 }] }) });
+    expect(served.triton.model('m').config.maxBatchSize).toBe(2);
+  });
+
+  test.each([
+    ['text that is not JSON', '{max_batch_size: 2', "load of model 'm': the config parameter is not valid JSON"],
+    ['an unknown field', '{"max_batch_sizes": 2}', 'max_batch_sizes'],
+    ['a field of the wrong type', '{"max_batch_size": "lots"}', 'max_batch_size'],
+    ['another model\'s name', '{"name": "other"}', "the config names the model 'other', but its directory is 'm'"],
+    ['an unsupported feature', '{"sequence_batching": {}}', "model 'm': sequence_batching (stateful models) is not supported"],
+    ['a data_type the model contradicts', '{"max_batch_size": 4, "input": [{"name": "INPUT0", "data_type": "TYPE_INT8", "dims": [4]}]}',
+      "input 'INPUT0' is declared TYPE_INT8, the ONNX model has TYPE_FP32"],
+  ])('%s is INVALID_ARG or UNSUPPORTED, and the loaded version keeps serving', async (_what, config, message) => {
+    let error: unknown;
+    try {
+      await served.triton.loadModel('m', { config });
+    } catch (err) {
+      error = err;
+    }
+    expect((error as Error).message).toContain(message);
+    expect(['INVALID_ARG', 'UNSUPPORTED']).toContain((error as { code: string }).code);
+    expect(await added('m')).toBe(1);
+    expect(served.triton.model('m').config.maxBatchSize).toBe(4);
+  });
+});
+
+describe('file: overrides', () => {
+  test('the model is served from the files sent, and their directory goes away when the model is unloaded', async () => {
+    const { triton } = served;
+    const before = new Set(overrideRepositories());
+    await triton.loadModel('fresh', {
+      config: JSON.stringify({ platform: 'onnxruntime_onnx', max_batch_size: 4 }),
+      files: { '1/model.onnx': addConstModel(41) },
+    });
+    expect(await added('fresh')).toBe(41);
+    const dir = triton.model('fresh').config.modelDirectory!;
+    expect(before.has(path.dirname(dir))).toBe(false);
+    expect(existsSync(path.join(dir, '1', 'model.onnx'))).toBe(true);
+    await triton.unloadModel('fresh');
+    expect(existsSync(path.dirname(dir))).toBe(false);
+  });
+
+  test('files replace a repository model; the next plain load goes back to the repository and removes them', async () => {
+    const { triton } = served;
+    await triton.loadModel('m', { config: JSON.stringify({ max_batch_size: 4 }), files: { '3/model.onnx': addConstModel(30) } });
+    expect(await added('m')).toBe(30);
+    expect(triton.repositoryIndex()).toEqual([{ name: 'm', version: '3', state: 'READY', reason: '' }]);
+    const dir = triton.model('m').config.modelDirectory!;
+    await triton.loadModel('m');
+    expect(await added('m')).toBe(1);
+    expect(existsSync(path.dirname(dir))).toBe(false);
+  });
+
+  test('a JS model sent as files, with files beside it', async () => {
+    const config = {
+      backend: 'js', max_batch_size: 4,
+      input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [4] }],
+      output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [4] }],
+    };
+    await served.triton.loadModel('jsm', {
+      config: JSON.stringify(config),
+      files: {
+        '1/model.js': Buffer.from("const k = require('./lib/k.js'); exports.execute = (rs) => rs.map((r) => ({ OUTPUT0: r.data.INPUT0.data.map((v) => v + k) }));"),
+        '1/lib/k.js': Buffer.from('module.exports = 100;'),
+      },
+    });
+    expect(await added('jsm')).toBe(100);
+  });
+
+  test('a load that fails removes the files it wrote', async () => {
+    const before = new Set(overrideRepositories());
+    await expectRejects(served.triton.loadModel('broken', {
+      config: JSON.stringify({ platform: 'onnxruntime_onnx', max_batch_size: 4 }),
+      files: { '1/model.onnx': Buffer.from('not a model') },
+    }), 'INVALID_ARG', /^failed to load 'broken': model 'broken' version 1: .*Protobuf parsing failed/);
+    expect(overrideRepositories().filter((d) => !before.has(d))).toEqual([]);
+  });
+
+  test('files without a config are refused', async () => {
+    await expectRejects(served.triton.loadModel('m', { files: { '1/model.onnx': addConstModel(2) } }),
+      'INVALID_ARG', "load of model 'm': file: parameters need a config parameter");
+  });
+
+  const ESCAPES = [
+    '1/../../evil.onnx', '../evil.onnx', '/tmp/evil.onnx', 'evil.onnx', '0/model.onnx', '01/model.onnx',
+    '1/./model.onnx', '1//model.onnx', '1/..', '1/sub\\..\\..\\evil.onnx', '1/model.onnx\0.txt', '1/',
+  ];
+  test.each(ESCAPES)('the path %j is refused before anything is written', async (key) => {
+    const before = new Set(overrideRepositories());
+    const err = await expectRejects(served.triton.loadModel('m', {
+      config: '{"max_batch_size": 4}',
+      files: { '1/model.onnx': addConstModel(2), [key]: Buffer.from('evil') },
+    }), 'INVALID_ARG', "must be '<version>/<path>' without '..'");
+    expect(err.message).toContain(`'file:${key}'`);
+    expect(overrideRepositories().filter((d) => !before.has(d))).toEqual([]);
+    expect(existsSync(path.join(os.tmpdir(), 'evil.onnx'))).toBe(false);
+    expect(await added('m')).toBe(1);
+  });
+});

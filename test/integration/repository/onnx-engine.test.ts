@@ -1,0 +1,213 @@
+/**
+ * The native ONNX Runtime engine as a repository config drives it: `reshape` on inputs and
+ * outputs, instance groups (one session per instance, executing concurrently; KIND_GPU without
+ * a GPU; KIND_AUTO resolved in the served config), and the session parameters
+ * (intra_op_thread_count, inter_op_thread_count, session.* entries).
+ */
+import { toModelConfigJson } from '../../../ts/config/model-config-json';
+import { native } from '../../../ts/native';
+import { NDArray } from '../../../ts/tensor';
+import { identityModel } from '../../../ts/tools/onnx';
+import type { Triton } from '../../../ts/triton';
+import { expectRejects, sleep } from '../helpers';
+import { TempRepo, addConstModel, rowSumModel, slowAddModel, startRepoTriton, type Served } from './repo-helpers';
+
+let repo: TempRepo;
+let served: Served | undefined;
+
+beforeEach(() => {
+  repo = new TempRepo('engine');
+});
+
+afterEach(async () => {
+  await served?.triton.stop();
+  served = undefined;
+  repo.cleanup();
+});
+
+async function serve(options: Parameters<typeof startRepoTriton>[1] = {}): Promise<Triton> {
+  served = await startRepoTriton(repo.root, options);
+  return served.triton;
+}
+
+const SIX = new Float32Array([1, 2, 3, 4, 5, 6]);
+
+describe('reshape', () => {
+  test('batched: clients send [6] and get [2]; the model sees [2, 3] and produces [2, 1]', async () => {
+    repo.onnx('m', 1, rowSumModel(true));
+    repo.config('m', `
+      platform: "onnxruntime_onnx"
+      max_batch_size: 4
+      input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 6 ], reshape: { shape: [ 2, 3 ] } } ]
+      output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 2 ], reshape: { shape: [ 2, 1 ] } } ]
+      dynamic_batching { preferred_batch_size: [ 3 ], max_queue_delay_microseconds: 5000000 }`);
+    const triton = await serve();
+    // A request of 3 rows is a preferred batch on its own.
+    const three = await triton.infer('m', { INPUT0: new NDArray('FP32', [3, 6], new Float32Array([...SIX, ...SIX.map((v) => -v), 0, 0, 0, 1, 1, 1])) });
+    expect(three.OUTPUT0.shape).toEqual([3, 2]);
+    expect(Array.from(three.OUTPUT0.data as Float32Array)).toEqual([6, 15, -6, -15, 0, 3]);
+    // Three requests (1 + 2 rows) run as one batch of 3 rows and are split back.
+    const a = new NDArray('FP32', [1, 6], new Float32Array([1, 1, 1, 2, 2, 2]));
+    const b = new NDArray('FP32', [2, 6], new Float32Array([0, 0, 1, 0, 0, 2, 10, 20, 30, 40, 50, 60]));
+    const [ra, rb] = await Promise.all([a, b].map((INPUT0) => triton.infer('m', { INPUT0 })));
+    expect(ra.OUTPUT0.shape).toEqual([1, 2]);
+    expect(Array.from(ra.OUTPUT0.data as Float32Array)).toEqual([3, 6]);
+    expect(rb.OUTPUT0.shape).toEqual([2, 2]);
+    expect(Array.from(rb.OUTPUT0.data as Float32Array)).toEqual([1, 2, 60, 150]);
+    expect(triton.model('m').stats().batchStats.map((s) => [s.batchSize, s.computeInfer.count])).toEqual([[3, 2]]);
+    expect(toModelConfigJson(triton.model('m').config).input).toEqual([
+      expect.objectContaining({ name: 'INPUT0', dims: [6], reshape: { shape: [2, 3] } }),
+    ]);
+  });
+
+  test('not batched (max_batch_size 0): the whole tensor is reshaped both ways', async () => {
+    repo.onnx('m', 1, rowSumModel(false));
+    repo.config('m', `
+      platform: "onnxruntime_onnx"
+      max_batch_size: 0
+      input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 6 ], reshape: { shape: [ 2, 3 ] } } ]
+      output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 2 ], reshape: { shape: [ 2, 1 ] } } ]`);
+    const triton = await serve();
+    const out = await triton.infer('m', { INPUT0: new NDArray('FP32', [6], SIX) });
+    expect(out.OUTPUT0.shape).toEqual([2]);
+    expect(Array.from(out.OUTPUT0.data as Float32Array)).toEqual([6, 15]);
+    await expectRejects(triton.infer('m', { INPUT0: new NDArray('FP32', [2, 3], SIX) }), 'INVALID_ARG', 'INPUT0');
+  });
+
+  test('a reshape whose element count differs from dims fails the load, naming the tensor', async () => {
+    repo.onnx('m', 1, rowSumModel(true));
+    repo.config('m', `
+      platform: "onnxruntime_onnx"
+      max_batch_size: 4
+      input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 6 ], reshape: { shape: [ 2, 4 ] } } ]`);
+    const triton = await serve();
+    expect(triton.repositoryIndex()[0]).toMatchObject({
+      state: 'UNAVAILABLE', reason: "model 'm': input 'INPUT0' has different sizes for dims [6] and reshape [2, 4]",
+    });
+  });
+});
+
+describe('instance groups', () => {
+  /**
+   * Sends `requests` concurrently to a slow model and samples how many run at once (requests
+   * handed to an instance: pending − queued) until all are answered.
+   */
+  async function maxConcurrent(triton: Triton, requests: number): Promise<number> {
+    const model = triton.model('slow');
+    const input = new NDArray('FP32', [1, 96, 96], new Float32Array(96 * 96).fill(0.001));
+    let max = 0;
+    let done = false;
+    const all = Promise.all(Array.from({ length: requests }, () => triton.infer('slow', { INPUT0: input }))).finally(() => { done = true; });
+    while (!done) {
+      const s = model.stats();
+      max = Math.max(max, s.pending - s.queued);
+      await sleep(1);
+    }
+    const outs = await all;
+    for (const out of outs) expect((out.OUTPUT0.data as Float32Array)[0]).toBeCloseTo(5.001, 5);
+    return max;
+  }
+
+  function slowConfig(group: string): string {
+    return `platform: "onnxruntime_onnx"
+      max_batch_size: 0
+      ${group}
+      parameters { key: "intra_op_thread_count", value: { string_value: "1" } }`;
+  }
+
+  test('count 2: two sessions execute requests at the same time; count 1 never does', async () => {
+    repo.onnx('slow', 1, slowAddModel(5, 96, 48));
+    repo.config('slow', slowConfig('instance_group [ { count: 2, kind: KIND_CPU } ]'));
+    let triton = await serve();
+    expect(triton.model('slow').config.instanceGroup).toEqual([expect.objectContaining({ count: 2, kind: 'KIND_CPU' })]);
+    expect(await maxConcurrent(triton, 8)).toBe(2);
+    expect(triton.model('slow').stats().executionCount).toBe(8);
+    await triton.stop();
+
+    repo.config('slow', slowConfig('instance_group [ { count: 1, kind: KIND_CPU } ]'));
+    triton = await serve();
+    expect(await maxConcurrent(triton, 6)).toBe(1);
+  });
+
+  test('two groups add up: counts 1 + 2 make three sessions', async () => {
+    repo.onnx('slow', 1, slowAddModel(5, 96, 48));
+    repo.config('slow', slowConfig('instance_group [ { count: 1, kind: KIND_CPU }, { name: "more", count: 2, kind: KIND_CPU } ]'));
+    const triton = await serve();
+    expect(await maxConcurrent(triton, 9)).toBe(3);
+  });
+
+  test('KIND_AUTO (and no instance_group at all) resolves to KIND_CPU in the served config', async () => {
+    repo.onnx('auto', 1, addConstModel(1));
+    repo.config('auto', 'platform: "onnxruntime_onnx"\nmax_batch_size: 4\ninstance_group [ { count: 2, kind: KIND_AUTO } ]');
+    repo.onnx('none', 1, addConstModel(1));
+    const triton = await serve();
+    if (native().buildInfo().cudaDeviceCount > 0) return;  // with a GPU, KIND_AUTO may resolve to KIND_GPU
+    expect(toModelConfigJson(triton.model('auto').config).instance_group).toEqual([
+      expect.objectContaining({ name: 'auto_0', kind: 'KIND_CPU', count: 2 }),
+    ]);
+    expect(toModelConfigJson(triton.model('none').config).instance_group).toEqual([
+      expect.objectContaining({ name: 'none', kind: 'KIND_CPU', count: 1 }),
+    ]);
+  });
+
+  test('KIND_GPU without a usable GPU is a clear load error naming the model; the server carries on', async () => {
+    repo.onnx('gpu', 1, addConstModel(1));
+    repo.config('gpu', 'platform: "onnxruntime_onnx"\nmax_batch_size: 4\ninstance_group [ { count: 1, kind: KIND_GPU } ]');
+    repo.onnx('cpu', 1, addConstModel(1));
+    const triton = await serve();
+    const entry = triton.repositoryIndex().find((e) => e.name === 'gpu')!;
+    if (native().buildInfo().cudaDeviceCount > 0 && entry.state === 'READY') {
+      expect(triton.model('gpu').config.instanceGroup[0].kind).toBe('KIND_GPU');
+      return;
+    }
+    expect(entry.state).toBe('UNAVAILABLE');
+    expect(entry.reason).toMatch(/^model 'gpu' asks for KIND_GPU instances, but no CUDA execution provider could be used: ./);
+    expect(triton.repositoryIndex().find((e) => e.name === 'cpu')!.state).toBe('READY');
+  });
+
+  test('instance groups of different kinds in one model are refused', async () => {
+    repo.onnx('mixed', 1, addConstModel(1));
+    repo.config('mixed', 'platform: "onnxruntime_onnx"\nmax_batch_size: 4\ninstance_group [ { kind: KIND_CPU }, { kind: KIND_GPU } ]');
+    const triton = await serve({ controlMode: 'explicit' });
+    await expectRejects(triton.loadModel('mixed'), 'INVALID_ARG',
+      "failed to load 'mixed': model 'mixed': instance groups of different kinds (KIND_CPU, KIND_GPU) are not supported by infernode yet");
+  });
+
+  test('the TensorRT accelerator on CPU instances is ignored (no GPU asked for): the model runs on the CPU', async () => {
+    repo.onnx('trt', 1, addConstModel(2));
+    repo.config('trt', `platform: "onnxruntime_onnx"\nmax_batch_size: 4
+      instance_group [ { kind: KIND_CPU } ]
+      optimization { execution_accelerators { gpu_execution_accelerator: [ { name: "tensorrt" } ] } }`);
+    const triton = await serve();
+    const out = await triton.infer('trt', { INPUT0: new NDArray('FP32', [1, 4], new Float32Array(4)) });
+    expect(Array.from(out.OUTPUT0.data as Float32Array)).toEqual([2, 2, 2, 2]);
+  });
+});
+
+describe('session parameters', () => {
+  test('intra/inter-op thread counts and session.* entries are accepted and the model serves', async () => {
+    repo.onnx('m', 1, identityModel('FP32', [2]));
+    repo.config('m', `platform: "onnxruntime_onnx"\nmax_batch_size: 4
+      parameters [
+        { key: "intra_op_thread_count", value: { string_value: "2" } },
+        { key: "inter_op_thread_count", value: { string_value: "1" } },
+        { key: "session.intra_op.allow_spinning", value: { string_value: "0" } }
+      ]`);
+    const triton = await serve();
+    const x = new NDArray('FP32', [1, 2], new Float32Array([3, 4]));
+    expect((await triton.infer('m', { INPUT0: x })).OUTPUT0.data).toEqual(x.data);
+    expect(triton.model('m').config.parameters).toEqual({
+      intra_op_thread_count: '2', inter_op_thread_count: '1', 'session.intra_op.allow_spinning': '0',
+    });
+  });
+
+  test.each(['two', '-1', '1.5', '', '5000'])('intra_op_thread_count "%s" is refused, naming the parameter', async (value) => {
+    repo.onnx('m', 1, identityModel('FP32', [2]));
+    repo.config('m', `platform: "onnxruntime_onnx"\nmax_batch_size: 4
+      parameters { key: "intra_op_thread_count", value: { string_value: "${value}" } }`);
+    const triton = await serve();
+    expect(triton.repositoryIndex()[0]).toMatchObject({
+      state: 'UNAVAILABLE', reason: `model 'm': parameter 'intra_op_thread_count' must be an integer from 0 (ONNX Runtime's default) to 1024, got '${value}'`,
+    });
+  });
+});

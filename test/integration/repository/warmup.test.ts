@@ -1,0 +1,157 @@
+/**
+ * model_warmup in a repository config (triton-protocol.md §6.9): the samples run on every
+ * instance, through the model's own queue, before the model is ready; a failing warm-up fails
+ * the load. Data comes from zeros, random values or a file under `<model>/warmup/`.
+ */
+import { NDArray } from '../../../ts/tensor';
+import { expectRejects } from '../helpers';
+import { TempRepo, addConstModel, startRepoTriton, type Served } from './repo-helpers';
+
+interface Events {
+  calls: { instance: number; shape: number[]; values: number[] }[];
+  finalized: number;
+  failOn?: number;
+}
+
+declare global {
+  // eslint-disable-next-line no-var
+  var __warmupEvents: Events | undefined;
+}
+
+let repo: TempRepo;
+let served: Served | undefined;
+let events: Events;
+
+beforeEach(() => {
+  repo = new TempRepo('warmup');
+  events = { calls: [], finalized: 0 };
+  globalThis.__warmupEvents = events;
+});
+
+afterEach(async () => {
+  await served?.triton.stop();
+  served = undefined;
+  delete globalThis.__warmupEvents;
+  repo.cleanup();
+});
+
+/** Records every request it executes; fails a batch holding the value events.failOn. */
+const RECORDER = `
+  const events = () => globalThis.__warmupEvents;
+  exports.execute = (requests, context) => requests.map((r) => {
+    const values = Array.from(r.data.IN.data);
+    events().calls.push({ instance: context.instanceIndex, shape: r.data.IN.shape, values });
+    if (values.includes(events().failOn)) throw new Error('cannot handle ' + events().failOn);
+    return { OUT: r.data.IN };
+  });
+  exports.finalize = () => { events().finalized += 1; };`;
+
+function jsModel(warmup: string, count = 2): void {
+  repo.config('m', `
+    backend: "js"
+    max_batch_size: 4
+    input [ { name: "IN", data_type: TYPE_INT32, dims: [ 3 ] } ]
+    output [ { name: "OUT", data_type: TYPE_INT32, dims: [ 3 ] } ]
+    instance_group [ { count: ${count}, kind: KIND_CPU } ]
+    ${warmup}`);
+  repo.write('m/1/model.js', RECORDER);
+}
+
+test('zero_data and input_data_file samples run count × instances times through the queue before the model is ready', async () => {
+  const data = new Int32Array([7, 8, 9, -1, -2, -3]);
+  repo.write('m/warmup/sample.bin', Buffer.from(data.buffer));
+  jsModel(`
+    model_warmup [
+      { name: "zeros", batch_size: 2, count: 2, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], zero_data: true } } },
+      { name: "file", batch_size: 2, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], input_data_file: "sample.bin" } } }
+    ]`);
+  served = await startRepoTriton(repo.root);
+  // Ready: every warm-up ran first (2 instances × count 2 zero samples, then 2 × 1 file samples;
+  // the scheduler picks the instance, so which instance ran each is not fixed).
+  expect(served.triton.repositoryIndex()[0]).toMatchObject({ state: 'READY' });
+  expect(events.calls.map((c) => [c.shape, c.values])).toEqual([
+    ...Array(4).fill([[2, 3], [0, 0, 0, 0, 0, 0]]),
+    ...Array(2).fill([[2, 3], [7, 8, 9, -1, -2, -3]]),
+  ]);
+});
+
+test('random_data gives values of the declared type and shape', async () => {
+  jsModel('model_warmup [ { name: "random", batch_size: 1, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], random_data: true } } } ]', 1);
+  served = await startRepoTriton(repo.root);
+  expect(events.calls).toHaveLength(1);
+  expect(events.calls[0].shape).toEqual([1, 3]);
+  expect(events.calls[0].values.every((v) => Number.isInteger(v))).toBe(true);
+});
+
+test('a failing warm-up fails the load with the warm-up named; both instances are finalized', async () => {
+  events.failOn = 0;
+  jsModel('model_warmup [ { name: "zeros", batch_size: 1, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], zero_data: true } } } ]');
+  served = await startRepoTriton(repo.root);
+  expect(served.triton.repositoryIndex()).toEqual([{
+    name: 'm', version: '', state: 'UNAVAILABLE', reason: "model 'm' version 1: warm-up 'zeros' failed: cannot handle 0",
+  }]);
+  expect(events.finalized).toBe(2);
+  await expectRejects(served.triton.infer('m', { IN: new NDArray('INT32', [1, 3], new Int32Array(3)) }), 'NOT_FOUND');
+});
+
+test('a failing warm-up on reload keeps the old version serving', async () => {
+  jsModel('', 1);
+  served = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['m'] });
+  events.failOn = 0;
+  jsModel('model_warmup [ { name: "zeros", batch_size: 1, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], zero_data: true } } } ]', 1);
+  await expectRejects(served.triton.loadModel('m'), 'INVALID_ARG', "failed to load 'm': model 'm' version 1: warm-up 'zeros' failed: cannot handle 0");
+  const out = await served.triton.infer('m', { IN: new NDArray('INT32', [1, 3], new Int32Array([4, 5, 6])) });
+  expect(Array.from(out.OUT.data as Int32Array)).toEqual([4, 5, 6]);
+});
+
+test('an ONNX warm-up whose sample the model rejects fails the load', async () => {
+  repo.onnx('onnx', 1, addConstModel(1));
+  repo.config('onnx', `platform: "onnxruntime_onnx"\nmax_batch_size: 4
+    model_warmup [ { name: "wide", batch_size: 1, inputs { key: "INPUT0", value: { data_type: TYPE_FP32, dims: [ 5 ], random_data: true } } } ]`);
+  repo.onnx('ok', 1, addConstModel(1));
+  repo.config('ok', `platform: "onnxruntime_onnx"\nmax_batch_size: 4
+    model_warmup [ { name: "zeros", batch_size: 4, count: 3, inputs { key: "INPUT0", value: { data_type: TYPE_FP32, dims: [ 4 ], zero_data: true } } } ]`);
+  served = await startRepoTriton(repo.root);
+  const [ok, bad] = served.triton.repositoryIndex();  // sorted by name: 'ok', 'onnx'
+  expect(bad.state).toBe('UNAVAILABLE');
+  expect(bad.reason).toMatch(/^model 'onnx' version 1: warm-up 'wide' failed: .*INPUT0/);
+  expect(ok.state).toBe('READY');
+  expect(served.triton.model('ok').stats().executionCount).toBe(3);
+});
+
+test.each([
+  ['a data file outside warmup/', 'input_data_file: "../config.pbtxt"', "input_data_file '../config.pbtxt' must be a relative path inside"],
+  ['a missing data file', 'input_data_file: "nothing.bin"', "input_data_file 'nothing.bin' is not a file in"],
+  ['a data file too short', 'input_data_file: "short.bin"', 'has 4 bytes, needs 12'],
+  ['an input the model does not have', 'zero_data: true', "'IMAGE' is not an input of the model"],
+])('%s fails the load with a clear error', async (_what, source, message) => {
+  repo.write('m/warmup/short.bin', Buffer.alloc(4));
+  const name = source === 'zero_data: true' ? 'IMAGE' : 'IN';
+  jsModel(`model_warmup [ { name: "w", batch_size: 1, inputs { key: "${name}", value: { data_type: TYPE_INT32, dims: [ 3 ], ${source} } } } ]`, 1);
+  served = await startRepoTriton(repo.root);
+  const [entry] = served.triton.repositoryIndex();
+  expect(entry.state).toBe('UNAVAILABLE');
+  expect(entry.reason).toContain(message);
+  expect(entry.reason).toContain("'m'");
+});
+
+test('bind(): a warm-up with count 0 (Triton\'s default) runs once on each instance', async () => {
+  const { inProcessTriton } = await import('../helpers');
+  const triton = inProcessTriton();
+  const seen: number[] = [];
+  const func = (instance: number) => (requests: { data: Record<string, NDArray> }[]) => {
+    seen.push(instance);
+    return requests.map((r) => ({ OUT: r.data.IN }));
+  };
+  triton.bind({
+    modelName: 'b', inferFunc: [func(0), func(1)],
+    inputs: [{ name: 'IN', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [1] }],
+    config: { modelWarmup: [{ name: 'once', batchSize: 1, count: 0, inputs: { IN: { dtype: 'FP32', shape: [1], zeroData: true } } }] },
+  });
+  try {
+    await triton.run();
+    expect(seen).toEqual([0, 1]);
+  } finally {
+    await triton.stop();
+  }
+});
