@@ -43,7 +43,22 @@ function nodeGyp(cwd = root) {
 }
 
 
+// `npm install` runs this with --if-no-prebuild: a prebuild for this platform that loads makes
+// the source build unnecessary. (node-gyp-build's own install command is not used: it runs
+// `node-gyp rebuild` after any command given to it, which would replace the cmake-js build
+// with the CPU-only one.)
+function prebuildLoads() {
+  const dir = path.join(root, 'prebuilds', `${process.platform}-${process.arch}`);
+  if (!fs.existsSync(dir)) return false;
+  const probe = `require('node-gyp-build').path(${JSON.stringify(root)})`;
+  const ok = spawnSync(process.execPath, ['-e', `const p=${probe}; if (!p.includes('prebuilds')) process.exit(1); require(p);`],
+    { cwd: root, stdio: 'ignore' }).status === 0;
+  if (ok) console.log(`infernode: using the prebuilt addon in ${path.relative(root, dir)}`);
+  return ok;
+}
+
 function main() {
+  if (process.argv.includes('--if-no-prebuild') && process.env.npm_config_build_from_source !== 'true' && prebuildLoads()) return;
   const wantGyp = process.argv.includes('--node-gyp') || process.env.INFERNODE_BUILD === 'node-gyp';
   const ok = !wantGyp && has('cmake') ? cmakeJs() : nodeGyp();
   if (!ok) {

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { spawn, type ChildProcess } from 'node:child_process';
 import {
   BATCH_DIM, CLASSIFIER_LAYERS, CLASSIFIER_SEED, ElemType, FIELD, ModelDatatype, ProtoWriter,
   addSubModel, classifierModel, encodeModel, encodeTensor, identityModel, mlpModel, mlpWeights,
@@ -169,9 +169,11 @@ describe('ONNX messages', () => {
 
 // ---- the models through onnxruntime-node ----
 //
-// onnxruntime-node runs in a worker thread: under Jest's sandbox its native outputs are typed
-// arrays of the outer realm and fail onnxruntime-common's `instanceof` checks. Data crosses
-// by structured clone, so results are compared as plain lists.
+// onnxruntime-node runs in a child process: its ONNX Runtime library must not share a process
+// with the one infernode's addon loaded (when the suites run in band, two ONNX Runtimes in one
+// process deadlock), and under Jest's sandbox its native outputs would be typed arrays of the
+// outer realm, failing onnxruntime-common's `instanceof` checks. Data crosses by structured
+// clone (IPC with advanced serialization), so results are compared as plain lists.
 
 type OrtType = 'float32' | 'float16' | 'float64' | 'int8' | 'int16' | 'int32' | 'int64'
   | 'uint8' | 'uint16' | 'uint32' | 'uint64' | 'bool' | 'string';
@@ -184,10 +186,9 @@ const ORT_TYPE: Partial<Record<ModelDatatype, OrtType>> = {
   INT64: 'int64', UINT8: 'uint8', UINT16: 'uint16', UINT32: 'uint32', UINT64: 'uint64', BOOL: 'bool', STRING: 'string',
 };
 
-const ORT_WORKER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const ort = require(workerData.ort);
-parentPort.on('message', async ({ id, model, feeds }) => {
+const ORT_CHILD = `
+const ort = require(process.argv[1]);
+process.on('message', async ({ id, model, feeds }) => {
   try {
     const session = await ort.InferenceSession.create(model);
     const inputs = {};
@@ -195,35 +196,39 @@ parentPort.on('message', async ({ id, model, feeds }) => {
     const results = await session.run(inputs);
     const outputs = {};
     for (const [name, t] of Object.entries(results)) outputs[name] = { type: t.type, dims: t.dims, data: t.data };
-    parentPort.postMessage({ id, result: { inputNames: session.inputNames, outputNames: session.outputNames, outputs } });
+    process.send({ id, result: { inputNames: session.inputNames, outputNames: session.outputNames, outputs } });
     await session.release();
   } catch (e) {
-    parentPort.postMessage({ id, error: String((e && e.stack) || e) });
+    process.send({ id, error: String((e && e.stack) || e) });
   }
-});`;
+});
+process.on('disconnect', () => process.exit(0));`;
 
-let worker: Worker;
+let child: ChildProcess;
 let nextId = 0;
 const pending = new Map<number, { resolve: (r: RunResult) => void; reject: (e: Error) => void }>();
 
 beforeAll(() => {
-  worker = new Worker(ORT_WORKER, { eval: true, workerData: { ort: require.resolve('onnxruntime-node') } });
-  worker.on('message', ({ id, result, error }: { id: number; result?: RunResult; error?: string }) => {
+  child = spawn(process.execPath, ['-e', ORT_CHILD, require.resolve('onnxruntime-node')], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced',
+  });
+  child.on('message', (message) => {
+    const { id, result, error } = message as { id: number; result?: RunResult; error?: string };
     const p = pending.get(id)!;
     pending.delete(id);
     if (error !== undefined) p.reject(new Error(error));
     else p.resolve(result!);
   });
-  worker.on('error', (e) => pending.forEach((p) => p.reject(e)));
+  child.on('exit', (code) => pending.forEach((p) => p.reject(new Error(`the onnxruntime-node process exited (${code})`))));
 });
-afterAll(() => worker.terminate());
+afterAll(() => child.disconnect());
 
 /** Loads `model` in onnxruntime-node and runs it once on `feeds`. */
 function runOrt(model: Buffer, feeds: Record<string, Feed>): Promise<RunResult> {
   const id = nextId++;
   return new Promise((resolve, reject) => {
     pending.set(id, { resolve, reject });
-    worker.postMessage({ id, model, feeds });
+    child.send({ id, model, feeds });
   });
 }
 

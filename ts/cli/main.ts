@@ -8,6 +8,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { Triton } from '../triton';
 import type { TritonConfig } from '../config/types';
 import type { ControlMode } from '../repository/manager';
+import { API_GROUPS, parseRestrictions } from '../server/restrictions';
 
 function parseBool(value: string | undefined): boolean {
   if (value === undefined) return true;
@@ -19,7 +20,15 @@ function parseBool(value: string | undefined): boolean {
 
 function parseIntArg(value: string): number {
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`expected a non-negative integer, got '${value}'`);
+  if (value.trim() === '' || !Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError(`expected a non-negative integer, got '${value}'`);
+  return n;
+}
+
+function parsePort(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isSafeInteger(n) || n < 0 || n > 65535) {
+    throw new InvalidArgumentError(`expected a port number from 0 to 65535, got '${value}'`);
+  }
   return n;
 }
 
@@ -51,6 +60,22 @@ export interface ServeOptions {
   httpRestrictedApi?: string[];
   grpcRestrictedProtocol?: string[];
   allowClientShm?: boolean;
+  logInfo?: boolean;
+  logWarning?: boolean;
+  logError?: boolean;
+  logFile?: string;
+  logFormat?: 'default' | 'ISO8601';
+  httpMaxInputSize?: number;
+  httpHeaderForwardPattern?: string;
+  grpcHeaderForwardPattern?: string;
+  grpcKeepaliveTime?: number;
+  grpcKeepaliveTimeout?: number;
+  grpcKeepalivePermitWithoutCalls?: boolean;
+  grpcHttp2MaxPingsWithoutData?: number;
+  grpcInferResponseCompressionLevel?: 'none' | 'low' | 'medium' | 'high';
+  metricsConfig?: string[];
+  metricsIntervalMs?: number;
+  traceConfig?: string[];
 }
 
 /** The TritonConfig a command line asks for. */
@@ -64,20 +89,75 @@ export function tritonConfigFromOptions(o: ServeOptions): TritonConfig {
     logVerbose: o.logVerbose,
     httpRestrictedApi: o.httpRestrictedApi?.join(';'), grpcRestrictedProtocol: o.grpcRestrictedProtocol?.join(';'),
     allowClientShm: o.allowClientShm ?? false,
+    logInfo: o.logInfo, logWarning: o.logWarning, logError: o.logError, logFile: o.logFile, logFormat: o.logFormat,
+    httpMaxInputSize: o.httpMaxInputSize, httpHeaderForwardPattern: o.httpHeaderForwardPattern,
+    grpcHeaderForwardPattern: o.grpcHeaderForwardPattern, grpcKeepaliveTime: o.grpcKeepaliveTime,
+    grpcKeepaliveTimeout: o.grpcKeepaliveTimeout, grpcKeepalivePermitWithoutCalls: o.grpcKeepalivePermitWithoutCalls,
+    grpcHttp2MaxPingsWithoutData: o.grpcHttp2MaxPingsWithoutData,
+    grpcInferResponseCompressionLevel: o.grpcInferResponseCompressionLevel,
+    metricsConfig: o.metricsConfig, metricsIntervalMs: o.metricsIntervalMs, traceConfig: o.traceConfig,
   };
 }
 
+/** Resolves at the first SIGINT or SIGTERM; a second one during shutdown exits at once (code 1). */
+function firstSignal(log: (line: string) => void): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      const again = (): void => {
+        log('infernode: second signal, exiting immediately');
+        process.exit(1);
+      };
+      process.once('SIGINT', again);
+      process.once('SIGTERM', again);
+      resolve(signal);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}
+
+/**
+ * Serves until SIGINT or SIGTERM, then stops gracefully: in-flight requests finish (up to
+ * --exit-timeout-secs), models are unloaded, and the process exits with code 0. A model that
+ * fails to load at start-up exits with code 1 unless --exit-on-error=false.
+ */
 async function serve(o: ServeOptions): Promise<void> {
   if (o.modelRepository.length === 0) throw new InvalidArgumentError('--model-repository is required');
   if (o.loadModel && o.modelControlMode !== 'explicit') {
     console.warn('infernode: --load-model has effect only with --model-control-mode=explicit');
   }
+  if (o.loadModel?.includes('*') && o.loadModel.length > 1) {
+    throw new InvalidArgumentError("--load-model=* loads every model and must be the only --load-model");
+  }
+  // Checked here, so a bad value is refused even when the listener it configures is disabled.
+  parseRestrictions(o.httpRestrictedApi?.join(';'), '--http-restricted-api');
+  parseRestrictions(o.grpcRestrictedProtocol?.join(';'), '--grpc-restricted-protocol');
   const triton = new Triton({ config: tritonConfigFromOptions(o) });
+  const log = (line: string): void => triton.logger.info(line);
   triton.useRepository({
     repositories: o.modelRepository, controlMode: o.modelControlMode, loadModels: o.loadModel,
     pollSecs: o.repositoryPollSecs,
   });
-  await triton.serve();
+  // Listening early: a signal during the initial loads stops the server once they are done.
+  const signal = firstSignal(log);
+  // Keeps the process alive while it serves, even with every listener disabled.
+  const keepAlive = setInterval(() => undefined, 1 << 30);
+  try {
+    await triton.run();
+    const ready = triton.repositoryIndex().filter((e) => e.state === 'READY').length;
+    const listening = Object.entries(triton.ports).map(([kind, port]) => `${kind} on port ${port}`);
+    log(`infernode: serving ${ready} model version(s) from ${o.modelRepository.join(', ')} (mode ${o.modelControlMode}; ` +
+      `${listening.length > 0 ? listening.join(', ') : 'no listeners'}); SIGINT or SIGTERM stops`);
+    log(`infernode: ${await signal} received, stopping (in-flight requests finish first)`);
+    await triton.stop();
+    log('infernode: stopped');
+  } finally {
+    clearInterval(keepAlive);
+  }
+  // Whatever a frontend left open must not keep a stopped server alive.
+  setTimeout(() => process.exit(process.exitCode ?? 0), 5000).unref();
 }
 
 export function buildProgram(): Command {
@@ -85,29 +165,46 @@ export function buildProgram(): Command {
   program
     .command('serve')
     .description('serve a Triton model repository over HTTP, gRPC and metrics')
-    .option('--model-repository <path>', 'model repository directory (repeatable; alias --model-store)', collect, [])
+    .option('--model-repository <path>', 'model repository directory: <model>/config.pbtxt and <model>/<version>/model.onnx|model.js|model.mjs (repeatable; alias --model-store)', collect, [])
     .option('--model-store <path>', 'alias of --model-repository', collect)
-    .addOption(new Option('--model-control-mode <mode>', 'none: load all at start; poll: rescan and reload changes; explicit: load/unload through the API')
+    .addOption(new Option('--model-control-mode <mode>', 'none: load every model at start, refuse the load/unload API; poll: load every model, then rescan every --repository-poll-secs and load, reload or unload what changed; explicit: load only --load-model at start, then load/unload through the API')
       .choices(['none', 'poll', 'explicit']).default('none'))
-    .option('--load-model <name>', 'explicit mode: a model to load at start (repeatable; * = all)', collect)
-    .option('--repository-poll-secs <s>', 'poll mode: seconds between rescans', parseIntArg, 15)
-    .option('--id <name>', 'server name reported by GET /v2')
+    .option('--load-model <name>', 'explicit mode: a model to load at start (repeatable; * = every model, and then the only one)', collect)
+    .option('--repository-poll-secs <s>', 'poll mode: seconds between rescans (0 = no timed rescans)', parseIntArg, 15)
+    .option('--id <name>', 'server name reported by the server metadata (GET /v2)')
     .option('--http-address <addr>', 'HTTP listen address (default 0.0.0.0)')
-    .option('--http-port <port>', 'HTTP port', parseIntArg, 8000)
+    .option('--http-port <port>', 'HTTP port (0 = any free port)', parsePort, 8000)
     .option('--grpc-address <addr>', 'gRPC listen address (default 0.0.0.0)')
-    .option('--grpc-port <port>', 'gRPC port', parseIntArg, 8001)
+    .option('--grpc-port <port>', 'gRPC port (0 = any free port)', parsePort, 8001)
     .option('--metrics-address <addr>', 'metrics listen address (default: the HTTP address)')
-    .option('--metrics-port <port>', 'Prometheus metrics port', parseIntArg, 8002)
-    .addOption(boolOption('--allow-http [bool]', 'serve HTTP/REST', true))
-    .addOption(boolOption('--allow-grpc [bool]', 'serve gRPC', true))
-    .addOption(boolOption('--allow-metrics [bool]', 'serve Prometheus metrics', true))
-    .addOption(boolOption('--strict-readiness [bool]', 'ready only when every model is ready', true))
-    .addOption(boolOption('--exit-on-error [bool]', 'exit when a model fails to load at start-up', true))
-    .option('--exit-timeout-secs <s>', 'seconds to wait for in-flight requests at shutdown', parseIntArg, 30)
-    .option('--log-verbose <level>', 'verbose logging level (0 = off)', parseIntArg, 0)
-    .option('--http-restricted-api <apis:key=value>', 'restrict HTTP API groups to requests carrying header key=value (repeatable)', collect)
-    .option('--grpc-restricted-protocol <protocols:key=value>', 'restrict gRPC protocol groups to calls carrying metadata triton-grpc-protocol-<key>=value (repeatable)', collect)
-    .addOption(boolOption('--allow-client-shm [bool]', 'allow clients to register shared-memory regions', false))
+    .option('--metrics-port <port>', 'Prometheus metrics port (0 = any free port)', parsePort, 8002)
+    .addOption(boolOption('--allow-http [bool]', 'serve the HTTP/REST (KServe v2) protocol', true))
+    .addOption(boolOption('--allow-grpc [bool]', 'serve the gRPC (KServe v2) protocol', true))
+    .addOption(boolOption('--allow-metrics [bool]', 'serve Prometheus metrics at /metrics', true))
+    .addOption(boolOption('--strict-readiness [bool]', 'true: the server is ready only while every model is ready; false: ready as soon as it serves', true))
+    .addOption(boolOption('--exit-on-error [bool]', 'true: exit with code 1 when a model fails to load at start-up; false: keep serving, the model shows as UNAVAILABLE with its reason in the repository index', true))
+    .option('--exit-timeout-secs <s>', 'at SIGINT/SIGTERM, seconds to let in-flight requests finish before they are failed', parseIntArg, 30)
+    .option('--log-verbose <level>', 'verbose logging level (0 = off; higher logs more)', parseIntArg, 0)
+    .option('--http-restricted-api <apis:key=value>', `restrict HTTP API groups (comma-separated: ${API_GROUPS.join(', ')}) to requests carrying the header key: value (repeatable)`, collect)
+    .option('--grpc-restricted-protocol <protocols:key=value>', 'restrict gRPC protocol groups (the same names) to calls carrying the metadata triton-grpc-protocol-<key>: value (repeatable)', collect)
+    .addOption(boolOption('--allow-client-shm [bool]', 'allow clients to register system and CUDA shared-memory regions for inputs and outputs', false))
+    .option('--http-max-input-size <bytes>', 'largest HTTP request body accepted (default 67108864); larger ones are refused before anything is allocated', parseIntArg)
+    .option('--http-header-forward-pattern <regex>', 'HTTP request headers matching it reach the model as request parameters')
+    .option('--grpc-header-forward-pattern <regex>', 'gRPC metadata matching it reaches the model as request parameters')
+    .option('--grpc-keepalive-time <ms>', 'gRPC keepalive ping interval (default 7200000)', parseIntArg)
+    .option('--grpc-keepalive-timeout <ms>', 'gRPC keepalive ping timeout (default 20000)', parseIntArg)
+    .addOption(boolOption('--grpc-keepalive-permit-without-calls [bool]', 'allow keepalive pings on connections without calls', false))
+    .option('--grpc-http2-max-pings-without-data <n>', 'pings allowed without data before the server stops answering them (default 2)', parseIntArg)
+    .addOption(new Option('--grpc-infer-response-compression-level <level>', 'gRPC response compression (grpc-js sends uncompressed; other levels are logged and ignored)')
+      .choices(['none', 'low', 'medium', 'high']))
+    .option('--metrics-config <setting>', 'metrics settings as tritonserver: summary_latencies=true, histogram_latencies=true, summary_quantiles=0.5:0.05,0.99:0.001 (repeatable)', collect)
+    .option('--metrics-interval-ms <ms>', 'how often CPU and memory metrics refresh (default 2000)', parseIntArg)
+    .option('--trace-config <setting>', 'trace settings as tritonserver: [triton,]file=..., level=TIMESTAMPS, rate=1000, count=-1, log-frequency=0 (repeatable)', collect)
+    .addOption(boolOption('--log-info [bool]', 'log info messages', true))
+    .addOption(boolOption('--log-warning [bool]', 'log warnings', true))
+    .addOption(boolOption('--log-error [bool]', 'log errors', true))
+    .option('--log-file <path>', 'write the log to this file instead of stdout/stderr')
+    .addOption(new Option('--log-format <format>', 'log line format').choices(['default', 'ISO8601']).default('default'))
     .action(async (o: ServeOptions & { modelStore?: string[] }) => {
       await serve({ ...o, modelRepository: [...o.modelRepository, ...(o.modelStore ?? [])] });
     });
