@@ -10,7 +10,7 @@ import { native } from '../native';
 import { runInProcessBench, type InProcessResult } from './inprocess';
 import { grpcMarkdown, runGrpcBench } from './grpc';
 import { httpMarkdown, runHttpBench } from './http';
-import { onnxChart, onnxMarkdown, runOnnxBench } from './onnx';
+import { BENCH_MODELS, onnxChart, onnxMarkdown, runOnnxBench } from './onnx';
 
 const RESULTS_DIR = path.join(__dirname, '..', '..', 'bench', 'results');
 
@@ -66,10 +66,11 @@ async function main(): Promise<void> {
     const result = await runGrpcBench();
     write('grpc', result, grpcMarkdown(result, machineDescription()));
   }
-  if (want('onnx')) {
-    const result = await runOnnxBench();
-    write('onnx', result, onnxMarkdown(result, machineDescription()));
-    writeFileSync(path.join(RESULTS_DIR, 'onnx.svg'), onnxChart(result));
+  for (const model of BENCH_MODELS) {
+    if (!want(model.scenario)) continue;
+    const result = await runOnnxBench(model);
+    write(model.scenario, result, onnxMarkdown(result, machineDescription()));
+    writeFileSync(path.join(RESULTS_DIR, `${model.scenario}.svg`), onnxChart(result));
   }
 }
 

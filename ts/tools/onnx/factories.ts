@@ -178,8 +178,8 @@ export function classifierModel(): Buffer {
 }
 
 /** The benchmark MLP: [256, 2048, 2048, 2048, 10], input "input" [batch, 256], output "logits" [batch, 10]. */
-export function benchMlpModel(): Buffer {
-  return mlpModel(BENCH_MLP_LAYERS, BENCH_MLP_SEED, { name: 'mlp_bench' });
+export function benchMlpModel(hidden = BENCH_MLP_LAYERS[1]!): Buffer {
+  return mlpModel([256, hidden, hidden, hidden, 10], BENCH_MLP_SEED, { name: 'mlp_bench' });
 }
 
 /** mulberry32: a small, fast 32-bit PRNG returning floats in [0, 1). */
