@@ -4,33 +4,14 @@
  * classification, parameters, header forwarding, versions and messages past grpc-js's 4 MiB
  * default.
  */
-import type { Request } from '../../../ts/request';
 import { DATA_TYPES, NDArray, serializeBytes } from '../../../ts/tensor';
 import type { Triton } from '../../../ts/triton';
+import { bindInferModels } from '../http/models';
 import { fp32Bytes, identity, ok, rawStub, serve, type Served } from './helpers';
 
+/** The HTTP infer suites' models (echo per datatype, pair, params, ...), plus two versions. */
 function bindModels(t: Triton): void {
-  for (const dtype of DATA_TYPES) {
-    t.bind({
-      modelName: `echo_${dtype}`, inferFunc: identity,
-      inputs: [{ name: 'IN', dtype, shape: [-1] }], outputs: [{ name: 'OUT', dtype, shape: [-1] }],
-      config: { maxBatchSize: 8 },
-    });
-  }
-  t.bind({
-    modelName: 'pair', inferFunc: (requests: Request[]) => requests.map((r) => ({ OA: r.data.A, OB: r.data.B })),
-    inputs: [{ name: 'A', dtype: 'FP32', shape: [3] }, { name: 'B', dtype: 'INT32', shape: [3] }],
-    outputs: [{ name: 'OA', dtype: 'FP32', shape: [3] }, { name: 'OB', dtype: 'INT32', shape: [3] }],
-    config: { batching: false },
-  });
-  t.bind({
-    modelName: 'params',
-    inferFunc: (requests: Request[]) => requests.map((r) => ({
-      P: new NDArray('BYTES', [1], [Buffer.from(JSON.stringify(r.parameters))]),
-    })),
-    inputs: [{ name: 'IN', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'P', dtype: 'BYTES', shape: [1] }],
-    config: { batching: false },
-  });
+  bindInferModels(t);
   for (const modelVersion of [1, 3]) {
     t.bind({
       modelName: 'versioned', modelVersion, inferFunc: identity,
