@@ -17,7 +17,7 @@ import { readBody, DEFAULT_MAX_INPUT_SIZE } from '../server/http/body';
 import { decodeInferRequest, parseHeaderLength, type InferSources } from '../server/http/infer-request';
 import { encodeInferResponse } from '../server/http/infer-response';
 import { sendBody, sendError } from '../server/http/respond';
-import { TurnQueue } from '../server/http/turn';
+import { TurnQueue } from '../server/turn';
 import { Logger } from '../log';
 import type { LoadJob, LoadReport } from './http-load';
 

@@ -14,40 +14,15 @@ import { decodeRefusal, metadataValue, refusal, statusOf, type CallStatus, type 
 import type { InferRequestMessage } from './infer-codec';
 import type { InferResponseFields } from './infer-encode';
 import { inferenceCall, inferResponse } from './infer-request';
+import type { TurnQueue } from '../turn';
 
 /** Per-stream bound on requests being answered (queued, running, or whose response is unsent). */
 export const STREAM_MAX_IN_FLIGHT = 1024;
 
-/**
- * Hands requests to the inference service at the end of the event loop's I/O phase, all the
- * requests read in that phase together. nghttp2 delivers each HTTP/2 stream in its own callback,
- * after which Node runs the microtask queue, where the models' batch pump runs; submitted one by
- * one, every request would be dispatched as a batch of one. Submitted together, requests that
- * arrived together are batched together, as Triton's completion-queue threads would find them.
- */
-export class IoPhaseSubmitter {
-  #queue: (() => void)[] = [];
-  #scheduled = false;
-
-  submit(task: () => void): void {
-    this.#queue.push(task);
-    if (!this.#scheduled) {
-      this.#scheduled = true;
-      setImmediate(this.#flush);
-    }
-  }
-
-  readonly #flush = (): void => {
-    this.#scheduled = false;
-    const tasks = this.#queue;
-    this.#queue = [];
-    for (const task of tasks) task();
-  };
-}
-
 export interface InferHandlerOptions {
   ctx: ServerContext;
-  submitter: IoPhaseSubmitter;
+  /** Starts the inferences read in one event-loop turn together (see TurnQueue). */
+  turns: TurnQueue;
   gate: Gate;
   forwardPattern: RegExp | null;
   /** Open streams, so shutdown can end them. */
@@ -71,7 +46,7 @@ function run(
     const request = inferenceCall(o.ctx, msg, {
       metadata: call.metadata, forwardPattern: o.forwardPattern, deadline: deadlineMs(call.getDeadline()), signal,
     });
-    return new Promise((resolve) => o.submitter.submit(() => {
+    return new Promise((resolve) => o.turns.submit(() => {
       trace?.mark('REQUEST_START');
       resolve(o.ctx.inference.infer(request));
     }));

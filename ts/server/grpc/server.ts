@@ -12,7 +12,8 @@ import type { ServerContext } from '../context';
 import type { Frontend } from '../frontends';
 import { SHUTTING_DOWN, callStatus, type CallStatus, type Gate } from './call-status';
 import { healthHandlers, serviceHandlers } from './handlers';
-import { IoPhaseSubmitter, modelInfer, modelStreamInfer, type InferHandlerOptions } from './infer-handlers';
+import { modelInfer, modelStreamInfer, type InferHandlerOptions } from './infer-handlers';
+import { TurnQueue } from '../turn';
 import { SERVER_OPTIONS, forServer, healthServiceDefinition, inferenceServiceDefinition } from './protos';
 
 /** Triton's default and largest message size (INT32_MAX). */
@@ -77,7 +78,7 @@ export async function startGrpcFrontend(ctx: ServerContext): Promise<Frontend> {
   const gate: Gate = { shuttingDown: false };
   const streams = new Set<{ close(status: CallStatus): void }>();
   const infer: InferHandlerOptions = {
-    ctx, gate, submitter: new IoPhaseSubmitter(), forwardPattern: forwardPattern(config.grpcHeaderForwardPattern), streams,
+    ctx, gate, turns: new TurnQueue(), forwardPattern: forwardPattern(config.grpcHeaderForwardPattern), streams,
   };
   server.addService(forServer(inferenceServiceDefinition(SERVER_OPTIONS)), {
     ...serviceHandlers(ctx, gate),

@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ServerContext } from '../context';
 import type { RouteParams } from './router';
-import type { TurnQueue } from './turn';
+import type { TurnQueue } from '../turn';
 import type { DisconnectSignal } from './disconnect';
 import type { InferSources } from './infer-request';
 

@@ -16,7 +16,7 @@ import { DEFAULT_MAX_INPUT_SIZE } from './body';
 import type { Handler, HttpCall, HttpSettings } from './call';
 import { compileForwardPattern, type RawInputSpec } from './infer-request';
 import { resolveModel } from '../inference-service';
-import { TurnQueue } from './turn';
+import { TurnQueue } from '../turn';
 import { infer } from './handlers/infer';
 import {
   live, modelConfigRoute, modelMetadataRoute, modelReadyRoute, ready, serverMetadataRoute, statisticsRoute,

@@ -3,7 +3,7 @@
  * cancellation signal): calls of one turn start together after the poll phase, in order, and
  * each settles as its own promise does; a disconnect tells its listeners once.
  */
-import { TurnQueue } from '../../ts/server/http/turn';
+import { TurnQueue } from '../../ts/server/turn';
 import { DisconnectSignal } from '../../ts/server/http/disconnect';
 
 describe('TurnQueue', () => {
