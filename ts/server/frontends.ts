@@ -24,9 +24,18 @@ export async function startFrontends(ctx: ServerContext): Promise<Frontend[]> {
   const started: Frontend[] = [];
   const starters: (() => Promise<Frontend>)[] = [];
   const config = ctx.triton.config;
-  if (config.allowHttp ?? true) starters.push(() => startHttpFrontend(ctx));
+  // Triton's start-up lines (the gRPC frontend logs its own).
+  const logged = (start: () => Promise<Frontend>, service: string, address: string) => async (): Promise<Frontend> => {
+    const frontend = await start();
+    ctx.logger.info(`Started ${service} at ${address}:${frontend.port}`);
+    return frontend;
+  };
+  const httpAddress = config.httpAddress ?? '0.0.0.0';
+  if (config.allowHttp ?? true) starters.push(logged(() => startHttpFrontend(ctx), 'HTTPService', httpAddress));
   if (config.allowGrpc ?? true) starters.push(() => startGrpcFrontend(ctx));
-  if (config.allowMetrics ?? true) starters.push(() => startMetricsFrontend(ctx));
+  if (config.allowMetrics ?? true) {
+    starters.push(logged(() => startMetricsFrontend(ctx), 'Metrics Service', config.metricsAddress ?? httpAddress));
+  }
   try {
     for (const start of starters) started.push(await start());
   } catch (err) {
