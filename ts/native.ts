@@ -49,6 +49,8 @@ export interface OnnxLoadOptions {
   deviceId?: number;
   /** ONNX Runtime session config entries, e.g. { 'session.intra_op.allow_spinning': '0' }. */
   sessionConfig?: Record<string, string>;
+  /** Nice increment of the instance threads and ONNX Runtime's pool threads (0 = unchanged). */
+  computeThreadNice?: number;
 }
 
 /**

@@ -93,6 +93,7 @@ Napi::Value LoadOnnxModel(const Napi::CallbackInfo& info) {
   options.device_id = IntOption(js, "deviceId");
   options.use_cuda = js.Get("useCuda").ToBoolean();
   options.use_tensorrt = js.Get("useTensorRt").ToBoolean();
+  options.compute_thread_nice = IntOption(js, "computeThreadNice");
   Napi::Value entries = js.Get("sessionConfig");
   if (entries.IsObject()) {
     Napi::Object object = entries.As<Napi::Object>();

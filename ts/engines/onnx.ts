@@ -27,6 +27,8 @@ export interface OnnxEngineRequest {
   interOpThreads?: number;
   /** ONNX Runtime session config entries (the model's `session.*` parameters). */
   sessionConfig?: Record<string, string>;
+  /** Nice increment of the compute threads (instance threads, ONNX Runtime's pools). */
+  computeThreadNice?: number;
   log?: (line: string) => void;
 }
 
@@ -34,7 +36,7 @@ export interface OnnxEngineRequest {
 export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxModelHandle> {
   const base: OnnxLoadOptions = {
     intraOpThreads: req.intraOpThreads, interOpThreads: req.interOpThreads, deviceId: req.deviceId ?? 0,
-    sessionConfig: req.sessionConfig,
+    sessionConfig: req.sessionConfig, computeThreadNice: req.computeThreadNice,
   };
   const gpuWanted = req.kind === 'KIND_GPU' || (req.kind === 'KIND_AUTO' && native().buildInfo().cudaDeviceCount > 0);
   const attempts: { name: string; options: OnnxLoadOptions }[] = [];

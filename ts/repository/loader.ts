@@ -61,17 +61,24 @@ function onnxInstances(model: string, groups: NormalizedInstanceGroup[]): { coun
   return { count: groups.reduce((n, g) => n + g.count, 0), kind: kinds[0], deviceId: gpus[0] ?? 0 };
 }
 
-/** A thread-count parameter of the config: a non-negative integer (0 = ONNX Runtime's default). */
-function threadParameter(model: string, config: RawModelConfig, key: string): number | undefined {
+/** An integer parameter of the config within [0, max]; `zero` says what 0 means. */
+function intParameter(model: string, config: RawModelConfig, key: string, max: number, zero: string): number | undefined {
   const params = config.parameters as Record<string, { string_value?: string }> | undefined;
   const value = params?.[key]?.string_value;
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (value.trim() === '' || !Number.isSafeInteger(n) || n < 0 || n > 1024) {
-    throw new InferenceServerError('INVALID_ARG', `model '${model}': parameter '${key}' must be an integer from 0 (ONNX Runtime's default) to 1024, got '${value}'`);
+  if (value.trim() === '' || !Number.isSafeInteger(n) || n < 0 || n > max) {
+    throw new InferenceServerError('INVALID_ARG', `model '${model}': parameter '${key}' must be an integer from 0 (${zero}) to ${max}, got '${value}'`);
   }
   return n;
 }
+
+/**
+ * How much lower than the JS thread the compute threads (instance threads, ONNX Runtime's
+ * pools) are scheduled, as a nice increment: under CPU contention the event loop runs first,
+ * which keeps its delay low while ONNX Runtime uses every core it leaves.
+ */
+export const DEFAULT_COMPUTE_THREAD_NICE = 10;
 
 /** The config's `session.*` parameters: ONNX Runtime session config entries, passed as they are. */
 function sessionConfigEntries(config: RawModelConfig): Record<string, string> | undefined {
@@ -107,14 +114,16 @@ async function loadVersion(
     // Everything that needs no model file is checked before ONNX Runtime creates sessions.
     const groups = precheckRawConfig({ backend: 'onnxruntime', ...raw }, normalizeOptions(dir, version, options));
     const instances = onnxInstances(dir.name, groups);
-    const intraOpThreads = threadParameter(dir.name, raw, 'intra_op_thread_count');
-    const interOpThreads = threadParameter(dir.name, raw, 'inter_op_thread_count');
+    const intraOpThreads = intParameter(dir.name, raw, 'intra_op_thread_count', 1024, "ONNX Runtime's default");
+    const interOpThreads = intParameter(dir.name, raw, 'inter_op_thread_count', 1024, "ONNX Runtime's default");
+    const computeThreadNice = intParameter(dir.name, raw, 'compute_thread_nice', 19, 'the JS thread\'s priority') ??
+      DEFAULT_COMPUTE_THREAD_NICE;
     let handle: OnnxModelHandle;
     try {
       handle = await loadOnnxEngine({
         modelName: dir.name, modelPath: found.file, instanceCount: instances.count, kind: instances.kind,
         deviceId: instances.deviceId, tensorRt: wantsTensorRt(raw), intraOpThreads, interOpThreads,
-        sessionConfig: sessionConfigEntries(raw), log: options.log,
+        sessionConfig: sessionConfigEntries(raw), computeThreadNice, log: options.log,
       });
     } catch (err) {
       throw inVersion(where, err);

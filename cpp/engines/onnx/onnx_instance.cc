@@ -2,8 +2,9 @@
 
 #include <cstring>
 
-#include "engines/batch_inputs.h"
 #include "core/clock.h"
+#include "core/thread_priority.h"
+#include "engines/batch_inputs.h"
 
 namespace infernode {
 
@@ -34,6 +35,7 @@ void OnnxInstance::Shutdown() {
 }
 
 void OnnxInstance::Loop() {
+  LowerThreadPriority(session_->ComputeThreadNice());
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     cv_.wait(lock, [this] { return stopping_ || next_ != nullptr; });

@@ -1,7 +1,12 @@
 #include "engines/onnx/onnx_session.h"
 
+#include <cstdint>
 #include <cstring>
+#include <new>
+#include <system_error>
+#include <thread>
 
+#include "core/thread_priority.h"
 #include "engines/onnx/ort_types.h"
 
 namespace infernode {
@@ -61,6 +66,36 @@ Status AppendTensorRt(const OrtRuntime& runtime, OrtSessionOptions* options, int
   return status.IsOk() ? status : Unavailable(status.Message());
 }
 
+// ONNX Runtime's pool threads, created by us so they run at the compute threads' priority.
+// The creation option is the nice increment itself, carried in the pointer (nothing to keep
+// alive). The handle is the std::thread, joined and deleted when ORT's pool shuts down.
+OrtCustomThreadHandle CreateComputeThread(void* nice_increment, OrtThreadWorkerFn work, void* param) {
+  const int increment = static_cast<int>(reinterpret_cast<intptr_t>(nice_increment));
+  try {
+    auto* thread = new std::thread([increment, work, param] {
+      LowerThreadPriority(increment);
+      work(param);
+    });
+    return reinterpret_cast<OrtCustomThreadHandle>(thread);
+  } catch (const std::exception&) {
+    return nullptr;  // ORT reports the failure to create its thread pool
+  }
+}
+
+void JoinComputeThread(OrtCustomThreadHandle handle) {
+  auto* thread = reinterpret_cast<std::thread*>(const_cast<OrtCustomHandleType*>(handle));
+  thread->join();
+  delete thread;
+}
+
+Status SetComputeThreads(const OrtRuntime& runtime, OrtSessionOptions* options, int nice_increment) {
+  const OrtApi* api = runtime.Api();
+  void* carried = reinterpret_cast<void*>(static_cast<intptr_t>(nice_increment));
+  RETURN_IF_ERROR(runtime.Check(api->SessionOptionsSetCustomCreateThreadFn(options, CreateComputeThread), "compute threads"));
+  RETURN_IF_ERROR(runtime.Check(api->SessionOptionsSetCustomThreadCreationOptions(options, carried), "compute threads"));
+  return runtime.Check(api->SessionOptionsSetCustomJoinThreadFn(options, JoinComputeThread), "compute threads");
+}
+
 }  // namespace
 
 Status OnnxSession::Create(std::shared_ptr<OrtRuntime> runtime, const std::string& path,
@@ -78,6 +113,8 @@ Status OnnxSession::Create(std::shared_ptr<OrtRuntime> runtime, const std::strin
   if (options.inter_op_threads > 0) {
     RETURN_IF_ERROR(runtime->Check(api->SetInterOpNumThreads(raw_options, options.inter_op_threads), "inter_op_thread_count"));
   }
+  if (options.compute_thread_nice > 0) RETURN_IF_ERROR(SetComputeThreads(*runtime, raw_options, options.compute_thread_nice));
+  session->compute_thread_nice_ = options.compute_thread_nice;
   for (const auto& [key, value] : options.config_entries) {
     RETURN_IF_ERROR(runtime->Check(api->AddSessionConfigEntry(raw_options, key.c_str(), value.c_str()),
                                    "session config entry '" + key + "'"));

@@ -29,6 +29,9 @@ struct OnnxSessionOptions {
   // ONNX Runtime session config entries ("session.intra_op.allow_spinning" = "0", ...), from
   // the model's parameters whose keys start with "session.".
   std::vector<std::pair<std::string, std::string>> config_entries;
+  // Nice increment of the instance thread and of ONNX Runtime's pool threads (0 = unchanged):
+  // see core/thread_priority.h.
+  int compute_thread_nice = 0;
 };
 
 class OnnxSession {
@@ -43,6 +46,9 @@ class OnnxSession {
   const std::vector<OnnxTensorInfo>& Outputs() const { return outputs_; }
   // Which execution provider the session got ("CPU", "CUDA", "TensorRT").
   const std::string& Provider() const { return provider_; }
+
+  // The nice increment its instance thread takes (OnnxSessionOptions::compute_thread_nice).
+  int ComputeThreadNice() const { return compute_thread_nice_; }
 
   // Runs the batch and fetches the outputs named in `wanted` (every model output when empty);
   // with `batching`, each output covers the whole batch (rows first). Outputs whose shape is
@@ -66,6 +72,7 @@ class OnnxSession {
   std::vector<OnnxTensorInfo> inputs_;
   std::vector<OnnxTensorInfo> outputs_;
   std::string provider_ = "CPU";
+  int compute_thread_nice_ = 0;
 };
 
 }  // namespace infernode

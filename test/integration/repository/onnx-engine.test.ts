@@ -2,9 +2,12 @@
  * The native ONNX Runtime engine as a repository config drives it: `reshape` on inputs and
  * outputs, instance groups (one session per instance, executing concurrently; KIND_GPU without
  * a GPU; KIND_AUTO resolved in the served config), and the session parameters
- * (intra_op_thread_count, inter_op_thread_count, session.* entries).
+ * (intra_op_thread_count, inter_op_thread_count, session.* entries, compute_thread_nice).
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { toModelConfigJson } from '../../../ts/config/model-config-json';
+import { DEFAULT_COMPUTE_THREAD_NICE } from '../../../ts/repository/loader';
 import { native } from '../../../ts/native';
 import { NDArray } from '../../../ts/tensor';
 import { identityModel } from '../../../ts/tools/onnx';
@@ -31,6 +34,14 @@ async function serve(options: Parameters<typeof startRepoTriton>[1] = {}): Promi
 }
 
 const SIX = new Float32Array([1, 2, 3, 4, 5, 6]);
+
+/** The nice value of every thread of this process (Linux: /proc/self/task/<tid>/stat). */
+function threadNices(): number[] {
+  return readdirSync('/proc/self/task').map((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  });
+}
 
 describe('reshape', () => {
   test('batched: clients send [6] and get [2]; the model sees [2, 3] and produces [2, 1]', async () => {
@@ -198,6 +209,37 @@ describe('session parameters', () => {
     expect((await triton.infer('m', { INPUT0: x })).OUTPUT0.data).toEqual(x.data);
     expect(triton.model('m').config.parameters).toEqual({
       intra_op_thread_count: '2', inter_op_thread_count: '1', 'session.intra_op.allow_spinning': '0',
+    });
+  });
+
+  test('compute threads (instance thread, ONNX Runtime pool) run at the nice increment asked; gone after stop', async () => {
+    const base = getPriority();
+    // Threads at base + by; for 0, every thread above the base (none may be added).
+    const raised = (by: number): number => threadNices().filter((n) => (by === 0 ? n > base : n === Math.min(19, base + by))).length;
+    for (const [parameter, by, threads] of [['"7"', 7, 2], [null, DEFAULT_COMPUTE_THREAD_NICE, 2], ['"0"', 0, 0]] as const) {
+      repo.onnx('m', 1, identityModel('FP32', [2]));
+      repo.config('m', `platform: "onnxruntime_onnx"\nmax_batch_size: 4
+        parameters { key: "intra_op_thread_count", value: { string_value: "2" } }
+        ${parameter === null ? '' : `parameters { key: "compute_thread_nice", value: { string_value: ${parameter} } }`}`);
+      const before = raised(by);
+      const triton = await serve();
+      const x = new NDArray('FP32', [1, 2], new Float32Array([3, 4]));
+      expect((await triton.infer('m', { INPUT0: x })).OUTPUT0.data).toEqual(x.data);
+      // One instance thread and one ORT worker (intra-op 2 = the caller plus one worker).
+      expect(raised(by)).toBe(before + threads);
+      await triton.stop();
+      served = undefined;
+      expect(raised(by)).toBe(before);
+    }
+  });
+
+  test.each(['20', '-1', 'low'])('compute_thread_nice "%s" is refused, naming the parameter', async (value) => {
+    repo.onnx('m', 1, identityModel('FP32', [2]));
+    repo.config('m', `platform: "onnxruntime_onnx"\nmax_batch_size: 4
+      parameters { key: "compute_thread_nice", value: { string_value: "${value}" } }`);
+    const triton = await serve();
+    expect(triton.repositoryIndex()[0]).toMatchObject({
+      state: 'UNAVAILABLE', reason: `model 'm': parameter 'compute_thread_nice' must be an integer from 0 (the JS thread's priority) to 19, got '${value}'`,
     });
   });
 
