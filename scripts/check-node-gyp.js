@@ -41,7 +41,7 @@ model.enqueue(1, ['IN', 11, [2], new Float32Array(2)], 0, 0);
 const dispatch = model.pump();
 if (!dispatch || dispatch[2] !== 1) throw new Error('the request was not dispatched');
 const done = model.completeBatch(dispatch[0], dispatch[1], 0, '');
-if (!done || done.ids[0] !== 1 || done.codes[0] !== 0) throw new Error('the request did not complete');
+if (!done || done[0][0] !== 1 || done[1][0] !== 0) throw new Error('the request did not complete');
 model.stop();
 fs.rmSync(work, { recursive: true, force: true });
 console.log('node-gyp build: compiled, loaded, served one request (CPU-only)');

@@ -262,17 +262,17 @@ export class BoundModel {
 
   /** Native code handed requests back: resolve or reject each. Never throws. */
   #settle(responses: NativeResponses): void {
-    const { ids, codes, messages, outputs } = responses;
+    const [ids, codes, messages, outputs] = responses;
     for (let i = 0; i < ids.length; i++) {
       const entry = this.#pending.get(ids[i]);
       if (!entry) continue;
       this.#pending.delete(ids[i]);
       if (entry.settled) continue;
       entry.settled = true;
-      const native = outputs[i];
+      const native = outputs?.[i];
       if (native) entry.outputs = nativeOutputsToArrays(native, this.config.name);
       if (codes[i] === 0) entry.resolve(this.#selectOutputs(entry));
-      else entry.reject(new InferenceServerError(codes[i], messages[i] ?? 'inference failed'));
+      else entry.reject(new InferenceServerError(codes[i], messages?.[i] ?? 'inference failed'));
     }
     if (this.#drained && this.#pending.size === 0) this.#drained();
   }

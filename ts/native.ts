@@ -7,15 +7,19 @@ import * as path from 'node:path';
 import { InferenceServerError } from './errors';
 import type { NormalizedModelConfig } from './config/normalize';
 
-/** Requests handed back by native code: parallel arrays, codes are StatusCode numbers (0 = ok). */
-export interface NativeResponses {
-  ids: Float64Array;
-  codes: Int32Array;
-  /** Error message per failed entry (sparse). */
-  messages: (string | undefined)[];
-  /** Outputs of native engines per entry (sparse; JS engines keep their outputs in JS). */
-  outputs: (Record<string, NativeOutput> | undefined)[];
-}
+/**
+ * Requests handed back by native code: parallel arrays, codes are StatusCode numbers (0 = ok).
+ * A tuple rather than an object: native code makes one per completion, and property names
+ * would cost a string lookup each.
+ */
+export type NativeResponses = [
+  ids: Float64Array,
+  codes: Int32Array,
+  /** Error message per failed entry (sparse; undefined when none failed). */
+  messages: (string | undefined)[] | undefined,
+  /** Outputs of native engines per entry (sparse; undefined for JS engines, which keep theirs in JS). */
+  outputs: (Record<string, NativeOutput> | undefined)[] | undefined,
+];
 
 /** An output of a native engine: `data` is an external ArrayBuffer over native memory. */
 export interface NativeOutput {

@@ -253,29 +253,38 @@ void NativeModel::OnResponses(Napi::Env env, std::vector<InferenceResponse> resp
   if (batch.IsObject()) on_complete_.Call({batch});
 }
 
+// [ids: Float64Array, codes: Int32Array, messages?, outputs?]: an array, not an object, so
+// no property names are made per completion; the sparse messages and outputs arrays exist only
+// when an entry has one (failures; outputs of native engines).
 Napi::Value NativeModel::ResponsesToJs(Napi::Env env, std::vector<InferenceResponse> responses) {
   if (responses.empty()) return env.Null();
   const size_t n = responses.size();
   Napi::Float64Array ids = Napi::Float64Array::New(env, n);
   Napi::Int32Array codes = Napi::Int32Array::New(env, n);
-  Napi::Array messages = Napi::Array::New(env);
-  Napi::Array outputs = Napi::Array::New(env);
+  Napi::Value messages = env.Undefined();
+  Napi::Value outputs = env.Undefined();
   for (size_t i = 0; i < n; ++i) {
     ids[i] = static_cast<double>(responses[i].request_id);
     codes[i] = static_cast<int32_t>(responses[i].status.Code());
-    if (!responses[i].status.IsOk()) messages.Set(static_cast<uint32_t>(i), responses[i].status.Message());
-    if (!responses[i].outputs.empty()) outputs.Set(static_cast<uint32_t>(i), OutputsToJs(env, responses[i].outputs));
+    if (!responses[i].status.IsOk()) {
+      if (messages.IsUndefined()) messages = Napi::Array::New(env);
+      messages.As<Napi::Array>().Set(static_cast<uint32_t>(i), responses[i].status.Message());
+    }
+    if (!responses[i].outputs.empty()) {
+      if (outputs.IsUndefined()) outputs = Napi::Array::New(env);
+      outputs.As<Napi::Array>().Set(static_cast<uint32_t>(i), OutputsToJs(env, responses[i].outputs));
+    }
   }
   outstanding_ -= static_cast<int64_t>(n);
   if (outstanding_ <= 0) {
     outstanding_ = 0;
     channel_->Unref(env);
   }
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("ids", ids);
-  out.Set("codes", codes);
-  out.Set("messages", messages);
-  out.Set("outputs", outputs);
+  Napi::Array out = Napi::Array::New(env, 4);
+  out.Set(uint32_t{0}, ids);
+  out.Set(uint32_t{1}, codes);
+  out.Set(uint32_t{2}, messages);
+  out.Set(uint32_t{3}, outputs);
   return out;
 }
 
