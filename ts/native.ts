@@ -112,7 +112,13 @@ export interface NativeModelStats {
  */
 export type EnqueueInputs = (string | number | number[] | ArrayBufferView)[];
 
-/** Backed by cpp/napi/native_model.{h,cc}. Every method runs on the main thread. */
+/**
+ * Backed by cpp/napi/native_model.{h,cc}. Every method runs on the main thread.
+ *
+ * The typed arrays of a Dispatch and of NativeResponses (small ones) are views over scratch
+ * memory of the model that its next pump() or completion overwrites: read them at once, and
+ * copy what must outlive the next call into the model.
+ */
 export interface NativeModel {
   /**
    * Validates and queues; throws InferenceServerError (INVALID_ARG, UNAVAILABLE) synchronously.

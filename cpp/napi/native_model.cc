@@ -80,10 +80,25 @@ InputTensor InputFromJs(Napi::Env env, const Napi::Array& args, uint32_t at) {
   return in;
 }
 
+// Dispatches and completions of up to this many elements are written into a model's scratch
+// ArrayBuffers; JS gets a fresh typed-array view over them. A view costs V8 no backing store
+// (malloc, registration, sweeping), which was a large share of a request's cost. Safe because
+// BoundModel reads each one synchronously, before anything that could write it again: #pump
+// turns a dispatch's ids into entries before running the batch, #settle reads a completion
+// without calling into native code. Larger ones get their own buffer.
+constexpr size_t kScratchElements = 1024;
+
+template <typename T>
+Napi::TypedArrayOf<T> ScratchView(Napi::Env env, Napi::Reference<Napi::ArrayBuffer>* scratch, size_t count) {
+  if (count > kScratchElements) return Napi::TypedArrayOf<T>::New(env, count);
+  if (scratch->IsEmpty()) *scratch = Napi::Persistent(Napi::ArrayBuffer::New(env, kScratchElements * sizeof(T)));
+  return Napi::TypedArrayOf<T>::New(env, count, scratch->Value(), 0);
+}
+
 // [instance, token, id...]: a batch dispatched on the main thread, for JS to execute now.
-Napi::Value DispatchToJs(Napi::Env env, const InlineDispatch& dispatch) {
+Napi::Value DispatchToJs(Napi::Env env, const InlineDispatch& dispatch, Napi::Reference<Napi::ArrayBuffer>* scratch) {
   if (dispatch.instance < 0) return env.Undefined();
-  Napi::Float64Array out = Napi::Float64Array::New(env, dispatch.request_ids.size() + 2);
+  Napi::Float64Array out = ScratchView<double>(env, scratch, dispatch.request_ids.size() + 2);
   out[0] = dispatch.instance;
   out[1] = static_cast<double>(dispatch.token);
   for (size_t i = 0; i < dispatch.request_ids.size(); ++i) out[i + 2] = static_cast<double>(dispatch.request_ids[i]);
@@ -223,7 +238,7 @@ Napi::Value NativeModel::Pump(const Napi::CallbackInfo& info) {
   if (stopped_) return env.Undefined();
   InlineDispatch dispatch;
   scheduler_->Pump(&dispatch);
-  return DispatchToJs(env, dispatch);
+  return DispatchToJs(env, dispatch, &dispatch_scratch_);
 }
 
 Napi::Value NativeModel::Drain(const Napi::CallbackInfo& info) {
@@ -259,8 +274,8 @@ void NativeModel::OnResponses(Napi::Env env, std::vector<InferenceResponse> resp
 Napi::Value NativeModel::ResponsesToJs(Napi::Env env, std::vector<InferenceResponse> responses) {
   if (responses.empty()) return env.Null();
   const size_t n = responses.size();
-  Napi::Float64Array ids = Napi::Float64Array::New(env, n);
-  Napi::Int32Array codes = Napi::Int32Array::New(env, n);
+  Napi::Float64Array ids = ScratchView<double>(env, &ids_scratch_, n);
+  Napi::Int32Array codes = ScratchView<int32_t>(env, &codes_scratch_, n);
   Napi::Value messages = env.Undefined();
   Napi::Value outputs = env.Undefined();
   for (size_t i = 0; i < n; ++i) {

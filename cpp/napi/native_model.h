@@ -36,7 +36,7 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
   Napi::Value Stop(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
 
-  // Converts handed-back responses to { ids, codes, messages } and updates outstanding_.
+  // Converts handed-back responses to [ids, codes, messages?, outputs?] and updates outstanding_.
   Napi::Value ResponsesToJs(Napi::Env env, std::vector<InferenceResponse> responses);
   void StopAll();
   static void CleanupHook(NativeModel* self);
@@ -51,6 +51,10 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
   Napi::FunctionReference on_execute_;
   Napi::FunctionReference on_complete_;
   Napi::Env::CleanupHook<void (*)(NativeModel*), NativeModel> cleanup_hook_;
+  // Memory behind the views pump() and the completions hand to JS (see ScratchView).
+  Napi::Reference<Napi::ArrayBuffer> dispatch_scratch_;
+  Napi::Reference<Napi::ArrayBuffer> ids_scratch_;
+  Napi::Reference<Napi::ArrayBuffer> codes_scratch_;
   int64_t outstanding_ = 0;
   bool stopped_ = false;
 };
