@@ -7,29 +7,13 @@
 
 #include "engines/batch_inputs.h"
 #include "harness.h"
+#include "model_configs.h"
 
 using namespace infernode;
+using test_configs::Model;
+using test_configs::Spec;
 
 namespace {
-
-TensorConfig Spec(const std::string& name, DataType dtype, Shape dims, bool optional = false,
-                  bool ragged = false) {
-  TensorConfig spec;
-  spec.name = name;
-  spec.dtype = dtype;
-  spec.dims = std::move(dims);
-  spec.optional = optional;
-  spec.allow_ragged_batch = ragged;
-  return spec;
-}
-
-ModelConfig Model(int64_t max_batch_size, std::vector<TensorConfig> inputs) {
-  ModelConfig config;
-  config.name = "m";
-  config.max_batch_size = max_batch_size;
-  config.inputs = std::move(inputs);
-  return config;
-}
 
 // Inputs point into `bytes`, which the test keeps alive.
 InputTensor View(const std::string& name, DataType dtype, Shape shape, const std::vector<uint8_t>& bytes) {

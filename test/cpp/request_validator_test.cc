@@ -7,32 +7,16 @@
 #include <vector>
 
 #include "harness.h"
+#include "model_configs.h"
 #include "scheduling/request_validator.h"
 
 using namespace infernode;
+using test_configs::Model;
+using test_configs::Spec;
 
 namespace {
 
 const uint8_t kZeros[1024] = {};
-
-TensorConfig Spec(const std::string& name, DataType dtype, Shape dims, bool optional = false,
-                  bool ragged = false) {
-  TensorConfig spec;
-  spec.name = name;
-  spec.dtype = dtype;
-  spec.dims = std::move(dims);
-  spec.optional = optional;
-  spec.allow_ragged_batch = ragged;
-  return spec;
-}
-
-ModelConfig Model(int64_t max_batch_size, std::vector<TensorConfig> inputs) {
-  ModelConfig config;
-  config.name = "m";
-  config.max_batch_size = max_batch_size;
-  config.inputs = std::move(inputs);
-  return config;
-}
 
 // A batching model with one FP32 input "x" of dims [3].
 ModelConfig SimpleModel() { return Model(8, {Spec("x", DataType::kFp32, {3})}); }
