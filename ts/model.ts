@@ -14,7 +14,8 @@ import {
 import { collectOutputs } from './outputs';
 import { Request, type InferFunc, type Parameters, type TritonContext } from './request';
 import {
-  NDArray, dataTypeCode, deserializeBytes, elementCount, serializeBytes, typedArrayFor, type DataType,
+  NDArray, checkTensorData, copyNDArray, dataTypeCode, deserializeBytes, elementCount, serializeBytes, typedArrayFor,
+  type DataType,
 } from './tensor';
 
 /**
@@ -38,6 +39,13 @@ export interface InferOptions {
   outputs?: string[];
   /** Aborting cancels the request: removed from the queue, or its result dropped. */
   signal?: CancelSignal;
+  /**
+   * The inputs belong to infernode until the request settles (the frontends' received buffers,
+   * warm-up data): they are read in place. Without it the inputs are copied when the request is
+   * queued, so the caller may reuse, change or transfer its arrays as soon as infer() returns.
+   * @internal
+   */
+  inputsOwned?: boolean;
 }
 
 interface PendingRequest {
@@ -119,8 +127,12 @@ export class BoundModel {
     });
     try {
       const requestedOutputs = this.#checkRequestedOutputs(options.outputs);
+      // Caller-owned inputs are copied when queued: in JS for JS callables (which read them),
+      // into pooled native memory by enqueue for native engines.
+      const owned = options.inputsOwned === true;
+      const data = this.#checkInputs(inputs, !owned && !this.#nativeEngine);
       const entry: PendingRequest = {
-        request: new Request(inputs, options.parameters ?? {}, requestedOutputs),
+        request: new Request(data, options.parameters ?? {}, requestedOutputs),
         requestedOutputs,
         resolve: resolveFn,
         reject: rejectFn,
@@ -129,7 +141,7 @@ export class BoundModel {
       // Stored before enqueue: the scheduler may dispatch this request within the call.
       this.#pending.set(id, entry);
       try {
-        this.#enqueue(id, inputs, options);
+        this.#enqueue(id, data, options, !owned && this.#nativeEngine);
       } catch (err) {
         this.#pending.delete(id);
         throw err;
@@ -153,18 +165,33 @@ export class BoundModel {
     return names;
   }
 
-  #enqueue(id: number, inputs: Record<string, NDArray>, options: InferOptions): void {
+  /**
+   * Checks every input's data against its datatype (an NDArray's `data` can be replaced after
+   * construction) and, unless infernode owns the inputs, copies them: native engines read them
+   * on other threads later, and a caller's buffer may be transferred (detached and freed) or
+   * changed meanwhile. The copy is what onnxruntime-node and PyTriton do too.
+   */
+  #checkInputs(inputs: Record<string, NDArray>, copy: boolean): Record<string, NDArray> {
+    const checked: Record<string, NDArray> = copy ? {} : inputs;
+    for (const name in inputs) {
+      const arr = inputs[name];
+      const what = `input '${name}' for model '${this.config.name}'`;
+      if (!(arr instanceof NDArray)) throw invalidArg(`${what} must be an NDArray`);
+      checkTensorData(arr.dtype, arr.shape, arr.data, what);
+      if (copy) checked[name] = copyNDArray(arr);
+    }
+    return checked;
+  }
+
+  #enqueue(id: number, inputs: Record<string, NDArray>, options: InferOptions, copyInNative: boolean): void {
     const flat: EnqueueInputs = [];
     for (const name in inputs) {
       const arr = inputs[name];
-      if (!(arr instanceof NDArray)) {
-        throw invalidArg(`input '${name}' for model '${this.config.name}' must be an NDArray`);
-      }
       const data = arr.dtype === 'BYTES' ? serializeBytes(arr.data as Uint8Array[]) : (arr.data as ArrayBufferView);
       flat.push(name, dataTypeCode(arr.dtype), arr.shape, data);
     }
     if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', `model '${this.config.name}' is not ready: it was stopped`);
-    this.#native.enqueue(id, flat, options.priority ?? 0, options.timeoutMicroseconds ?? 0);
+    this.#native.enqueue(id, flat, options.priority ?? 0, options.timeoutMicroseconds ?? 0, copyInNative);
   }
 
   #watchAbort(id: number, entry: PendingRequest, signal: CancelSignal): void {

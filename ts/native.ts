@@ -122,9 +122,12 @@ export type EnqueueInputs = (string | number | number[] | ArrayBufferView)[];
 export interface NativeModel {
   /**
    * Validates and queues; throws InferenceServerError (INVALID_ARG, UNAVAILABLE) synchronously.
-   * The caller promises to call pump() soon (once per burst of requests).
+   * The caller promises to call pump() soon (once per burst of requests). With `copyInputs`
+   * the inputs are copied into pooled native memory the request owns (the caller's arrays may
+   * then change or be transferred); without it they are read in place, and the caller keeps
+   * them alive and unchanged until the request is handed back.
    */
-  enqueue(id: number, inputs: EnqueueInputs, priority: number, timeoutMicroseconds: number): void;
+  enqueue(id: number, inputs: EnqueueInputs, priority: number, timeoutMicroseconds: number, copyInputs?: boolean): void;
   /**
    * Dispatches the batch the batcher would send now to an idle JS instance, on this thread;
    * undefined when none can go now (the batcher thread then handles any queue delay).

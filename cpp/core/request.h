@@ -1,8 +1,10 @@
 // Request and response objects of the native core.
 //
-// Ownership: an InputTensor's bytes are a view. When the request comes from JS, the JS
-// pending-request table (ts/model.ts) holds the TypedArrays until this request's completion has
-// been delivered back to the main thread, which happens only after every native reader is done.
+// Ownership: an InputTensor's bytes are a view. Either `owner` holds them (a copy made when the
+// request was queued), or the JS pending-request table (ts/model.ts) holds the TypedArrays they
+// belong to until this request's completion has been delivered back to the main thread, which
+// happens only after every native reader is done; infernode owns those arrays (the frontends'
+// received buffers), so no caller can transfer or free them meanwhile.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,7 @@ struct InputTensor {
   Shape shape;  // full shape, batch axis included when the model batches
   const uint8_t* data = nullptr;
   uint64_t byte_size = 0;
+  std::shared_ptr<const void> owner;  // keeps `data` alive when it is a copy; may be null
 };
 
 struct InferenceRequest {

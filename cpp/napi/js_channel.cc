@@ -35,19 +35,23 @@ struct JsChannel::State {
       resps.swap(responses);
       wake_pending = false;
     }
+    // The first execute not yet handed to the listener. An execute whose OnExecute threw was
+    // handed over (its callable ran and failed on its own); one behind a throwing OnResponses
+    // was not, so none is skipped.
     size_t next = 0;
     try {
       if (listener != nullptr && !resps.empty()) listener->OnResponses(env, std::move(resps));
-      for (; next < execs.size() && listener != nullptr; ++next) {
-        listener->OnExecute(env, execs[next].instance, execs[next].token, execs[next].ids);
+      while (next < execs.size() && listener != nullptr) {
+        const ExecuteMessage& message = execs[next++];
+        listener->OnExecute(env, message.instance, message.token, message.ids);
       }
     } catch (const Napi::Error& error) {
-      Requeue(std::move(execs), next + 1);
+      Requeue(std::move(execs), next);
       error.ThrowAsJavaScriptException();
     }
   }
 
-  // Puts the executes after `from` back in front of anything queued since, and wakes again.
+  // Puts the executes from `from` on back in front of anything queued since, and wakes again.
   void Requeue(std::vector<ExecuteMessage> execs, size_t from) {
     std::lock_guard<std::mutex> lock(mu);
     if (closed || from >= execs.size()) return;
@@ -104,6 +108,13 @@ void JsChannel::Ref(Napi::Env env) {
 
 void JsChannel::Unref(Napi::Env env) {
   if (!state_->closed) tsfn_.Unref(env);
+}
+
+std::vector<InferenceResponse> JsChannel::TakeResponses() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  std::vector<InferenceResponse> taken;
+  taken.swap(state_->responses);
+  return taken;
 }
 
 void JsChannel::Close() {

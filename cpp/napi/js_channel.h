@@ -37,6 +37,10 @@ class JsChannel final : public CompletionSink {
   void Ref(Napi::Env env);
   void Unref(Napi::Env env);
 
+  // Main thread. Responses delivered and not yet drained (the caller hands them to JS itself:
+  // a model's stop() must not leave any behind for a channel that is about to close).
+  std::vector<InferenceResponse> TakeResponses();
+
   // Main thread. Detaches the listener and releases the TSFN; later posts are dropped.
   void Close();
 

@@ -50,9 +50,39 @@ Napi::Object OutputsToJs(Napi::Env env, const std::vector<OutputTensor>& outputs
   return result;
 }
 
+// The TypedArray kind that holds `dtype` as it is (BYTES arrive serialized in a Uint8Array).
+// A view of another kind would be read as different bits, even when its byte size fits.
+napi_typedarray_type ArrayTypeFor(DataType dtype) {
+  switch (dtype) {
+    case DataType::kBool:
+    case DataType::kUint8:
+    case DataType::kBytes: return napi_uint8_array;
+    case DataType::kInt8: return napi_int8_array;
+    case DataType::kUint16:
+    case DataType::kFp16:
+    case DataType::kBf16: return napi_uint16_array;
+    case DataType::kInt16: return napi_int16_array;
+    case DataType::kUint32: return napi_uint32_array;
+    case DataType::kInt32: return napi_int32_array;
+    case DataType::kUint64: return napi_biguint64_array;
+    case DataType::kInt64: return napi_bigint64_array;
+    case DataType::kFp32: return napi_float32_array;
+    case DataType::kFp64: return napi_float64_array;
+    default: return static_cast<napi_typedarray_type>(-1);
+  }
+}
+
+const char* ArrayTypeName(napi_typedarray_type type) {
+  static constexpr const char* kNames[] = {"Int8Array",   "Uint8Array",   "Uint8ClampedArray", "Int16Array",
+                                           "Uint16Array", "Int32Array",   "Uint32Array",       "Float32Array",
+                                           "Float64Array", "BigInt64Array", "BigUint64Array"};
+  const auto index = static_cast<size_t>(type);
+  return index < sizeof(kNames) / sizeof(kNames[0]) ? kNames[index] : "TypedArray";
+}
+
 // Reads one input of enqueue() from its flat argument list: name, dtype code, shape, data
-// (a TypedArray or Buffer, read as a view: BoundModel keeps it alive until the request is
-// handed back).
+// (a TypedArray or Buffer of the datatype's own kind, read as a view: BoundModel keeps it
+// alive, and owns it or a copy of it, until the request is handed back).
 InputTensor InputFromJs(Napi::Env env, const Napi::Array& args, uint32_t at) {
   InputTensor in;
   in.name = args.Get(at).As<Napi::String>().Utf8Value();
@@ -70,7 +100,11 @@ InputTensor InputFromJs(Napi::Env env, const Napi::Array& args, uint32_t at) {
   bool is_typed = false;
   napi_is_typedarray(env, data, &is_typed);
   if (!is_typed || napi_get_typedarray_info(env, data, &type, &length, &bytes, &buffer, &offset) != napi_ok) {
-    throw Napi::TypeError::New(env, "data of input '" + in.name + "' must be a TypedArray or Buffer");
+    ThrowStatus(env, InvalidArg("data of input '" + in.name + "' must be a TypedArray or Buffer"));
+  }
+  if (type != ArrayTypeFor(in.dtype)) {
+    ThrowStatus(env, InvalidArg(std::string("data of input '") + in.name + "' is a " + ArrayTypeName(type) + ", but its datatype " +
+                                DataTypeName(in.dtype) + " needs a " + ArrayTypeName(ArrayTypeFor(in.dtype))));
   }
   // `bytes` already points at the view's first element; the byte length follows from the type.
   static constexpr size_t kElementSize[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8, 2};
@@ -167,15 +201,34 @@ void NativeModel::StopAll() {
   channel_->Close();
 }
 
+namespace {
+
+// Replaces the input's view of JS memory with a pooled copy the request owns: the caller may
+// then transfer, free or change its array while native threads read the copy.
+void CopyInput(Napi::Env env, BufferPool* pool, InputTensor* in) {
+  auto copy = std::make_shared<PooledBuffer>();
+  Status status = pool->Acquire(static_cast<size_t>(in->byte_size), copy.get());
+  if (!status.IsOk()) ThrowStatus(env, Status(status.Code(), "copying input '" + in->name + "': " + status.Message()));
+  if (in->byte_size > 0) std::memcpy(copy->Data(), in->data, static_cast<size_t>(in->byte_size));
+  in->data = copy->Data();
+  in->owner = std::move(copy);
+}
+
+}  // namespace
+
 Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  // enqueue(id, [name, dtypeCode, shape, data, ...], priority, timeoutUs)
+  // enqueue(id, [name, dtypeCode, shape, data, ...], priority, timeoutUs, copyInputs)
   auto request = std::make_unique<InferenceRequest>();
   request->id = static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value());
   Napi::Array inputs = info[1].As<Napi::Array>();
   const uint32_t count = inputs.Length() / 4;
+  const bool copy_inputs = info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
   request->inputs.reserve(count);
-  for (uint32_t i = 0; i < count; ++i) request->inputs.push_back(InputFromJs(env, inputs, i * 4));
+  for (uint32_t i = 0; i < count; ++i) {
+    request->inputs.push_back(InputFromJs(env, inputs, i * 4));
+    if (copy_inputs) CopyInput(env, pool_.get(), &request->inputs.back());
+  }
   request->priority = info[2].IsNumber() ? info[2].As<Napi::Number>().Uint32Value() : 0;
   request->timeout_us = info[3].IsNumber() ? static_cast<uint64_t>(info[3].As<Napi::Number>().Int64Value()) : 0;
   if (stopped_) ThrowStatus(env, Unavailable("model '" + scheduler_->Config().name + "' is stopped"));
@@ -249,8 +302,12 @@ Napi::Value NativeModel::Drain(const Napi::CallbackInfo& info) {
 Napi::Value NativeModel::Stop(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (stopped_) return env.Null();
-  std::vector<InferenceResponse> failed = scheduler_->Stop();
-  Napi::Value result = ResponsesToJs(env, std::move(failed));
+  // Batches that finished while Stop() joined the instances delivered their responses to the
+  // channel, whose wake cannot run before this call returns: hand them back here with the
+  // failures, before Close() drops what the channel still holds.
+  std::vector<InferenceResponse> settled = scheduler_->Stop();
+  for (InferenceResponse& response : channel_->TakeResponses()) settled.push_back(std::move(response));
+  Napi::Value result = ResponsesToJs(env, std::move(settled));
   stopped_ = true;
   cleanup_hook_.Remove(env);
   channel_->Close();

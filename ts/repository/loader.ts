@@ -164,7 +164,7 @@ async function warmedUp(loaded: LoadedVersion): Promise<LoadedVersion> {
       const inputs = Object.fromEntries(Object.entries(warmup.inputs).map(([name, input]) =>
         [name, warmupInputArray(input, warmup.batchSize, config.maxBatchSize > 0, name)]));
       const runs = instances * Math.max(1, warmup.count);
-      await Promise.all(Array.from({ length: runs }, () => model.infer(inputs)));
+      await Promise.all(Array.from({ length: runs }, () => model.infer(inputs, { inputsOwned: true })));
     } catch (err) {
       await model.stop(0);
       await loaded.finalize().catch(() => undefined);

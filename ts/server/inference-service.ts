@@ -94,6 +94,7 @@ export class InferenceService {
       parameters: call.parameters.custom,
       outputs: requested?.map((o) => o.name),
       signal: call.signal,
+      inputsOwned: true,  // views of the received body or message, held until the request settles
     });
     if (this.onSuccess) this.onSuccess(model, performance.now() - started);
     const order = requested ?? model.config.outputs.map((t) => ({ name: t.name }) as OutputRequest);
