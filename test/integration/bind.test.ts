@@ -328,7 +328,7 @@ describe('requests', () => {
     expect(tagOf(await triton.infer('versioned', { IN: fp32(0) }, { modelVersion: 1 }))).toBe(1);
   });
 
-  test('input validation: unknown input, missing input, wrong dtype, wrong shape, byte size mismatch are INVALID_ARG', async () => {
+  test('input validation: unknown input, missing input, wrong dtype, wrong shape, wrong array kind are INVALID_ARG', async () => {
     const rec = new Recorder();
     triton.bind({
       modelName: 'checked',
@@ -345,9 +345,9 @@ describe('requests', () => {
       'INVALID_ARG', 'unexpected datatype FP64');
     await expectRejects(triton.infer('checked', { IN: new NDArray('FP32', [1, 3], new Float32Array(3)), AUX: aux }),
       'INVALID_ARG', 'unexpected shape');
-    // Declared FP32, but the data holds 2 bytes where 8 are needed.
+    // Declared FP32, but the data is a Uint8Array: refused before its bytes are counted.
     await expectRejects(triton.infer('checked', { IN: { data: new Uint8Array(2), shape: [1, 2], dtype: 'FP32' }, AUX: aux }),
-      'INVALID_ARG', 'byte size mismatch');
+      'INVALID_ARG', 'FP32 data must be a Float32Array, got Uint8Array');
     await expectRejects(triton.infer('checked', { IN: new NDArray('FP32', [2, 2], new Float32Array(4)), AUX: aux }),
       'INVALID_ARG', 'batch size');
     expect(rec.calls).toHaveLength(0);

@@ -35,6 +35,8 @@ const times = (a: NDArray, k: number): Float32Array => Float32Array.from(a.data 
 class Holder {
   /** Batch size of each request, per execution. */
   readonly batches: number[][] = [];
+  /** The inputs of each request, per execution, as the model received them. */
+  readonly inputs: Record<string, NDArray>[][] = [];
   readonly #gates = new Map<number, Gate>();
 
   constructor(readonly inner: InferFunc) {}
@@ -42,6 +44,7 @@ class Holder {
   readonly func: InferFunc = async (requests: Request[], context: TritonContext) => {
     const index = this.batches.length;
     this.batches.push(requests.map((r) => getInferenceRequestBatchSize(r)));
+    this.inputs.push(requests.map((r) => r.data));
     const held = this.#gates.get(index);
     if (held) await held.promise;
     return this.inner(requests, context);
@@ -92,8 +95,10 @@ describe('batch', () => {
     const blocker = await first;
     expect(h.batches).toEqual([[1], [1, 2, 3]]);
     expect(seen.map((x) => x.shape)).toEqual([[1, 2], [6, 2]]);
-    // One request: its own array, no copy. Several: concatenated in queue order.
-    expect(seen[0]).toBe(blockerInput);
+    // One request: its own array, no copy (infer() copied the caller's when it queued the
+    // request). Several: concatenated in queue order.
+    expect(seen[0]).toBe(h.inputs[0][0].x);
+    expect(valuesOf(seen[0])).toEqual(valuesOf(blockerInput));
     expect(valuesOf(seen[1])).toEqual([0, 1, 10, 11, 12, 13, 20, 21, 22, 23, 24, 25]);
     expect(valuesOf(blocker.y)).toEqual([200, 202]);
     expect(blocker.y).toBe(produced[0]);

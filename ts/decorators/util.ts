@@ -175,9 +175,12 @@ export function allocate(dtype: DataType, shape: number[]): NDArray {
 /** The empty byte string BYTES padding uses (PyTriton pads strings with `b""`). */
 export const EMPTY_BYTES: Uint8Array = Buffer.alloc(0);
 
-/** An empty data array of the same kind as `arr`'s, with `count` elements. */
+/**
+ * A data array of the same kind as `arr`'s, with `count` elements (zeros; empty byte strings for
+ * BYTES, so that it is a valid NDArray before the caller fills it).
+ */
 export function sameKind(arr: NDArray, count: number): TypedArray | Uint8Array[] {
-  if (Array.isArray(arr.data)) return new Array<Uint8Array>(count);
+  if (Array.isArray(arr.data)) return new Array<Uint8Array>(count).fill(EMPTY_BYTES);
   return new ((arr.data as TypedArray).constructor as TypedArrayConstructor)(count);
 }
 
