@@ -72,7 +72,7 @@ export class InferenceService {
 
   constructor(private readonly triton: Triton, private readonly sharedMemory: SharedMemoryManager) {}
 
-  /** The tensor an input names in shared memory (a view of the region for system memory). */
+  /** The tensor an input names in shared memory (a copy of the region's bytes). */
   inputFromSharedMemory(what: string, datatype: DataType, shape: number[], ref: ShmRef): NDArray {
     return tensorFromBytes(what, datatype, shape, this.sharedMemory.read(ref, what));
   }
