@@ -31,7 +31,11 @@ struct ScopedShm {
   std::string key;
 };
 
-std::string UniqueKey(const char* what) { return "/infernode_tTEST(SharedMemoryCopiesAtAnUnalignedOffset) {
+std::string UniqueKey(const char* what) { return "/infernode_test_" + std::string(what) + "_" + std::to_string(getpid()); }
+
+}  // namespace
+
+TEST(SharedMemoryCopiesAtAnUnalignedOffset) {
   ScopedShm shm(UniqueKey("map"), 10000);
   std::unique_ptr<SystemSharedMemory> region;
   EXPECT_TRUE(SystemSharedMemory::Open("r", shm.key, 4099, 100, &region).IsOk());
@@ -91,10 +95,6 @@ TEST(SharedMemoryThatShrankIsAnErrorNotACrash) {
   EXPECT_TRUE(ftruncate(fd, 8192) == 0);
   EXPECT_TRUE(region->Read(0, 4096, data).IsOk());
   if (fd >= 0) close(fd);
-}
-
-NTAINS(s.Message(), "non-zero byte_size");
-  EXPECT_TRUE(region == nullptr);
 }
 
 TEST(SharedMemoryKeysAreNamesNotPaths) {
