@@ -86,3 +86,59 @@ export function toInferenceServerError(err: unknown): InferenceServerError {
   if (err instanceof Error) return new InferenceServerError('INTERNAL', err.message);
   return new InferenceServerError('INTERNAL', String(err));
 }
+
+/**
+ * The most characters of one piece of client-supplied text (a model or tensor name, a shape, a
+ * value) that an error message echoes. A request can carry megabytes of it; echoed whole, the
+ * message would not fit a gRPC status (sent in HTTP/2 trailers) and would bloat HTTP error
+ * bodies. Message builders pass client text through `clip` / `clipShape`; the frontends bound
+ * whole messages as a last resort (`boundMessage`).
+ */
+export const MAX_ECHOED_CHARS = 256;
+
+/** The longest error message a frontend sends (characters; gRPC also bounds its encoding). */
+export const MAX_MESSAGE_CHARS = 4096;
+
+/** `text` when short, else its first `max` characters, '…' and its length. */
+export function clip(text: string, max = MAX_ECHOED_CHARS): string {
+  if (text.length <= max) return text;
+  return `${wholeChars(text.slice(0, max))}… (${text.length} characters)`;
+}
+
+/** A shape for a message, "[1,2,3]", clipped like `clip` ("[1,1,…] (1000000 dims)"). */
+export function clipShape(shape: readonly unknown[], max = MAX_ECHOED_CHARS): string {
+  let text = '';
+  for (let i = 0; i < shape.length; i++) {
+    const dim = `${i > 0 ? ',' : ''}${typeof shape[i] === 'string' ? clip(shape[i] as string, 32) : String(shape[i])}`;
+    if (text.length + dim.length > max) return `[${text},…] (${shape.length} dims)`;
+    text += dim;
+  }
+  return `[${text}]`;
+}
+
+/**
+ * The last-resort bound on a whole message: its head and tail around '…' when longer than `max`
+ * (both ends say what and where: "unexpected shape for input 'X' … got [1,1,…]").
+ */
+export function boundMessage(message: string, max = MAX_MESSAGE_CHARS): string {
+  if (message.length <= max) return message;
+  const tail = Math.floor(max / 4);
+  return `${wholeChars(message.slice(0, max - tail - 1))}…${wholeChars(message.slice(message.length - tail))}`;
+}
+
+/** Drops a surrogate half that slicing left at either end (it would not encode as UTF-8). */
+function wholeChars(text: string): string {
+  let start = 0;
+  let end = text.length;
+  if (end > 0 && isLowSurrogate(text.charCodeAt(0))) start = 1;
+  if (end > start && isHighSurrogate(text.charCodeAt(end - 1))) end -= 1;
+  return start === 0 && end === text.length ? text : text.slice(start, end);
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
+}

@@ -175,13 +175,30 @@ export interface CudaSharedMemory {
   close(): void;
 }
 
+/**
+ * A client's POSIX region (cpp/napi/shared_memory.h), read and written through the object's
+ * file descriptor, never a mapping: a client that shrinks its object gets INVALID_ARG instead
+ * of killing the server with SIGBUS. Main thread only.
+ */
+export interface SystemSharedMemoryRegion {
+  /**
+   * Copies `byteSize` bytes at `offset` of the region into a new Buffer. INVALID_ARG when the
+   * range is outside the region or the object shrank below it (naming region, key and sizes).
+   */
+  read(offset: number, byteSize: number): Buffer;
+  /** Copies `data` into the region at `offset`; the same errors as read. */
+  write(offset: number, data: Uint8Array): void;
+  /** Closes the file descriptor (also done when the object is collected). */
+  close(): void;
+}
+
 export interface Addon {
   NativeModel: NativeModelConstructor;
   /**
-   * Maps `byteSize` bytes at `offset` of the POSIX shared-memory object `key` ('/name'),
-   * read-write; unmapped when the ArrayBuffer is collected. Throws INVALID_ARG naming the key.
+   * Opens `byteSize` bytes at `offset` of the POSIX shared-memory object `key` ('/name') as the
+   * region `name` (used in messages). Throws INVALID_ARG naming the key.
    */
-  mapSystemSharedMemory(key: string, offset: number, byteSize: number): ArrayBuffer;
+  openSystemSharedMemory(name: string, key: string, offset: number, byteSize: number): SystemSharedMemoryRegion;
   /** Opens a cudaIpcMemHandle_t (64 bytes); UNAVAILABLE without a CUDA device. */
   openCudaSharedMemory(handle: Uint8Array, deviceId: number, byteSize: number): CudaSharedMemory;
   init(errorClass: typeof InferenceServerError): void;

@@ -4,7 +4,7 @@
  */
 import type { ModelConfig, Tensor, TritonConfig } from './config/types';
 import { normalizeBindConfig } from './config/normalize';
-import { InferenceServerError, notFound } from './errors';
+import { InferenceServerError, clip, notFound } from './errors';
 import { BoundModel, type InferOptions } from './model';
 import type { InferFunc } from './request';
 import { NDArray, ndarray, type DataType, type TensorData } from './tensor';
@@ -240,7 +240,7 @@ export class Triton {
   /** Every serving version of a model, oldest first; NOT_FOUND when the name is unknown. */
   modelVersions(name: string): BoundModel[] {
     const versions = this.#models.get(name.toLowerCase());
-    if (!versions || versions.size === 0) throw notFound(`Request for unknown model: '${name}' is not found`);
+    if (!versions || versions.size === 0) throw notFound(`Request for unknown model: '${clip(name)}' is not found`);
     return [...versions.values()].sort((a, b) => a.version - b.version);
   }
 
@@ -251,14 +251,14 @@ export class Triton {
       if (latest) return latest;
     }
     const versions = this.#models.get(name.toLowerCase());
-    if (!versions || versions.size === 0) throw notFound(`Request for unknown model: '${name}' is not found`);
+    if (!versions || versions.size === 0) throw notFound(`Request for unknown model: '${clip(name)}' is not found`);
     if (version === undefined) {
       const latest = versions.get(Math.max(...versions.keys()))!;
       this.#latest.set(name, latest);
       return latest;
     }
     const model = versions.get(version);
-    if (!model) throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
+    if (!model) throw notFound(`Request for unknown model: '${clip(name)}' version ${version} is not found`);
     return model;
   }
 

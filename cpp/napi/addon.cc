@@ -44,7 +44,9 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("loadOnnxModel", Napi::Function::New<LoadOnnxModel>(env, "loadOnnxModel"));
   Napi::Function cuda_shm = CudaSharedMemory::Define(env);
   data->cuda_shared_memory = Napi::Persistent(cuda_shm);
-  exports.Set("mapSystemSharedMemory", Napi::Function::New<MapSystemSharedMemory>(env, "mapSystemSharedMemory"));
+  Napi::Function system_shm = SystemSharedMemoryRegion::Define(env);
+  data->system_shared_memory = Napi::Persistent(system_shm);
+  exports.Set("openSystemSharedMemory", Napi::Function::New<OpenSystemSharedMemory>(env, "openSystemSharedMemory"));
   exports.Set("openCudaSharedMemory", Napi::Function::New<OpenCudaSharedMemory>(env, "openCudaSharedMemory"));
   return exports;
 }

@@ -10,6 +10,7 @@ struct AddonData {
   Napi::FunctionReference error_class;  // ts/errors.ts InferenceServerError, set by init()
   Napi::FunctionReference native_model;
   Napi::FunctionReference cuda_shared_memory;
+  Napi::FunctionReference system_shared_memory;
 };
 
 }  // namespace infernode

@@ -27,25 +27,63 @@ void CheckRange(Napi::Env env, uint64_t offset, uint64_t size, uint64_t region_s
 
 }  // namespace
 
-Napi::Value MapSystemSharedMemory(const Napi::CallbackInfo& info) {
+Napi::Value OpenSystemSharedMemory(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!info[0].IsString()) ThrowStatus(env, InvalidArg("shared memory key must be a string"));
-  const uint64_t offset = ExactUint(env, info[1], "shared memory offset");
-  const uint64_t byte_size = ExactUint(env, info[2], "shared memory byte_size");
+  if (!info[0].IsString()) ThrowStatus(env, InvalidArg("shared memory region name must be a string"));
+  if (!info[1].IsString()) ThrowStatus(env, InvalidArg("shared memory key must be a string"));
+  const uint64_t offset = ExactUint(env, info[2], "shared memory offset");
+  const uint64_t byte_size = ExactUint(env, info[3], "shared memory byte_size");
   std::unique_ptr<SystemSharedMemory> region;
-  Status status = SystemSharedMemory::Map(info[0].As<Napi::String>().Utf8Value(), offset, byte_size, &region);
+  Status status = SystemSharedMemory::Open(info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::String>().Utf8Value(),
+                                           offset, byte_size, &region);
   if (!status.IsOk()) ThrowStatus(env, status);
-  napi_value buffer = nullptr;
-  SystemSharedMemory* raw = region.get();
-  napi_status created = napi_create_external_arraybuffer(
-      env, raw->Data(), raw->ByteSize(),
-      [](napi_env, void*, void* hint) { delete static_cast<SystemSharedMemory*>(hint); }, raw, &buffer);
-  if (created != napi_ok) {
-    // A runtime that forbids external buffers cannot share memory with a client.
-    ThrowStatus(env, Status(StatusCode::kUnsupported, "this JavaScript runtime cannot map shared memory"));
-  }
-  region.release();  // owned by the ArrayBuffer's finalizer now
-  return Napi::Value(env, buffer);
+  Napi::Object object = env.GetInstanceData<AddonData>()->system_shared_memory.New({});
+  SystemSharedMemoryRegion::Unwrap(object)->Adopt(std::move(region));
+  return object;
+}
+
+Napi::Function SystemSharedMemoryRegion::Define(Napi::Env env) {
+  return DefineClass(env, "SystemSharedMemoryRegion",
+                     {InstanceMethod<&SystemSharedMemoryRegion::Read>("read"),
+                      InstanceMethod<&SystemSharedMemoryRegion::Write>("write"),
+                      InstanceMethod<&SystemSharedMemoryRegion::Close>("close")});
+}
+
+SystemSharedMemoryRegion::SystemSharedMemoryRegion(const Napi::CallbackInfo& info)
+    : Napi::ObjectWrap<SystemSharedMemoryRegion>(info) {}
+
+const SystemSharedMemory& SystemSharedMemoryRegion::Region(Napi::Env env) const {
+  if (!region_) ThrowStatus(env, InvalidArg("the system shared memory region was closed"));
+  return *region_;
+}
+
+Napi::Value SystemSharedMemoryRegion::Read(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const SystemSharedMemory& region = Region(env);
+  const uint64_t offset = ExactUint(env, info[0], "offset");
+  const uint64_t size = ExactUint(env, info[1], "byte size");
+  Status in_region = region.InRegion(offset, size);  // before allocating `size` bytes
+  if (!in_region.IsOk()) ThrowStatus(env, in_region);
+  Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::New(env, size);
+  Status status = region.Read(offset, size, out.Data());
+  if (!status.IsOk()) ThrowStatus(env, status);
+  return out;
+}
+
+Napi::Value SystemSharedMemoryRegion::Write(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const SystemSharedMemory& region = Region(env);
+  const uint64_t offset = ExactUint(env, info[0], "offset");
+  if (!info[1].IsTypedArray()) ThrowStatus(env, InvalidArg("data to write must be a Uint8Array"));
+  Napi::Uint8Array data = info[1].As<Napi::Uint8Array>();
+  Status status = region.Write(offset, data.Data(), data.ByteLength());
+  if (!status.IsOk()) ThrowStatus(env, status);
+  return env.Undefined();
+}
+
+Napi::Value SystemSharedMemoryRegion::Close(const Napi::CallbackInfo& info) {
+  region_.reset();
+  return info.Env().Undefined();
 }
 
 Napi::Value OpenCudaSharedMemory(const Napi::CallbackInfo& info) {

@@ -1,5 +1,6 @@
-// Shared-memory regions for the frontends (typed in ts/native.ts): a POSIX region mapped as an
-// external ArrayBuffer, and a CUDA IPC region wrapped as a CudaSharedMemory object.
+// Shared-memory regions for the frontends (typed in ts/native.ts): a POSIX region wrapped as a
+// SystemSharedMemoryRegion object (copies through the object's fd, never a mapping: see
+// memory/system_shared_memory.h), and a CUDA IPC region wrapped as a CudaSharedMemory object.
 #pragma once
 
 #include <napi.h>
@@ -7,12 +8,32 @@
 #include <memory>
 
 #include "memory/cuda_ipc.h"
+#include "memory/system_shared_memory.h"
 
 namespace infernode {
 
-// mapSystemSharedMemory(key, offset, byteSize): ArrayBuffer over the mapping; unmapped when
-// the ArrayBuffer is collected. Throws InferenceServerError.
-Napi::Value MapSystemSharedMemory(const Napi::CallbackInfo& info);
+// openSystemSharedMemory(name, key, offset, byteSize): SystemSharedMemoryRegion. Throws
+// InferenceServerError.
+Napi::Value OpenSystemSharedMemory(const Napi::CallbackInfo& info);
+
+// A POSIX region: read(offset, size) copies into a new Buffer, write(offset, bytes) copies from
+// one; both fstat the object first and throw INVALID_ARG when it shrank. close() closes the fd
+// (also done when collected). Main thread only.
+class SystemSharedMemoryRegion final : public Napi::ObjectWrap<SystemSharedMemoryRegion> {
+ public:
+  static Napi::Function Define(Napi::Env env);
+  explicit SystemSharedMemoryRegion(const Napi::CallbackInfo& info);
+
+  void Adopt(std::unique_ptr<SystemSharedMemory> region) { region_ = std::move(region); }
+
+ private:
+  Napi::Value Read(const Napi::CallbackInfo& info);
+  Napi::Value Write(const Napi::CallbackInfo& info);
+  Napi::Value Close(const Napi::CallbackInfo& info);
+  const SystemSharedMemory& Region(Napi::Env env) const;
+
+  std::unique_ptr<SystemSharedMemory> region_;
+};
 
 // openCudaSharedMemory(handle: Uint8Array, deviceId, byteSize): CudaSharedMemory.
 Napi::Value OpenCudaSharedMemory(const Napi::CallbackInfo& info);

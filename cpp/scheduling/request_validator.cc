@@ -1,12 +1,14 @@
 #include "scheduling/request_validator.h"
 
+#include "core/message.h"
+
 
 namespace infernode {
 
 namespace {
 
 std::string InputLabel(const ModelConfig& config, const std::string& input) {
-  return "input '" + input + "' for model '" + config.name + "'";
+  return "input '" + Clip(input) + "' for model '" + config.name + "'";
 }
 
 const TensorConfig* FindInput(const ModelConfig& config, const std::string& name) {
@@ -38,7 +40,7 @@ Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const 
     Shape expected = spec.dims;
     if (batching) expected.insert(expected.begin(), -1);
     return InvalidArg("unexpected shape for " + label + ". Expected " + ShapeToString(expected) +
-                      ", got " + ShapeToString(in.shape));
+                      ", got " + ClippedShape(in.shape));
   }
   int64_t count = 0;
   Status s = ElementCount(in.shape, &count);
@@ -58,7 +60,7 @@ Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const 
   if (!s.IsOk()) return InvalidArg(s.Message() + " for " + label);
   if (expected_bytes != in.byte_size) {
     return InvalidArg("input byte size mismatch for " + label + ": expected " +
-                      std::to_string(expected_bytes) + " bytes for shape " + ShapeToString(in.shape) +
+                      std::to_string(expected_bytes) + " bytes for shape " + ClippedShape(in.shape) +
                       ", got " + std::to_string(in.byte_size));
   }
   return Status::Success();
@@ -83,12 +85,12 @@ Status ValidateRequest(const ModelConfig& config, InferenceRequest* request) {
     }
     const TensorConfig* spec = FindInput(config, in.name);
     if (spec == nullptr) {
-      return InvalidArg("unexpected inference input '" + in.name + "' for model '" + config.name + "'");
+      return InvalidArg("unexpected inference input '" + Clip(in.name) + "' for model '" + config.name + "'");
     }
     int64_t rows = 1;
     RETURN_IF_ERROR(ValidateInput(config, *spec, in, &rows));
     if (batch >= 0 && rows != batch) {
-      return InvalidArg("input '" + in.name + "' for model '" + config.name + "' has batch size " +
+      return InvalidArg("input '" + Clip(in.name) + "' for model '" + config.name + "' has batch size " +
                         std::to_string(rows) + ", other inputs have " + std::to_string(batch));
     }
     batch = rows;

@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { ensureLib, LIB } from './lib-build';
 import { TempRepo, addConstModel } from './repository/repo-helpers';
+import { tritonConfigFromOptions, type ServeOptions } from '../../ts/cli/main';
 
 const MAIN = path.join(LIB, 'cli', 'main.js');
 const NO_LISTENERS = ['--allow-http=false', '--allow-grpc=false', '--allow-metrics=false'];
@@ -277,3 +278,16 @@ async function waitForFile(file: string, pattern: RegExp, timeoutMs = 20_000): P
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+describe('--grpc-max-decompressed-size', () => {
+  test('is listed in --help and reaches TritonConfig.grpcMaxDecompressedSize', () => {
+    const { status, stdout } = runSync(['serve', '--help']);
+    expect(status).toBe(0);
+    expect(stdout).toMatch(/--grpc-max-decompressed-size <bytes>\s+largest\s+size\s+a\s+compressed\s+gRPC/);
+    const options: ServeOptions = {
+      modelRepository: [], modelControlMode: 'none', repositoryPollSecs: 15, httpPort: 0, grpcPort: 0, metricsPort: 0,
+      exitTimeoutSecs: 30, logVerbose: 0, grpcMaxDecompressedSize: 1234,
+    };
+    expect(tritonConfigFromOptions(options).grpcMaxDecompressedSize).toBe(1234);
+  });
+});

@@ -68,6 +68,7 @@ export interface ServeOptions {
   httpMaxInputSize?: number;
   httpHeaderForwardPattern?: string;
   grpcHeaderForwardPattern?: string;
+  grpcMaxDecompressedSize?: number;
   grpcKeepaliveTime?: number;
   grpcKeepaliveTimeout?: number;
   grpcKeepalivePermitWithoutCalls?: boolean;
@@ -92,6 +93,7 @@ export function tritonConfigFromOptions(o: ServeOptions): TritonConfig {
     logInfo: o.logInfo, logWarning: o.logWarning, logError: o.logError, logFile: o.logFile, logFormat: o.logFormat,
     httpMaxInputSize: o.httpMaxInputSize, httpHeaderForwardPattern: o.httpHeaderForwardPattern,
     grpcHeaderForwardPattern: o.grpcHeaderForwardPattern, grpcKeepaliveTime: o.grpcKeepaliveTime,
+    grpcMaxDecompressedSize: o.grpcMaxDecompressedSize,
     grpcKeepaliveTimeout: o.grpcKeepaliveTimeout, grpcKeepalivePermitWithoutCalls: o.grpcKeepalivePermitWithoutCalls,
     grpcHttp2MaxPingsWithoutData: o.grpcHttp2MaxPingsWithoutData,
     grpcInferResponseCompressionLevel: o.grpcInferResponseCompressionLevel,
@@ -191,6 +193,7 @@ export function buildProgram(): Command {
     .option('--http-max-input-size <bytes>', 'largest HTTP request body accepted (default 67108864); larger ones are refused before anything is allocated', parseIntArg)
     .option('--http-header-forward-pattern <regex>', 'HTTP request headers matching it reach the model as request parameters')
     .option('--grpc-header-forward-pattern <regex>', 'gRPC metadata matching it reaches the model as request parameters')
+    .option('--grpc-max-decompressed-size <bytes>', 'largest size a compressed gRPC request message may inflate to (default 67108864); larger ones are refused with RESOURCE_EXHAUSTED', parseIntArg)
     .option('--grpc-keepalive-time <ms>', 'gRPC keepalive ping interval (default 7200000)', parseIntArg)
     .option('--grpc-keepalive-timeout <ms>', 'gRPC keepalive ping timeout (default 20000)', parseIntArg)
     .addOption(boolOption('--grpc-keepalive-permit-without-calls [bool]', 'allow keepalive pings on connections without calls', false))

@@ -140,6 +140,12 @@ export interface TritonConfig {
   grpcHeaderForwardPattern?: string;
   /** Largest gRPC message received or sent. Default 2^31 - 1 bytes, as Triton. */
   grpcMaxMessageSize?: number;
+  /**
+   * Largest size a compressed (gzip, deflate) gRPC request message may inflate to; larger ones
+   * are refused with RESOURCE_EXHAUSTED. Default 64 MiB (httpMaxInputSize's default); at most
+   * grpcMaxMessageSize. Uncompressed messages are bounded by grpcMaxMessageSize alone.
+   */
+  grpcMaxDecompressedSize?: number;
   /** Default 7200000 ms, as Triton. */
   grpcKeepaliveTime?: number;
   /** Default 20000 ms. */

@@ -3,7 +3,7 @@
  * and version, hand the inputs to the model's native queue, then shape the outputs the client
  * asked for (classification, shared memory). The frontends only translate to and from bytes.
  */
-import { InferenceServerError, invalidArg } from '../errors';
+import { InferenceServerError, clip, invalidArg } from '../errors';
 import type { BoundModel, CancelSignal } from '../model';
 import type { NDArray, DataType } from '../tensor';
 import type { Triton } from '../triton';
@@ -59,7 +59,7 @@ export interface InferenceAnswer {
 /** Resolves `name` and a protocol version string ('' = latest; digits otherwise). */
 export function resolveModel(triton: Triton, name: string, version?: string): BoundModel {
   if (version === undefined || version === '') return triton.model(name);
-  if (!/^[0-9]+$/.test(version)) throw invalidArg(`invalid version '${version}' for model '${name}': expected digits`);
+  if (!/^[0-9]+$/.test(version)) throw invalidArg(`invalid version '${clip(version)}' for model '${clip(name)}': expected digits`);
   return triton.model(name, Number(version));
 }
 
@@ -72,7 +72,7 @@ export class InferenceService {
 
   constructor(private readonly triton: Triton, private readonly sharedMemory: SharedMemoryManager) {}
 
-  /** The tensor an input names in shared memory (a view of the region for system memory). */
+  /** The tensor an input names in shared memory (a copy of the region's bytes). */
   inputFromSharedMemory(what: string, datatype: DataType, shape: number[], ref: ShmRef): NDArray {
     return tensorFromBytes(what, datatype, shape, this.sharedMemory.read(ref, what));
   }

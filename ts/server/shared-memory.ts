@@ -3,13 +3,15 @@
  * the HTTP and gRPC frontends: one namespace of region names across both kinds. Off unless the
  * server allows client shared memory (`allowClientShm`, tritonserver's --allow-client-shm).
  *
- * Ownership: a system region is an ArrayBuffer over an mmap; requests read inputs as views of
- * it, so a region unregistered while a request uses it stays mapped until that request lets go
- * (the mapping is released when its last view is collected). Every offset + size is checked
- * against the region before use.
+ * Ownership: a system region is a native object holding the shm object's file descriptor (no
+ * mapping: see cpp/memory/system_shared_memory.h). Inputs are copied out of it when a request
+ * is decoded and outputs copied in when it is answered, each after an fstat of the object, so a
+ * client that shrinks (truncates) its object gets INVALID_ARG rather than crashing the server,
+ * and unregistering a region cannot pull memory from under a request that is running: the
+ * request owns its copy. Every offset + size is checked against the region before use.
  */
 import { InferenceServerError, invalidArg } from '../errors';
-import { native, type CudaSharedMemory } from '../native';
+import { native, type CudaSharedMemory, type SystemSharedMemoryRegion } from '../native';
 
 const RESERVED_PREFIX = 'triton_python_backend_shm_region_';
 
@@ -28,7 +30,7 @@ export interface CudaRegionStatus {
 
 interface SystemRegion extends SystemRegionStatus {
   kind: 'system';
-  memory: Buffer;
+  memory: SystemSharedMemoryRegion;
 }
 
 interface CudaRegion extends CudaRegionStatus {
@@ -81,8 +83,8 @@ export class SharedMemoryManager {
     if (typeof key !== 'string') throw invalidArg(`shared memory region '${regionName}' needs a string key`);
     const off = exactUint(offset ?? 0, `offset of shared memory region '${regionName}'`);
     const size = exactUint(byteSize, `byte_size of shared memory region '${regionName}'`);
-    const mapped = native().mapSystemSharedMemory(key, off, size);
-    this.#regions.set(regionName, { kind: 'system', name: regionName, key, offset: off, byteSize: size, memory: Buffer.from(mapped) });
+    const memory = native().openSystemSharedMemory(regionName, key, off, size);
+    this.#regions.set(regionName, { kind: 'system', name: regionName, key, offset: off, byteSize: size, memory });
   }
 
   /** Registers a CUDA region from its 64-byte cudaIpcMemHandle_t. */
@@ -101,8 +103,8 @@ export class SharedMemoryManager {
     for (const region of [...this.#regions.values()]) {
       if (region.kind !== kind || (name && region.name !== name)) continue;
       this.#regions.delete(region.name);
-      // CUDA handles close now; system mappings go when the last request view is collected.
-      if (region.kind === 'cuda') region.memory.close();
+      // Requests hold copies, never the region itself: both kinds close now.
+      region.memory.close();
     }
   }
 
@@ -144,11 +146,14 @@ export class SharedMemoryManager {
     return region;
   }
 
-  /** The bytes of an input in shared memory: a view (system) or a copy (CUDA). */
+  /** A copy of the bytes of an input in shared memory. */
   read(ref: ShmRef, what: string): Buffer {
     const region = this.#lookup(ref, what);
-    if (region.kind === 'cuda') return region.memory.read(ref.offset, ref.byteSize);
-    return region.memory.subarray(ref.offset, ref.offset + ref.byteSize);
+    try {
+      return region.memory.read(ref.offset, ref.byteSize);
+    } catch (err) {
+      throw naming(err, what);
+    }
   }
 
   /** Writes an output into shared memory; INVALID_ARG when it does not fit the given size. */
@@ -158,9 +163,17 @@ export class SharedMemoryManager {
       throw invalidArg(`shared memory size specified with the request for ${what} (${ref.byteSize} bytes) ` +
         `should be at least ${data.byteLength} bytes to hold the results`);
     }
-    if (region.kind === 'cuda') region.memory.write(ref.offset, data);
-    else region.memory.set(data, ref.offset);
+    try {
+      region.memory.write(ref.offset, data);
+    } catch (err) {
+      throw naming(err, what);
+    }
   }
+}
+
+/** A native region error with the tensor it was for in front ("input 'X' of model 'm': ..."). */
+function naming(err: unknown, what: string): unknown {
+  return err instanceof InferenceServerError ? new InferenceServerError(err.code, `${what}: ${err.message}`) : err;
 }
 
 /** Reads `shared_memory_region/_offset/_byte_size` from tensor parameters; null when absent. */

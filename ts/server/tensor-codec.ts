@@ -4,7 +4,7 @@
  * before anything is allocated; raw bytes become views, never decoded element by element
  * (a copy happens only when the bytes are not aligned for their TypedArray).
  */
-import { invalidArg } from '../errors';
+import { clip, clipShape, invalidArg } from '../errors';
 import {
   DATA_TYPES, NDArray, dataTypeByteSize, deserializeBytes, elementCount, serializeBytes, typedArrayFor,
   type DataType, type TypedArray,
@@ -24,7 +24,7 @@ export function wireShape(value: unknown, what: string): number[] {
   const shape = value.map((d) => (typeof d === 'string' && /^[0-9]+$/.test(d) ? Number(d) : d));
   for (const d of shape) {
     if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
-      throw invalidArg(`invalid dimension ${JSON.stringify(d)} in the shape of ${what}`);
+      throw invalidArg(`invalid dimension ${clip(JSON.stringify(d) ?? String(d), 32)} in the shape of ${what}`);
     }
   }
   elementCount(shape as number[]);  // the product must stay a safe integer
@@ -37,7 +37,7 @@ export function tensorFromBytes(what: string, dtype: DataType, shape: number[], 
   if (dtype === 'BYTES') return new NDArray('BYTES', shape, deserializeBytes(bytes, count, what));
   const size = dataTypeByteSize(dtype);
   if (bytes.byteLength !== count * size) {
-    throw invalidArg(`unexpected byte size for ${what}: ${dtype} tensor of shape [${shape.join(',')}] needs ` +
+    throw invalidArg(`unexpected byte size for ${what}: ${dtype} tensor of shape ${clipShape(shape)} needs ` +
       `${count * size} bytes, got ${bytes.byteLength}`);
   }
   const Ctor = typedArrayFor(dtype);
@@ -106,7 +106,7 @@ export function tensorFromJson(what: string, dtype: DataType, shape: number[], d
   const count = elementCount(shape);
   const values = flatten(data, count, what);
   if (values.length !== count) {
-    throw invalidArg(`${what}: shape [${shape.join(',')}] holds ${count} elements, data has ${values.length}`);
+    throw invalidArg(`${what}: shape ${clipShape(shape)} holds ${count} elements, data has ${values.length}`);
   }
   if (dtype === 'BYTES') {
     return new NDArray('BYTES', shape, values.map((v, i) => {

@@ -5,6 +5,7 @@
  */
 import { Client, Metadata, credentials, status, type ServiceError } from '@grpc/grpc-js';
 import type { Triton } from '../../../ts/triton';
+import { grpcMaxDecompressedSize } from '../../../ts/server/grpc/server';
 import { Recorder, waitFor } from '../helpers';
 import { bindStandardModels, fails, fp32Bytes, ok, rawStub, serve, unary, type Served } from './helpers';
 
@@ -22,6 +23,11 @@ function bindModels(t: Triton): void {
     modelName: 'limited', inferFunc: limited.func,
     inputs: [{ name: 'IN', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [1] }],
     config: { maxBatchSize: 1, batcher: { defaultQueuePolicy: { maxQueueSize: 1 } } },
+  });
+  t.bind({
+    modelName: 'loud', inferFunc: () => { throw new Error(`the model broke: ${'é'.repeat(1024 * 1024)} (end)`); },
+    inputs: [{ name: 'IN', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [1] }],
+    config: { batching: false },
   });
   t.bind({
     modelName: 'failing', inferFunc: () => { throw new Error('the model broke on purpose'); },
@@ -255,6 +261,38 @@ describe('message size limits', () => {
     }
   });
 
+  // grpc-js checks the inflated size of a compressed message against grpc.max_receive_message_length
+  // only, 2 GiB for Triton: a few KiB of gzip could make the server allocate up to 2 GiB.
+  test('a compressed message inflating past grpcMaxDecompressedSize: RESOURCE_EXHAUSTED; smaller and uncompressed ones pass', async () => {
+    const bounded = await serve(bindStandardModels, { grpcMaxDecompressedSize: 1024 * 1024 });
+    const gzip = rawStub(bounded.port, 'inference.GRPCInferenceService', { 'grpc.default_compression_algorithm': 2 });
+    try {
+      const zeros = (bytes: number) => ({
+        model_name: 'identity', inputs: [IN([1, bytes / 4])], raw_input_contents: [Buffer.alloc(bytes)],
+      });
+      const { error } = await unary(gzip, 'ModelInfer', zeros(2 * 1024 * 1024));  // ~2 KiB on the wire
+      expect(error?.code).toBe(status.RESOURCE_EXHAUSTED);
+      expect(error?.details).toBe('Received message that decompresses to a size larger than 1048576 bytes ' +
+        '(grpcMaxDecompressedSize, --grpc-max-decompressed-size): send the message uncompressed (bounded by grpcMaxMessageSize ' +
+        'instead) or raise the limit');
+      const under = await ok(gzip, 'ModelInfer', zeros(512 * 1024));
+      expect(under.raw_output_contents).toEqual([Buffer.alloc(512 * 1024)]);
+      // The same call on the same gzip channel after the refusal, and uncompressed past the bound.
+      expect((await ok(gzip, 'ModelInfer', zeros(8))).raw_output_contents).toEqual([Buffer.alloc(8)]);
+      expect((await ok(bounded.stub, 'ModelInfer', zeros(2 * 1024 * 1024))).raw_output_contents).toEqual([Buffer.alloc(2 * 1024 * 1024)]);
+    } finally {
+      gzip.close();
+      await bounded.close();
+    }
+  });
+
+  test('grpcMaxDecompressedSize: 64 MiB unless set, never above grpcMaxMessageSize, validated', () => {
+    expect(grpcMaxDecompressedSize({})).toBe(64 * 1024 * 1024);
+    expect(grpcMaxDecompressedSize({ grpcMaxDecompressedSize: 5 })).toBe(5);
+    expect(grpcMaxDecompressedSize({ grpcMaxMessageSize: 1000 })).toBe(1000);
+    expect(() => grpcMaxDecompressedSize({ grpcMaxDecompressedSize: 0 })).toThrow('grpcMaxDecompressedSize must be an integer in 1..2147483647');
+  });
+
   test('a client without raised limits is refused a big response by its own limit, not by the server', async () => {
     const plain = rawStub(s.port, 'inference.GRPCInferenceService', { 'grpc.max_receive_message_length': 1024 });
     try {
@@ -265,5 +303,60 @@ describe('message size limits', () => {
     } finally {
       plain.close();
     }
+  });
+});
+
+// A status goes out in HTTP/2 trailers; a message echoing megabytes of client input used to
+// exceed the peer's header-list limit, so the call never got a status and the connection hung.
+describe('client input echoed in errors', () => {
+  const clipped = (details: string | undefined) => {
+    expect(details).toBeDefined();
+    expect(details!.length).toBeLessThan(2048);
+    expect(details).toContain('…');
+  };
+
+  test('a 1 MiB model name: NOT_FOUND with the name clipped, then the same channel serves', async () => {
+    const name = 'm'.repeat(1024 * 1024);
+    const { error } = await unary(s.stub, 'ModelInfer', { model_name: name, inputs: [IN([1, 1])], raw_input_contents: [fp32Bytes([1])] },
+      {}, { deadline: Date.now() + 20_000 });
+    expect(error?.code).toBe(status.NOT_FOUND);
+    expect(error?.details).toMatch(/^Request for unknown model: 'm{100,}….*' is not found$/);
+    clipped(error?.details);
+  });
+
+  test('a 1,000,000-dim shape: INVALID_ARGUMENT with the shape clipped, then the same channel serves', async () => {
+    const { error } = await unary(s.stub, 'ModelInfer', {
+      model_name: 'identity', inputs: [IN(new Array(1_000_000).fill(1))], raw_input_contents: [fp32Bytes([1])],
+    }, {}, { deadline: Date.now() + 20_000 });
+    expect(error?.code).toBe(status.INVALID_ARGUMENT);
+    expect(error?.details).toContain("input 'IN'");
+    clipped(error?.details);
+  });
+
+  test('a 1 MiB error from a model: the status message is bounded as a whole (head … tail)', async () => {
+    const { error } = await unary(s.stub, 'ModelInfer', { model_name: 'loud', inputs: [IN([1])], raw_input_contents: [fp32Bytes([1])] },
+      {}, { deadline: Date.now() + 20_000 });
+    expect(error?.code).toBe(status.INTERNAL);
+    expect(error?.details).toMatch(/^the model broke: é+…é+ \(end\)$/);
+    expect(encodeURI(error!.details).length).toBeLessThanOrEqual(4096);
+  });
+
+  test('a stream request with a 1 MiB model name: the in-band error is clipped, the stream goes on', async () => {
+    const stream = s.stub.ModelStreamInfer();
+    const answers: Record<string, unknown>[] = [];
+    const two = new Promise<void>((resolve, reject) => {
+      stream.on('data', (r: Record<string, unknown>) => {
+        answers.push(r);
+        if (answers.length === 2) resolve();
+      });
+      stream.on('error', reject);
+    });
+    stream.write({ model_name: 'x'.repeat(1024 * 1024), id: 'long', inputs: [IN([1, 1])], raw_input_contents: [fp32Bytes([1])] });
+    stream.write({ model_name: 'identity', id: 'fine', inputs: [IN([1, 1])], raw_input_contents: [fp32Bytes([1])] });
+    await two;
+    stream.end();
+    const failed = answers.find((a) => a.error_message)!;
+    clipped(failed.error_message as string);
+    expect(answers.some((a) => (a.infer_response as { id?: string } | undefined)?.id === 'fine')).toBe(true);
   });
 });

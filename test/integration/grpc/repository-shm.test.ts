@@ -4,7 +4,7 @@
  * shared-memory regions (/dev/shm) carrying inputs and outputs.
  */
 import { status } from '@grpc/grpc-js';
-import { cpSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, closeSync, readSync } from 'node:fs';
+import { cpSync, mkdtempSync, openSync, readFileSync, rmSync, truncateSync, writeFileSync, closeSync, readSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { GrpcInferenceServerClient } from '../../../ts/client/grpc';
@@ -126,6 +126,36 @@ describe('system shared memory', () => {
       await fails(s.stub, 'SystemSharedMemoryRegister', { name: 'k', key: 'no-slash', byte_size: 8 }, status.INVALID_ARGUMENT, "invalid shared memory key 'no-slash'");
     } finally {
       await ok(s.stub, 'SystemSharedMemoryUnregister', {});
+    }
+  });
+
+  // A client shrinking its object after registering it used to kill the server with SIGBUS on the
+  // next read of the mapping; now the request fails with INVALID_ARGUMENT and the server lives on.
+  test('an object truncated after registration: INVALID_ARGUMENT naming region, key and sizes, no crash', async () => {
+    const shrinking = `${key}-shrink`;
+    writeFileSync(`/dev/shm${shrinking}`, Buffer.alloc(64 * 1024));
+    try {
+      await ok(s.stub, 'SystemSharedMemoryRegister', { name: 's', key: shrinking, offset: 4096, byte_size: 60 * 1024 });
+      truncateSync(`/dev/shm${shrinking}`, 0);
+      await fails(s.stub, 'ModelInfer', {
+        model_name: 'identity', inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: shmParams('s', 16, 8192) }],
+      }, status.INVALID_ARGUMENT, `input 'IN' for model 'identity': shared memory region 's' (key '${shrinking}') needs 12304 bytes ` +
+        'of its shared memory object, but the object now holds 0 bytes');
+      await fails(s.stub, 'ModelInfer', {
+        model_name: 'identity', inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4] }], raw_input_contents: [fp32Bytes([1, 2, 3, 4])],
+        outputs: [{ name: 'OUT', parameters: shmParams('s', 16, 0) }],
+      }, status.INVALID_ARGUMENT, "output 'OUT' of model 'identity': shared memory region 's' (key");
+      // Restored to its size, the same registration works again.
+      truncateSync(`/dev/shm${shrinking}`, 64 * 1024);
+      const r = await ok(s.stub, 'ModelInfer', {
+        model_name: 'identity', inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4] }], raw_input_contents: [fp32Bytes([1, 2, 3, 4])],
+        outputs: [{ name: 'OUT', parameters: shmParams('s', 16, 0) }],
+      });
+      expect(r.outputs).toEqual([expect.objectContaining({ name: 'OUT' })]);
+      expect(readFileSync(`/dev/shm${shrinking}`).subarray(4096, 4096 + 16)).toEqual(fp32Bytes([1, 2, 3, 4]));
+    } finally {
+      await ok(s.stub, 'SystemSharedMemoryUnregister', {});
+      rmSync(`/dev/shm${shrinking}`, { force: true });
     }
   });
 

@@ -118,6 +118,20 @@ describe('hostile inputs', () => {
     expect(r!.headers.connection).toBe('close');
   });
 
+  // Error bodies echo what the request named; a request can name things with megabytes.
+  test('client text echoed in errors is clipped: a 512 KiB input name, a 100,000-dim shape', async () => {
+    const name = 'n'.repeat(512 * 1024);
+    const named = await json(FP32, { inputs: [fp32Input({ name })] });
+    expect(named.status).toBe(400);
+    expect(named.error).toMatch(/input 'n{200,}… \(524288 (characters|bytes)\)'/);
+    expect(named.body.length).toBeLessThan(4096);
+    const shaped = await json(FP32, { inputs: [fp32Input({ shape: new Array(100_000).fill(1), data: [1] })] });
+    expect(shaped.status).toBe(400);
+    expect(shaped.error).toContain('(100000 dims)');
+    expect(shaped.body.length).toBeLessThan(4096);
+    await stillServing();
+  });
+
   test('the server stays healthy after all of that', async () => {
     expect((await get(s.port, '/v2/health/ready')).status).toBe(200);
   });

@@ -4,7 +4,7 @@
  * read from and an output written to a POSIX region, status, unregister), CUDA shared memory
  * without a device, and shared memory refused when the server does not allow it.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { closeAgent, echo, get, post, serve, type Served } from './http-helpers';
@@ -151,6 +151,26 @@ describe('system shared memory', () => {
     expect((await get(s.port, '/v2/systemsharedmemory/region/ghost/status')).status).toBe(404);
     expect((await post(s.port, '/v2/systemsharedmemory/unregister')).status).toBe(200);
     expect((await get(s.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toEqual([]);
+  });
+
+  // Shrinking the object after registration used to kill the server (SIGBUS reading the mapping).
+  test('an object truncated after registration answers 400 and the server keeps serving', async () => {
+    const shrinking = `${key}_shrink`;
+    writeFileSync(`/dev/shm${shrinking}`, Buffer.alloc(64));
+    try {
+      expect((await post(s.port, '/v2/systemsharedmemory/region/t1/register', { key: shrinking, offset: 0, byte_size: 64 })).status).toBe(200);
+      truncateSync(`/dev/shm${shrinking}`, 0);
+      const r = await post(s.port, '/v2/models/echo/infer', {
+        inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: { shared_memory_region: 't1', shared_memory_byte_size: 16 } }],
+      });
+      expect(r.status).toBe(400);
+      expect(r.error).toContain(`shared memory region 't1' (key '${shrinking}') needs 16 bytes of its shared memory object, ` +
+        'but the object now holds 0 bytes');
+      expect((await get(s.port, '/v2/health/live')).status).toBe(200);
+    } finally {
+      await post(s.port, '/v2/systemsharedmemory/unregister');
+      rmSync(`/dev/shm${shrinking}`, { force: true });
+    }
   });
 });
 

@@ -4,7 +4,7 @@
  * protocol groups, and requests that did not decode.
  */
 import { status as Status, type Metadata } from '@grpc/grpc-js';
-import { InferenceServerError } from '../../errors';
+import { InferenceServerError, MAX_MESSAGE_CHARS, boundMessage } from '../../errors';
 import type { ServerContext } from '../context';
 import { failedRestriction, type ApiGroup } from '../restrictions';
 import { isDecodeFailure } from './protos';
@@ -21,8 +21,28 @@ export interface CallStatus {
   details: string;
 }
 
+/**
+ * The most bytes a status message takes on the wire. grpc-js sends it percent-encoded in the
+ * `grpc-message` trailer; HTTP/2 peers refuse header lists past their limit (8 KiB by default
+ * in gRPC C++ clients, Triton's), and a refused trailer leaves the call without a status and
+ * can stall the whole connection. So every status this frontend sends goes through here.
+ */
+export const MAX_STATUS_MESSAGE_BYTES = MAX_MESSAGE_CHARS;
+
+/** Lone UTF-16 surrogates: encodeURI (used by grpc-js for grpc-message) throws on them. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** `details` bounded so that its grpc-message encoding fits MAX_STATUS_MESSAGE_BYTES. */
+export function statusDetails(details: string): string {
+  // One character encodes to at most 9 bytes ("%E2%80%A6"): short messages always fit.
+  if (details.length <= MAX_STATUS_MESSAGE_BYTES / 9) return details;
+  let bounded = boundMessage(details, MAX_STATUS_MESSAGE_BYTES).replace(LONE_SURROGATE, '\uFFFD');
+  while (encodeURI(bounded).length > MAX_STATUS_MESSAGE_BYTES) bounded = boundMessage(bounded, Math.floor(bounded.length * 0.7));
+  return bounded;
+}
+
 export function callStatus(code: Status, details: string): CallStatus {
-  return { code, details };
+  return { code, details: statusDetails(details) };
 }
 
 /**

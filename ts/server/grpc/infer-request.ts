@@ -6,7 +6,7 @@
  * checks them.
  */
 import type { Metadata } from '@grpc/grpc-js';
-import { invalidArg } from '../../errors';
+import { clip, invalidArg } from '../../errors';
 import type { CancelSignal } from '../../model';
 import type { NDArray } from '../../tensor';
 import type { InferenceAnswer, InferenceCall, OutputRequest } from '../inference-service';
@@ -63,30 +63,30 @@ function forwardedHeaders(env: CallEnvironment, into: Record<string, unknown>): 
 function inputTensor(
   ctx: ServerContext, msg: InferRequestMessage, input: TensorMessage, raw: { next: number },
 ): NDArray {
-  const what = `input '${input.name}' for model '${msg.modelName}'`;
+  const what = `input '${clip(input.name)}' for model '${clip(msg.modelName)}'`;
   const dtype = wireDataType(input.datatype, what);
   const shape = wireShape(input.shape, what);
   const shm = shmRefFromParameters(input.parameters ? paramRecord(input.parameters) : undefined, what);
   if (shm) {
     if (input.contents) {
-      throw invalidArg(`unexpected 'content' provided when using shared memory for input tensor '${input.name}' ` +
-        `for model '${msg.modelName}'`);
+      throw invalidArg(`unexpected 'content' provided when using shared memory for input tensor '${clip(input.name)}' ` +
+        `for model '${clip(msg.modelName)}'`);
     }
     return ctx.inference.inputFromSharedMemory(what, dtype, shape, shm);
   }
   if (input.contents) {
     if (msg.rawInputContents.length > 0) {
-      throw invalidArg(`contents field must not be specified when using raw_input_contents for '${input.name}' ` +
-        `for model '${msg.modelName}'`);
+      throw invalidArg(`contents field must not be specified when using raw_input_contents for '${clip(input.name)}' ` +
+        `for model '${clip(msg.modelName)}'`);
     }
     return tensorFromContents(what, dtype, shape, input.contents);
   }
   if (raw.next < msg.rawInputContents.length) return tensorFromBytes(what, dtype, shape, msg.rawInputContents[raw.next++]);
-  throw invalidArg(`unable to find data for input tensor '${input.name}' for model '${msg.modelName}' in request.`);
+  throw invalidArg(`unable to find data for input tensor '${clip(input.name)}' for model '${clip(msg.modelName)}' in request.`);
 }
 
 function outputRequest(msg: InferRequestMessage, name: string, params: ParamMap | null): OutputRequest {
-  const what = `output '${name}' for model '${msg.modelName}'`;
+  const what = `output '${clip(name)}' for model '${clip(msg.modelName)}'`;
   const out: OutputRequest = { name };
   const classification = params?.get('classification');
   if (classification) {

@@ -5,7 +5,9 @@
  * settings. Shutdown: `beginShutdown` makes new calls (and new requests on open streams) fail
  * with UNAVAILABLE while accepted ones finish; `close` ends what is left, then the server.
  */
-import { Server, ServerCredentials, status as Status, type ChannelOptions } from '@grpc/grpc-js';
+import {
+  Server, ServerCredentials, status as Status, type ChannelOptions, type ServerInterceptor, type StatusObject,
+} from '@grpc/grpc-js';
 import { invalidArg } from '../../errors';
 import type { TritonConfig } from '../../config/types';
 import type { ServerContext } from '../context';
@@ -18,6 +20,9 @@ import { SERVER_OPTIONS, forServer, healthServiceDefinition, inferenceServiceDef
 
 /** Triton's default and largest message size (INT32_MAX). */
 export const GRPC_MAX_MESSAGE_SIZE = 2 ** 31 - 1;
+
+/** Default bound on the inflated size of a compressed request message: httpMaxInputSize's. */
+export const GRPC_MAX_DECOMPRESSED_SIZE = 64 * 1024 * 1024;
 
 /** How long `close` waits for calls still open (idle streams) before dropping connections. */
 const CLOSE_GRACE_MS = 2000;
@@ -41,6 +46,53 @@ export function grpcServerOptions(config: TritonConfig): ChannelOptions {
     // Channelz bookkeeping costs time on every call and nothing reads it.
     'grpc.enable_channelz': 0,
   };
+}
+
+/** The largest inflated size of a compressed request message (grpcMaxDecompressedSize). */
+export function grpcMaxDecompressedSize(config: TritonConfig): number {
+  const maxMessage = positiveInt(config.grpcMaxMessageSize, GRPC_MAX_MESSAGE_SIZE, 'grpcMaxMessageSize', GRPC_MAX_MESSAGE_SIZE);
+  const bound = positiveInt(config.grpcMaxDecompressedSize, GRPC_MAX_DECOMPRESSED_SIZE, 'grpcMaxDecompressedSize', GRPC_MAX_MESSAGE_SIZE);
+  return Math.min(bound, maxMessage);
+}
+
+/** The fields of grpc-js's BaseServerInterceptingCall (server-interceptors.js) this module sets. */
+interface GrpcJsBaseCall {
+  incomingEncoding?: unknown;
+  maxReceiveMessageSize?: unknown;
+  sendStatus(status: PartialStatus): void;
+}
+type PartialStatus = Partial<StatusObject> & { code: Status; details: string };
+
+const INFLATED_TOO_LARGE = 'Received message that decompresses to a size larger than';
+
+/**
+ * Bounds how large a compressed request message may inflate. grpc-js has one limit,
+ * grpc.max_receive_message_length, for both the size of a message as framed and its size once
+ * inflated, and Triton's 2 GiB default for the first let a 255 KiB gzip message inflate to
+ * 256 MiB (or 2 GiB). grpc-js reads the framed limit once, when it creates the call (its
+ * StreamDecoder), and the inflated limit (`maxReceiveMessageSize`) each time it inflates; this
+ * interceptor runs on the freshly created call, before any message is read, and lowers the
+ * second for calls whose `grpc-encoding` is not identity. Uncompressed calls are untouched
+ * (nothing is set or wrapped for them). grpc-js then refuses a message that inflates past the
+ * bound with RESOURCE_EXHAUSTED, stopping the inflation there; the refusal gains a hint.
+ * This reaches into grpc-js internals (pinned in package.json): the gRPC suites test it.
+ */
+function boundInflatedMessages(bound: number): ServerInterceptor {
+  // The call goes on as it is, not wrapped (ServerInterceptor's type asks for a wrapper).
+  return (_method, call) => unwrapped(call, (base) => {
+    if (base.incomingEncoding === 'identity' || typeof base.maxReceiveMessageSize !== 'number') return;
+    base.maxReceiveMessageSize = Math.min(base.maxReceiveMessageSize, bound);
+    const sendStatus = base.sendStatus.bind(base);
+    base.sendStatus = (status) => sendStatus(status.code === Status.RESOURCE_EXHAUSTED && status.details.startsWith(INFLATED_TOO_LARGE)
+      ? { ...status, details: `${status.details} bytes (grpcMaxDecompressedSize, --grpc-max-decompressed-size): ` +
+          'send the message uncompressed (bounded by grpcMaxMessageSize instead) or raise the limit' }
+      : status);
+  });
+}
+
+function unwrapped(call: unknown, adjust: (base: GrpcJsBaseCall) => void): ReturnType<ServerInterceptor> {
+  adjust(call as GrpcJsBaseCall);
+  return call as ReturnType<ServerInterceptor>;
 }
 
 /** The metadata-forwarding pattern (--grpc-header-forward-pattern; a partial match as RE2's). */
@@ -74,7 +126,7 @@ export async function startGrpcFrontend(ctx: ServerContext): Promise<Frontend> {
     // grpc-js servers cannot compress what they send (it writes every message uncompressed).
     ctx.logger.warning(`gRPC: grpcInferResponseCompressionLevel '${level}' is not supported by grpc-js; responses are sent uncompressed`);
   }
-  const server = new Server(grpcServerOptions(config));
+  const server = new Server({ ...grpcServerOptions(config), interceptors: [boundInflatedMessages(grpcMaxDecompressedSize(config))] });
   const gate: Gate = { shuttingDown: false };
   const streams = new Set<{ close(status: CallStatus): void }>();
   const infer: InferHandlerOptions = {

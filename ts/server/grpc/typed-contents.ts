@@ -5,7 +5,7 @@
  * both. Narrow integer types are range-checked rather than silently truncated, as the HTTP
  * frontend's JSON path does.
  */
-import { invalidArg } from '../../errors';
+import { clipShape, invalidArg } from '../../errors';
 import { NDArray, elementCount, type DataType, type TypedArray } from '../../tensor';
 import type { TensorContents } from './infer-codec';
 
@@ -64,7 +64,7 @@ export function tensorFromContents(what: string, dtype: DataType, shape: number[
   const values = contents[expected];
   const got = values?.length ?? 0;
   if (got !== count) {
-    throw invalidArg(`${what}: shape [${shape.join(',')}] holds ${count} elements, ${expected} has ${got}`);
+    throw invalidArg(`${what}: shape ${clipShape(shape)} holds ${count} elements, ${expected} has ${got}`);
   }
   if (dtype === 'BYTES') return new NDArray('BYTES', shape, (values as Buffer[] | undefined) ?? []);
   if (!values) return new NDArray(dtype, shape, new (NARROW[dtype]?.Ctor ?? emptyCtor(dtype))(0));

@@ -12,7 +12,7 @@
  *
  * Every field is checked before use and every error names the input or output and the model.
  */
-import { invalidArg } from '../../errors';
+import { clip, invalidArg } from '../../errors';
 import { dataTypeByteSize, type NDArray, type DataType } from '../../tensor';
 import type { InferenceCall, OutputRequest } from '../inference-service';
 import { splitRequestParameters } from '../parameters';
@@ -108,7 +108,7 @@ function decodeInputs(list: unknown, binary: Buffer, opts: InferDecodeOptions): 
     if (!isObject(input) || typeof input.name !== 'string') {
       throw invalidArg(`input ${i} of the inference request for model '${model}' must be an object with a string 'name'`);
     }
-    const what = `input '${input.name}' for model '${model}'`;
+    const what = `input '${clip(input.name)}' for model '${clip(model)}'`;
     const dtype = wireDataType(input.datatype, what);
     const shape = wireShape(input.shape, what);
     const params = input.parameters;
@@ -151,7 +151,7 @@ function decodeOutputs(list: unknown, model: string): OutputRequest[] | null {
     if (!isObject(output) || typeof output.name !== 'string') {
       throw invalidArg(`requested output ${i} for model '${model}' must be an object with a string 'name'`);
     }
-    const what = `output '${output.name}' for model '${model}'`;
+    const what = `output '${clip(output.name)}' for model '${clip(model)}'`;
     const params = output.parameters;
     if (params === undefined) return { name: output.name };
     if (!isObject(params)) throw invalidArg(`${what}: 'parameters' must be an object`);

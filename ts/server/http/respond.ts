@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import * as zlib from 'node:zlib';
-import { InferenceServerError } from '../../errors';
+import { InferenceServerError, boundMessage } from '../../errors';
 import type { Logger } from '../../log';
 
 const JSON_TYPE = 'application/json';
@@ -47,7 +47,9 @@ export function sendError(req: IncomingMessage, res: ServerResponse, err: unknow
     logger.error(`infernode: internal error serving ${req.method} ${req.url}: ${err instanceof Error ? err.stack : message}`);
   }
   if (res.headersSent || res.destroyed) return;
-  const body = Buffer.from(JSON.stringify({ error: message }), 'utf8');
+  // Bounded as a last resort: builders clip what they echo from the request, but no error body
+  // may grow with the input.
+  const body = Buffer.from(JSON.stringify({ error: boundMessage(message) }), 'utf8');
   res.writeHead(status, { 'Content-Type': JSON_TYPE, 'Content-Length': body.length });
   res.end(body);
 }
