@@ -77,8 +77,13 @@ export class InferenceService {
     return tensorFromBytes(what, datatype, shape, this.sharedMemory.read(ref, what));
   }
 
-  async infer(call: InferenceCall): Promise<InferenceAnswer> {
+  /**
+   * One request, one answer. `decoupledRefusal`: the text a frontend that cannot stream answers
+   * for a decoupled model (Triton's, per endpoint), with UNSUPPORTED.
+   */
+  async infer(call: InferenceCall, decoupledRefusal?: string): Promise<InferenceAnswer> {
     const model = resolveModel(this.triton, call.modelName, call.modelVersion);
+    if (decoupledRefusal && model.config.decoupled) throw new InferenceServerError('UNSUPPORTED', decoupledRefusal);
     const inputs: Record<string, NDArray> = {};
     for (const { name, tensor } of call.inputs) {
       if (Object.prototype.hasOwnProperty.call(inputs, name)) {

@@ -16,6 +16,9 @@ import type { InferResponseFields } from './infer-encode';
 import { inferenceCall, inferResponse } from './infer-request';
 import type { TurnQueue } from '../turn';
 
+/** Triton's answer (UNIMPLEMENTED) to unary ModelInfer on a decoupled model. */
+const DECOUPLED_REFUSAL = "ModelInfer RPC doesn't support models with decoupled transaction policy";
+
 /** Per-stream bound on requests being answered (queued, running, or whose response is unsent). */
 export const STREAM_MAX_IN_FLIGHT = 1024;
 
@@ -40,7 +43,7 @@ function deadlineMs(deadline: Deadline): number {
  */
 function run(
   o: InferHandlerOptions, msg: InferRequestMessage, call: ServerUnaryCall<unknown, unknown> | ServerDuplexStream<unknown, unknown>,
-  signal: DisconnectSignal, trace: Trace | null,
+  signal: DisconnectSignal, trace: Trace | null, decoupledRefusal?: string,
 ): Promise<InferenceAnswer> {
   try {
     const request = inferenceCall(o.ctx, msg, {
@@ -48,7 +51,7 @@ function run(
     });
     return new Promise((resolve) => o.turns.submit(() => {
       trace?.mark('REQUEST_START');
-      resolve(o.ctx.inference.infer(request));
+      resolve(o.ctx.inference.infer(request, decoupledRefusal));
     }));
   } catch (err) {
     return Promise.reject(err);
@@ -72,7 +75,7 @@ export function modelInfer(o: InferHandlerOptions) {
     call.on('cancelled', () => {
       if (!answered) signal.abort();
     });
-    run(o, msg, call, signal, trace).then((answer) => {
+    run(o, msg, call, signal, trace, DECOUPLED_REFUSAL).then((answer) => {
       answered = true;
       trace?.mark('REQUEST_END');
       if (call.cancelled) return;

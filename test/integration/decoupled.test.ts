@@ -1,0 +1,230 @@
+/**
+ * Decoupled bound models in process (issue 9): 0, 1 and many responses per request through
+ * triton.inferStream(), PyTriton's generator form and per-request iterables, batches whose
+ * requests stream independently, errors mid-stream, cancellation (AbortSignal and leaving the
+ * loop) that stops the generator, a slow reader bounded by maxQueuedResponses, and the refusals
+ * of the non-streaming endpoints (in process, HTTP /infer, gRPC ModelInfer) with Triton's texts.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { InferenceServerError } from '../../ts/errors';
+import type { Request } from '../../ts/request';
+import { NDArray } from '../../ts/tensor';
+import type { Triton } from '../../ts/triton';
+import { expectRejects, gate, inProcessTriton, waitFor } from './helpers';
+import { fails, rawStub } from './grpc/helpers';
+import { request as httpRequest, closeAgent } from './http/http-helpers';
+
+let triton: Triton;
+
+afterEach(async () => {
+  await triton?.stop();
+});
+
+afterAll(() => closeAgent());
+
+const IN = { name: 'IN', dtype: 'FP32' as const, shape: [-1] };
+const OUT = { name: 'OUT', dtype: 'FP32' as const, shape: [-1] };
+
+/** Binds a decoupled model named `streamer` around `inferFunc`. */
+async function bindStreamer(
+  inferFunc: (requests: Request[]) => unknown, config: Record<string, unknown> = {}, tritonConfig = {},
+): Promise<Triton> {
+  triton = inProcessTriton(tritonConfig);
+  triton.bind({
+    modelName: 'streamer',
+    inferFunc: inferFunc as never,
+    inputs: [IN],
+    outputs: [OUT],
+    config: { decoupled: true, maxBatchSize: 8, ...config },
+  });
+  await triton.run();
+  return triton;
+}
+
+const f32 = (...values: number[]): NDArray => new NDArray('FP32', [1, values.length], Float32Array.from(values));
+const valueOf = (outputs: Record<string, NDArray>): number => (outputs.OUT.data as Float32Array)[0];
+
+/** Every response of a stream, as the first value of OUT. */
+async function collect(stream: AsyncIterable<Record<string, NDArray>>): Promise<number[]> {
+  const values: number[] = [];
+  for await (const outputs of stream) values.push(valueOf(outputs));
+  return values;
+}
+
+/** PyTriton's form: `count(request)` responses per request, value = input × 10 + step. */
+function* counting(requests: Request[]): Generator<({ OUT: NDArray } | null)[]> {
+  const counts = requests.map((r) => (r.data.IN.data as Float32Array)[0]);
+  for (let step = 0; step < Math.max(0, ...counts); step++) {
+    yield counts.map((n) => (step < n ? { OUT: f32(n * 10 + step) } : null));
+  }
+}
+
+describe('responses', () => {
+  test('many, one and zero responses per request (PyTriton generator form), each stream ends after its final response', async () => {
+    const t = await bindStreamer(counting);
+    expect(await collect(t.inferStream('streamer', { IN: f32(3) }))).toEqual([30, 31, 32]);
+    expect(await collect(t.inferStream('streamer', { IN: f32(1) }))).toEqual([10]);
+    expect(await collect(t.inferStream('streamer', { IN: f32(0) }))).toEqual([]);
+  });
+
+  test('requests batched together stream independently; each gets only its own responses', async () => {
+    const batches: number[] = [];
+    const t = await bindStreamer((requests) => {
+      batches.push(requests.length);
+      return counting(requests);
+    }, { batcher: { maxQueueDelayMicroseconds: 200_000, preferredBatchSize: [3] } });
+    const streams = [2, 4, 1].map((n) => collect(t.inferStream('streamer', { IN: f32(n) })));
+    expect(await Promise.all(streams)).toEqual([[20, 21], [40, 41, 42, 43], [10]]);
+    expect(batches).toEqual([3]);
+  });
+
+  test('one async iterable per request: responses interleave in the order they are produced', async () => {
+    const order: string[] = [];
+    async function* per(id: number, n: number): AsyncGenerator<{ OUT: NDArray }> {
+      for (let k = 0; k < n; k++) {
+        await new Promise((resolve) => setImmediate(resolve));
+        order.push(`${id}:${k}`);
+        yield { OUT: f32(id * 10 + k) };
+      }
+    }
+    const t = await bindStreamer((requests) => requests.map((r, i) => per((r.data.IN.data as Float32Array)[0], 2 + i)),
+      { batcher: { maxQueueDelayMicroseconds: 200_000, preferredBatchSize: [2] } });
+    const [a, b] = await Promise.all([collect(t.inferStream('streamer', { IN: f32(1) })), collect(t.inferStream('streamer', { IN: f32(2) }))]);
+    expect(a).toEqual([10, 11]);
+    expect(b).toEqual([20, 21, 22]);
+    expect(order).toEqual(['1:0', '2:0', '1:1', '2:1', '2:2']);
+  });
+
+  test('an error mid-stream reaches the reader after the responses sent before it', async () => {
+    const t = await bindStreamer(function* (requests) {
+      yield requests.map(() => ({ OUT: f32(1) }));
+      throw new Error('tokenizer exploded');
+    });
+    const seen: number[] = [];
+    let caught: unknown;
+    try {
+      for await (const outputs of t.inferStream('streamer', { IN: f32(0) })) seen.push(valueOf(outputs));
+    } catch (err) {
+      caught = err;
+    }
+    expect(seen).toEqual([1]);
+    expect(caught).toBeInstanceOf(InferenceServerError);
+    expect((caught as InferenceServerError).code).toBe('INTERNAL');
+    expect((caught as Error).message).toBe('tokenizer exploded');
+    const stats = t.model('streamer').stats();
+    expect(stats.failures.BACKEND).toBe(1);
+  });
+
+  test('a callable returning neither form fails its requests with a message saying what it must return', async () => {
+    const t = await bindStreamer((requests) => requests.map(() => ({ OUT: f32(1) })));
+    await expect(collect(t.inferStream('streamer', { IN: f32(0) }))).rejects.toThrow(
+      /a decoupled model's callable must return a generator \(or an \(async\) iterable\) yielding one outputs list per step, or one \(async\) iterable of outputs per request \(1\)/);
+  });
+});
+
+describe('cancellation', () => {
+  test('aborting mid-stream stops the generator (its finally runs) and frees the instance for the next request', async () => {
+    const stopped = gate();
+    let running = 0;
+    const t = await bindStreamer(async function* (requests: Request[]) {
+      running++;
+      try {
+        for (let k = 0; ; k++) {
+          await new Promise((resolve) => setImmediate(resolve));
+          yield requests.map(() => ({ OUT: f32(k) }));
+        }
+      } finally {
+        running--;
+        stopped.open();
+      }
+    });
+    const controller = new AbortController();
+    const seen: number[] = [];
+    let caught: unknown;
+    try {
+      for await (const outputs of t.inferStream('streamer', { IN: f32(0) }, { signal: controller.signal })) {
+        seen.push(valueOf(outputs));
+        if (seen.length === 3) controller.abort();
+      }
+    } catch (err) {
+      caught = err;
+    }
+    expect((caught as InferenceServerError).code).toBe('CANCELLED');
+    expect(seen.slice(0, 3)).toEqual([0, 1, 2]);
+    await stopped.promise;
+    expect(running).toBe(0);
+    await waitFor(() => t.model('streamer').stats().pending === 0, 'the cancelled request to be handed back');
+    expect(t.model('streamer').stats().failures.CANCELED).toBe(1);
+  });
+
+  test('leaving the loop early cancels the request and stops the generator', async () => {
+    let finished = false;
+    const t = await bindStreamer(async function* (requests: Request[]) {
+      try {
+        for (let k = 0; k < 1000; k++) {
+          await new Promise((resolve) => setImmediate(resolve));
+          yield requests.map(() => ({ OUT: f32(k) }));
+        }
+      } finally {
+        finished = true;
+      }
+    });
+    for await (const outputs of t.inferStream('streamer', { IN: f32(0) })) {
+      if (valueOf(outputs) === 2) break;
+    }
+    await waitFor(() => finished && t.model('streamer').stats().pending === 0, 'the generator to stop');
+    expect(t.model('streamer').stats().failures.CANCELED).toBe(1);
+    // The instance serves the next request.
+    const next = t.inferStream('streamer', { IN: f32(0) });
+    expect(valueOf((await next.next()).value)).toBe(0);
+    await next.return!();
+  });
+
+  test('a reader that falls behind maxQueuedResponses gets UNAVAILABLE, and the generator stops', async () => {
+    let produced = 0;
+    const t = await bindStreamer(function* (requests) {
+      for (let k = 0; k < 100_000; k++) {
+        produced++;
+        yield requests.map(() => ({ OUT: f32(k) }));
+      }
+    });
+    const stream = t.inferStream('streamer', { IN: f32(0) }, { maxQueuedResponses: 4 });
+    await waitFor(() => t.model('streamer').stats().pending === 0, 'the request to be cancelled');
+    const values: number[] = [];
+    await expect((async () => {
+      for await (const outputs of stream) values.push(valueOf(outputs));
+    })()).rejects.toThrow("request for model 'streamer' was cancelled: its reader fell more than 4 responses behind (maxQueuedResponses)");
+    expect(values).toEqual([0, 1, 2, 3]);
+    expect(produced).toBeLessThan(10);
+  });
+});
+
+describe('endpoints that cannot stream refuse decoupled models with Triton\'s texts', () => {
+  test('in process: infer() on a decoupled model, inferStream() on a non-decoupled one', async () => {
+    const t = await bindStreamer(counting);
+    t.bind({ modelName: 'plain', inferFunc: (rs: Request[]) => rs.map((r) => ({ OUT: r.data.IN })), inputs: [IN], outputs: [OUT] });
+    await expectRejects(t.infer('streamer', { IN: f32(1) }), 'UNSUPPORTED', "model 'streamer' is decoupled (0..N responses per request)");
+    await expect(collect(t.inferStream('plain', { IN: f32(1) }))).rejects.toThrow("model 'plain' is not decoupled: call infer()");
+    await expect(collect(t.inferStream('nope', { IN: f32(1) }))).rejects.toThrow("Request for unknown model: 'nope' is not found");
+  });
+
+  test('HTTP /infer answers 501, gRPC ModelInfer UNIMPLEMENTED', async () => {
+    triton = inProcessTriton({
+      allowHttp: true, allowGrpc: true, httpPort: 0, grpcPort: 0, httpAddress: '127.0.0.1', grpcAddress: '127.0.0.1', logInfo: false,
+    });
+    triton.bind({ modelName: 'streamer', inferFunc: counting as never, inputs: [IN], outputs: [OUT], config: { decoupled: true } });
+    await triton.run();
+    const body = { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 1], data: [1] }] };
+    const reply = await httpRequest(triton.ports.http!, 'POST', '/v2/models/streamer/infer', body);
+    expect(reply.status).toBe(501);
+    expect(reply.error).toBe("HTTP end point doesn't support models with decoupled transaction policy");
+    const stub = rawStub(triton.ports.grpc!);
+    try {
+      await fails(stub, 'ModelInfer', {
+        model_name: 'streamer', inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 1] }], raw_input_contents: [Buffer.alloc(4)],
+      }, grpc.status.UNIMPLEMENTED, "ModelInfer RPC doesn't support models with decoupled transaction policy");
+    } finally {
+      stub.close();
+    }
+  });
+});
