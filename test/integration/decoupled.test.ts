@@ -228,3 +228,93 @@ describe('endpoints that cannot stream refuse decoupled models with Triton\'s te
     }
   });
 });
+
+describe('gRPC ModelStreamInfer', () => {
+  type StreamResponse = {
+    error_message: string;
+    infer_response: { id: string; model_name: string; model_version: string; raw_output_contents: Buffer[];
+      parameters: Record<string, { bool_param?: boolean }> } | null;
+  };
+
+  async function grpcServed(inferFunc: (requests: Request[]) => unknown): Promise<{ stub: ReturnType<typeof rawStub> }> {
+    triton = inProcessTriton({ allowGrpc: true, grpcPort: 0, grpcAddress: '127.0.0.1', logInfo: false });
+    triton.bind({ modelName: 'streamer', inferFunc: inferFunc as never, inputs: [IN], outputs: [OUT], config: { decoupled: true } });
+    await triton.run();
+    return { stub: rawStub(triton.ports.grpc!) };
+  }
+
+  const streamRequest = (id: string, value: number, emptyFinal = false) => ({
+    model_name: 'streamer', id,
+    inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 1] }],
+    raw_input_contents: [Buffer.from(Float32Array.from([value]).buffer)],
+    parameters: emptyFinal ? { triton_enable_empty_final_response: { bool_param: true } } : {},
+  });
+
+  const first = (r: StreamResponse): number => r.infer_response!.raw_output_contents[0].readFloatLE(0);
+  const isFinal = (r: StreamResponse): boolean | undefined => r.infer_response!.parameters.triton_final_response?.bool_param;
+
+  test('every response as it is produced with triton_final_response, an empty final one only when asked, requests interleaved', async () => {
+    const { stub } = await grpcServed(counting);
+    const call = stub.ModelStreamInfer();
+    const responses: StreamResponse[] = [];
+    call.on('data', (r: StreamResponse) => responses.push(r));
+    const ended = new Promise((resolve) => call.on('status', resolve));
+    call.write(streamRequest('a', 3, true));
+    call.write(streamRequest('b', 2));
+    call.write(streamRequest('z', 0, true));
+    call.end();
+    await ended;
+    stub.close();
+    const byId = (id: string) => responses.filter((r) => r.infer_response?.id === id);
+    expect(responses.every((r) => r.error_message === '')).toBe(true);
+    expect(byId('a').map((r) => (isFinal(r) ? 'final' : first(r)))).toEqual([30, 31, 32, 'final']);
+    expect(byId('a').slice(0, 3).map(isFinal)).toEqual([false, false, false]);
+    expect(byId('a')[3].infer_response).toMatchObject({ model_name: 'streamer', model_version: '1', raw_output_contents: [] });
+    expect(byId('b').map((r) => [first(r), isFinal(r)])).toEqual([[20, false], [21, false]]);
+    expect(byId('z').map(isFinal)).toEqual([true]);
+  });
+
+  test('an error mid-stream is answered in band with the request id; the stream stays open', async () => {
+    const { stub } = await grpcServed(function* (requests: Request[]) {
+      yield requests.map(() => ({ OUT: f32(7) }));
+      if ((requests[0].data.IN.data as Float32Array)[0] === 1) throw new Error('model failure mid-stream');
+    });
+    const call = stub.ModelStreamInfer();
+    const responses: StreamResponse[] = [];
+    call.on('data', (r: StreamResponse) => responses.push(r));
+    const ended = new Promise((resolve) => call.on('status', resolve));
+    call.write(streamRequest('bad', 1));
+    await waitFor(() => responses.length === 2, 'the response and the error');
+    call.write(streamRequest('good', 0, true));
+    call.end();
+    await ended;
+    stub.close();
+    expect(responses.map((r) => [r.infer_response!.id, r.error_message])).toEqual([
+      ['bad', ''], ['bad', 'model failure mid-stream'], ['good', ''], ['good', ''],
+    ]);
+  });
+
+  test('cancelling the call stops the generator and frees the request', async () => {
+    let finished = false;
+    const { stub } = await grpcServed(async function* (requests: Request[]) {
+      try {
+        for (let k = 0; ; k++) {
+          await new Promise((resolve) => setImmediate(resolve));
+          yield requests.map(() => ({ OUT: f32(k) }));
+        }
+      } finally {
+        finished = true;
+      }
+    });
+    const call = stub.ModelStreamInfer();
+    let count = 0;
+    call.on('data', () => { count++; });
+    call.on('error', () => undefined);
+    call.write(streamRequest('endless', 0));
+    await waitFor(() => count >= 3, 'a few responses');
+    call.cancel();
+    await waitFor(() => finished && triton.model('streamer').stats().pending === 0, 'the generator to stop');
+    stub.close();
+    expect(triton.model('streamer').stats().failures.CANCELED).toBe(1);
+  });
+});
