@@ -19,8 +19,10 @@ import type { NDArray } from './tensor';
 export interface DecoupledSink {
   /** One response (an outputs object as the callable yielded it) for request `index`. */
   send(index: number, outputs: unknown): void;
-  /** True once request `index` was cancelled (its consumer went away): send nothing more. */
-  cancelled(index: number): boolean;
+  /** Request `index` ended: completed (null) or failed. Called once per request; later calls are ignored. */
+  end(index: number, error: InferenceServerError | null): void;
+  /** True once request `index` was cancelled or ended: send nothing more. */
+  closed(index: number): boolean;
 }
 
 type AnyIterator = Iterator<unknown> | AsyncIterator<unknown>;
@@ -42,29 +44,30 @@ async function stop(iterator: AnyIterator): Promise<void> {
   }
 }
 
-/** Drives one request's own iterable; resolves with its error, or null. */
-async function driveOne(iterator: AnyIterator, index: number, sink: DecoupledSink): Promise<InferenceServerError | null> {
+/** Drives one request's own iterable to its end. */
+async function driveOne(iterator: AnyIterator, index: number, sink: DecoupledSink): Promise<void> {
   try {
     for (;;) {
-      if (sink.cancelled(index)) {
+      if (sink.closed(index)) {
         await stop(iterator);
-        return null;
+        return;
       }
       const step = await iterator.next();
-      if (step.done) return null;
-      if (!sink.cancelled(index)) sink.send(index, step.value);
+      if (step.done) break;
+      if (!sink.closed(index)) sink.send(index, step.value);
     }
+    sink.end(index, null);
   } catch (err) {
-    return toInferenceServerError(err);
+    sink.end(index, toInferenceServerError(err));
   }
 }
 
 /** Drives PyTriton's form: each step yields one list with an entry per request. */
-async function driveBatch(iterator: AnyIterator, count: number, sink: DecoupledSink, what: string): Promise<(InferenceServerError | null)[]> {
-  const allCancelled = (): boolean => Array.from({ length: count }, (_, i) => sink.cancelled(i)).every(Boolean);
+async function driveBatch(iterator: AnyIterator, count: number, sink: DecoupledSink, what: string): Promise<void> {
+  const all = Array.from({ length: count }, (_, i) => i);
   try {
     for (;;) {
-      if (allCancelled()) {
+      if (all.every((i) => sink.closed(i))) {
         await stop(iterator);
         break;
       }
@@ -77,36 +80,74 @@ async function driveBatch(iterator: AnyIterator, count: number, sink: DecoupledS
           `per request (${count}), got ${Array.isArray(list) ? `an array of ${list.length}` : typeof list}`);
       }
       list.forEach((outputs, i) => {
-        if (outputs !== null && outputs !== undefined && !sink.cancelled(i)) sink.send(i, outputs);
+        if (outputs !== null && outputs !== undefined && !sink.closed(i)) sink.send(i, outputs);
       });
     }
-    return new Array<null>(count).fill(null);
+    for (const i of all) sink.end(i, null);
   } catch (err) {
-    return new Array<InferenceServerError>(count).fill(toInferenceServerError(err));
+    const error = toInferenceServerError(err);
+    for (const i of all) sink.end(i, error);
   }
 }
 
 /**
- * Drives what a decoupled callable returned until every request's responses are sent. Resolves
- * with one entry per request: its error, or null when it completed. Never rejects.
+ * Drives the value a decoupled callable returned (its promise already settled) until every
+ * request has ended. `undefined` means the callable uses its requests' response senders: each
+ * request ends when its sender sends the final flag. Never rejects.
  */
-export async function driveDecoupled(result: unknown, count: number, sink: DecoupledSink, what: string): Promise<(InferenceServerError | null)[]> {
-  let value = result;
-  try {
-    if (value instanceof Promise) value = await value;
-  } catch (err) {
-    return new Array<InferenceServerError>(count).fill(toInferenceServerError(err));
-  }
+export async function driveDecoupled(value: unknown, count: number, sink: DecoupledSink, what: string): Promise<void> {
+  if (value === undefined) return;
   const batchIterator = iteratorOf(value);
-  if (batchIterator) return driveBatch(batchIterator, count, sink, what);
+  if (batchIterator) {
+    await driveBatch(batchIterator, count, sink, what);
+    return;
+  }
   const perRequest = Array.isArray(value) && value.length === count ? value.map(iteratorOf) : null;
   if (perRequest && perRequest.every((it) => it !== null)) {
-    return Promise.all(perRequest.map((it, i) => driveOne(it!, i, sink)));
+    await Promise.all(perRequest.map((it, i) => driveOne(it!, i, sink)));
+    return;
   }
   const error = new InferenceServerError('INTERNAL', `${what}: a decoupled model's callable must return a generator (or an ` +
-    `(async) iterable) yielding one outputs list per step, or one (async) iterable of outputs per request (${count}); ` +
-    `got ${Array.isArray(value) ? `an array of ${value.length}` : value === null ? 'null' : typeof value}`);
-  return new Array<InferenceServerError>(count).fill(error);
+    `(async) iterable) yielding one outputs list per step, or one (async) iterable of outputs per request (${count}), ` +
+    `or nothing when it answers through request.responseSender; got ` +
+    `${Array.isArray(value) ? `an array of ${value.length}` : value === null ? 'null' : typeof value}`);
+  for (let i = 0; i < count; i++) sink.end(i, error);
+}
+
+/**
+ * A decoupled request's response sender (`request.responseSender`), the twin of the Python
+ * backend's: any number of responses, the last one flagged final, from anywhere and at any time
+ * (also after the callable returned).
+ */
+export class ResponseSender {
+  readonly #sink: DecoupledSink;
+  readonly #index: number;
+
+  /** @internal */
+  constructor(sink: DecoupledSink, index: number) {
+    this.#sink = sink;
+    this.#index = index;
+  }
+
+  /**
+   * Sends one response (`outputs`, or none for a flag-only final response); with `final` the
+   * request ends. Sending after the end, or after the request was cancelled, does nothing.
+   */
+  send(outputs?: Record<string, unknown> | null, options: { final?: boolean } = {}): void {
+    if (this.#sink.closed(this.#index)) return;
+    if (outputs !== undefined && outputs !== null) this.#sink.send(this.#index, outputs);
+    if (options.final) this.#sink.end(this.#index, null);
+  }
+
+  /** Ends the request with an error (the client gets it after the responses sent before). */
+  sendError(error: unknown): void {
+    if (!this.#sink.closed(this.#index)) this.#sink.end(this.#index, toInferenceServerError(error));
+  }
+
+  /** True once the client went away (cancelled, disconnected) or the request ended: stop working on it. */
+  isCancelled(): boolean {
+    return this.#sink.closed(this.#index);
+  }
 }
 
 /** Responses a stream holds for a reader that has not taken them, by default. */

@@ -11,7 +11,9 @@ import type { NormalizedModelConfig } from './config/normalize';
 import {
   native, type Dispatch, type EnqueueInputs, type NativeModel, type NativeOutput, type NativeResponses, type NativeModelStats,
 } from './native';
-import { DEFAULT_MAX_QUEUED_RESPONSES, ResponseStream, driveDecoupled } from './decoupled';
+import {
+  DEFAULT_MAX_QUEUED_RESPONSES, ResponseSender, ResponseStream, driveDecoupled, type DecoupledSink,
+} from './decoupled';
 import { collectOutputs } from './outputs';
 import { Request, type InferFunc, type Parameters, type TritonContext } from './request';
 import {
@@ -333,54 +335,87 @@ export class BoundModel {
   }
 
   /**
-   * Runs a decoupled callable: each response it yields goes to its request's stream as it comes;
-   * the instance stays busy until every request of the batch has ended (its final response),
-   * and then reports the batch to native code with one status per request.
+   * Runs a decoupled callable. Its execution ends when it has returned (its promise settled):
+   * the instance is then free for the next batch, as in Triton's Python backend, and the
+   * requests that have not ended stay open natively. Each response the callable yields (or
+   * sends through `request.responseSender`) goes to its request's stream as it comes; each
+   * request ends on its own (finishRequest), whenever its iteration or its sender ends it.
    */
   #runDecoupled(instance: number, token: number, ids: number[], entries: PendingRequest[]): void {
     const context: TritonContext = { modelConfig: this.config, instanceIndex: instance };
     const what = `model '${this.config.name}'`;
-    const started = performance.now();
-    const sink = {
-      send: (i: number, value: unknown): void => {
-        const entry = entries[i];
-        let outputs: Record<string, NDArray>;
-        try {
-          outputs = collectOutputs(this.config, [value], [this.#rowsOf(entry.request)], this.#strict)[0];
-        } catch (err) {
-          this.#cancel(ids[i], toInferenceServerError(err));
-          return;
-        }
-        if (!entry.stream!.push(this.#pick(entry, outputs))) {
-          this.#cancel(ids[i], new InferenceServerError('UNAVAILABLE', `request for ${what} was cancelled: its reader fell ` +
-            `more than ${entry.stream!.maxQueued} responses behind (maxQueuedResponses)`));
-        }
+    // Per request: undefined while it runs; null (ended) or its error once it ended.
+    const ended: (InferenceServerError | null | undefined)[] = new Array(entries.length).fill(undefined);
+    let executed = false;
+    const sink: DecoupledSink = {
+      send: (i, value) => this.#sendResponse(ids[i], entries[i], value),
+      end: (i, error) => {
+        if (ended[i] !== undefined) return;
+        ended[i] = error;
+        if (executed) this.#finishOpen(ids[i], entries[i], error);
       },
-      cancelled: (i: number): boolean => entries[i].settled,
+      closed: (i) => ended[i] !== undefined || entries[i].settled,
     };
+    entries.forEach((entry, i) => { entry.request.responseSender = new ResponseSender(sink, i); });
+    const started = performance.now();
     let result: unknown;
     try {
       result = this.#funcs[instance](entries.map((e) => e.request), context);
     } catch (err) {
       result = Promise.reject(err);
     }
-    void driveDecoupled(result, entries.length, sink, what).then((errors) => {
+    const executionEnded = (error: InferenceServerError | null): void => {
+      executed = true;
       const codes = new Int32Array(entries.length);
       const messages: string[] = [];
-      errors.forEach((err, i) => {
-        if (err) {
-          codes[i] = StatusCode[err.code];
-          messages[i] = err.message;
-        } else if (entries[i].settled) {
-          codes[i] = StatusCode.CANCELLED;
-          messages[i] = 'cancelled';
-        }
+      const open = new Uint8Array(entries.length);
+      entries.forEach((entry, i) => {
+        if (ended[i] === undefined && error) ended[i] = error;
+        const outcome = this.#outcome(entry, ended[i]);
+        if (outcome === null) open[i] = 1;
+        else [codes[i], messages[i]] = outcome;
       });
       const timings = new Float64Array([(performance.now() - started) * 1e6, 0]);
-      const released = this.#native.completeBatch(instance, token, codes, messages, timings);
+      const released = this.#native.completeBatch(instance, token, codes, messages, timings, open);
       this.#schedulePump();
       if (released) this.#settle(released);
-    });
+    };
+    Promise.resolve(result).then((value) => {
+      executionEnded(null);
+      void driveDecoupled(value, entries.length, sink, what);
+    }, (err: unknown) => executionEnded(toInferenceServerError(err ?? new Error('inference callable rejected'))));
+  }
+
+  /**
+   * A request's status code and message once it ended (or its caller was answered already:
+   * cancelled); null while it is still open.
+   */
+  #outcome(entry: PendingRequest, ended: InferenceServerError | null | undefined): [number, string] | null {
+    if (ended) return [StatusCode[ended.code], ended.message];
+    if (entry.settled) return [StatusCode.CANCELLED, 'cancelled'];
+    return ended === null ? [0, ''] : null;
+  }
+
+  /** An open request ended after its batch executed: hand it back natively, then settle it. */
+  #finishOpen(id: number, entry: PendingRequest, error: InferenceServerError | null): void {
+    const [code, message] = this.#outcome(entry, error) ?? [0, ''];
+    const released = this.#native.finishRequest(id, code, message);
+    if (released) this.#settle(released);
+  }
+
+  /** One response of a decoupled request, to its stream; a bad one or a full stream cancels the request. */
+  #sendResponse(id: number, entry: PendingRequest, value: unknown): void {
+    let outputs: Record<string, NDArray>;
+    try {
+      outputs = collectOutputs(this.config, [value], [this.#rowsOf(entry.request)], this.#strict)[0];
+    } catch (err) {
+      this.#cancel(id, toInferenceServerError(err));
+      return;
+    }
+    if (!entry.stream!.push(this.#pick(entry, outputs))) {
+      this.#cancel(id, new InferenceServerError('UNAVAILABLE', `request for model '${this.config.name}' was cancelled: ` +
+        `its reader fell more than ${entry.stream!.maxQueued} responses behind (maxQueuedResponses)`));
+    }
   }
 
   #rowsOf(request: Request): number {

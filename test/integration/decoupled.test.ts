@@ -318,3 +318,70 @@ describe('gRPC ModelStreamInfer', () => {
     expect(triton.model('streamer').stats().failures.CANCELED).toBe(1);
   });
 });
+
+describe('execution and completion are separate', () => {
+  test('an instance takes the next batch as soon as the callable returned; earlier requests keep streaming', async () => {
+    const release = gate();
+    const order: string[] = [];
+    const t = await bindStreamer(async function* (requests: Request[]) {
+      const n = (requests[0].data.IN.data as Float32Array)[0];
+      order.push(`start ${n}`);
+      yield requests.map(() => ({ OUT: f32(n) }));
+      if (n === 1) await release.promise;  // the first request streams on, waiting
+      order.push(`end ${n}`);
+    }, { maxBatchSize: 1 });
+    const first = t.inferStream('streamer', { IN: f32(1) });
+    expect(valueOf((await first.next()).value)).toBe(1);
+    // One instance, and request 1 is still open: request 2 runs anyway.
+    expect(await collect(t.inferStream('streamer', { IN: f32(2) }))).toEqual([2]);
+    expect(t.model('streamer').stats().pending).toBe(1);
+    release.open();
+    expect((await first.next()).done).toBe(true);
+    expect(order).toEqual(['start 1', 'start 2', 'end 2', 'end 1']);
+    await waitFor(() => t.model('streamer').stats().pending === 0, 'request 1 to be handed back');
+    expect(t.model('streamer').stats().success.count).toBe(2);
+  });
+
+  test('request.responseSender sends responses after the callable returned; final ends the request', async () => {
+    const senders: NonNullable<Request['responseSender']>[] = [];
+    const t = await bindStreamer((requests) => {
+      for (const r of requests) senders.push(r.responseSender!);
+      return undefined;
+    });
+    const stream = t.inferStream('streamer', { IN: f32(0) });
+    await waitFor(() => senders.length === 1, 'the callable to run');
+    senders[0].send({ OUT: f32(5) });
+    senders[0].send({ OUT: f32(6) });
+    senders[0].send(null, { final: true });
+    expect(await collect(stream)).toEqual([5, 6]);
+    expect(senders[0].isCancelled()).toBe(true);  // ended: nothing more goes out
+    senders[0].send({ OUT: f32(7) });
+
+    const failing = t.inferStream('streamer', { IN: f32(0) });
+    await waitFor(() => senders.length === 2, 'the second call');
+    senders[1].send({ OUT: f32(1) });
+    senders[1].sendError(new InferenceServerError('UNAVAILABLE', 'backend went away'));
+    const seen: number[] = [];
+    await expect((async () => { for await (const o of failing) seen.push(valueOf(o)); })()).rejects.toThrow('backend went away');
+    expect(seen).toEqual([1]);
+  });
+
+  test('a sender sees a cancelled request as cancelled; stop() fails requests still open', async () => {
+    const senders: NonNullable<Request['responseSender']>[] = [];
+    const t = await bindStreamer((requests) => {
+      for (const r of requests) senders.push(r.responseSender!);
+    }, {}, { exitTimeoutSecs: 0 });
+    const controller = new AbortController();
+    const cancelled = t.inferStream('streamer', { IN: f32(0) }, { signal: controller.signal });
+    const open = t.inferStream('streamer', { IN: f32(0) });
+    await waitFor(() => senders.length === 2, 'both requests to run');
+    controller.abort();
+    expect(senders[0].isCancelled()).toBe(true);
+    expect(senders[1].isCancelled()).toBe(false);
+    await expect(cancelled.next()).rejects.toThrow('cancelled');
+    const pendingOpen = open.next();
+    await t.stop();
+    await expect(pendingOpen).rejects.toThrow("model 'streamer' was stopped before the request completed");
+    expect(senders[1].isCancelled()).toBe(true);
+  });
+});
