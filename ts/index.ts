@@ -1,5 +1,5 @@
 /** infernode's public API. */
-export { Triton, type BindOptions, type InferInput, type TritonInferOptions } from './triton';
+export { Triton, type BindOptions, type InferInput, type TritonInferOptions, type TritonStreamOptions } from './triton';
 export {
   TimeoutAction, DeviceKind,
   type TritonConfig, type ModelConfig, type Tensor, type DynamicBatcher, type QueuePolicy,
@@ -11,7 +11,7 @@ export { Request, type InferFunc, type Parameters, type ResponseOutputs, type Tr
 export {
   NDArray, ndarray, concatRows, DATA_TYPES, type DataType, type TypedArray, type TensorData,
 } from './tensor';
-export type { InferOptions } from './model';
+export type { InferOptions, StreamOptions } from './model';
 export * from './decorators';
 export { HttpInferenceServerClient, type HttpClientOptions } from './client/http';
 export { GrpcInferenceServerClient, type GrpcClientOptions } from './client/grpc';

@@ -11,6 +11,9 @@ import type { NormalizedModelConfig } from './config/normalize';
 import {
   native, type Dispatch, type EnqueueInputs, type NativeModel, type NativeOutput, type NativeResponses, type NativeModelStats,
 } from './native';
+import {
+  DEFAULT_MAX_QUEUED_RESPONSES, ResponseSender, ResponseStream, driveDecoupled, type DecoupledSink,
+} from './decoupled';
 import { collectOutputs } from './outputs';
 import { Request, type InferFunc, type Parameters, type TritonContext } from './request';
 import {
@@ -48,13 +51,25 @@ export interface InferOptions {
   inputsOwned?: boolean;
 }
 
+/** Options of one request of a decoupled model (inferStream). */
+export interface StreamOptions extends InferOptions {
+  /**
+   * Responses held for a reader that has not taken them (default 1024): past it the request is
+   * cancelled with UNAVAILABLE, so a slow reader cannot make the server buffer without bound.
+   */
+  maxQueuedResponses?: number;
+}
+
 interface PendingRequest {
   request: Request;
   requestedOutputs: string[] | null;
   resolve: (outputs: Record<string, NDArray>) => void;
   reject: (err: InferenceServerError) => void;
   outputs?: Record<string, NDArray>;
+  /** True once the caller has its answer (or was told it was cancelled): nothing more is sent. */
   settled: boolean;
+  /** Decoupled models: where the request's responses go. */
+  stream?: ResponseStream;
 }
 
 /** What executes a model's batches: JS callables (bind, model.js) or a native engine. */
@@ -118,13 +133,37 @@ export class BoundModel {
 
   /** Queues one request; resolves with its outputs or rejects with an InferenceServerError. */
   infer(inputs: Record<string, NDArray>, options: InferOptions = {}): Promise<Record<string, NDArray>> {
-    const id = nextRequestId++;
-    let resolveFn!: (outputs: Record<string, NDArray>) => void;
-    let rejectFn!: (err: InferenceServerError) => void;
-    const promise = new Promise<Record<string, NDArray>>((resolve, reject) => {
-      resolveFn = resolve;
-      rejectFn = reject;
+    return new Promise<Record<string, NDArray>>((resolve, reject) => {
+      if (this.config.decoupled) {
+        reject(new InferenceServerError('UNSUPPORTED', `model '${this.config.name}' is decoupled (0..N responses per ` +
+          'request): call inferStream() in process, or use gRPC ModelStreamInfer'));
+        return;
+      }
+      this.#submit(inputs, options, resolve, reject, undefined);
     });
+  }
+
+  /**
+   * Queues one request of a decoupled model; its responses arrive through the returned async
+   * iterator (each item one response's outputs; it ends after the final response, or throws the
+   * request's error). Leaving the iteration early cancels the request.
+   */
+  inferStream(inputs: Record<string, NDArray>, options: StreamOptions = {}): ResponseStream {
+    const id = nextRequestId++;
+    const stream = new ResponseStream(options.maxQueuedResponses ?? DEFAULT_MAX_QUEUED_RESPONSES, () => this.#cancel(id));
+    if (!this.config.decoupled) {
+      stream.fail(new InferenceServerError('UNSUPPORTED', `model '${this.config.name}' is not decoupled: call infer()`));
+      return stream;
+    }
+    this.#submit(inputs, options, () => stream.end(), (err) => stream.fail(err), stream, id);
+    return stream;
+  }
+
+  /** Validates, stores and queues one request; failures go to `reject`. Never throws. */
+  #submit(
+    inputs: Record<string, NDArray>, options: InferOptions, resolve: (outputs: Record<string, NDArray>) => void,
+    reject: (err: InferenceServerError) => void, stream: ResponseStream | undefined, id = nextRequestId++,
+  ): void {
     try {
       const requestedOutputs = this.#checkRequestedOutputs(options.outputs);
       // Caller-owned inputs are copied when queued: in JS for JS callables (which read them),
@@ -134,9 +173,10 @@ export class BoundModel {
       const entry: PendingRequest = {
         request: new Request(data, options.parameters ?? {}, requestedOutputs),
         requestedOutputs,
-        resolve: resolveFn,
-        reject: rejectFn,
+        resolve,
+        reject,
         settled: false,
+        stream,
       };
       // Stored before enqueue: the scheduler may dispatch this request within the call.
       this.#pending.set(id, entry);
@@ -146,13 +186,12 @@ export class BoundModel {
         this.#pending.delete(id);
         throw err;
       }
-      if (options.signal) this.#watchAbort(id, entry, options.signal);
+      if (options.signal) this.#watchAbort(id, options.signal);
     } catch (err) {
-      rejectFn(toInferenceServerError(err));
-      return promise;
+      reject(toInferenceServerError(err));
+      return;
     }
     this.#schedulePump();
-    return promise;
   }
 
   #checkRequestedOutputs(names: string[] | undefined): string[] | null {
@@ -194,19 +233,29 @@ export class BoundModel {
     this.#native.enqueue(id, flat, options.priority ?? 0, options.timeoutMicroseconds ?? 0, copyInNative);
   }
 
-  #watchAbort(id: number, entry: PendingRequest, signal: CancelSignal): void {
-    const onAbort = (): void => {
-      const released = this.#native.cancel(id);
-      if (released) {
-        this.#settle(released);
-      } else if (!entry.settled) {
-        // Already executing: answer now; the entry stays until native code hands it back.
-        entry.settled = true;
-        entry.reject(new InferenceServerError('CANCELLED', `request for model '${this.config.name}' was cancelled`));
-      }
-    };
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
+  #watchAbort(id: number, signal: CancelSignal): void {
+    if (signal.aborted) this.#cancel(id);
+    else signal.addEventListener('abort', () => this.#cancel(id), { once: true });
+  }
+
+  /**
+   * Cancels a request: a queued one leaves the queue; an executing one is answered CANCELLED
+   * now (a decoupled callable's iteration for it stops at its next response) and its entry stays
+   * until native code hands it back. `error` replaces the CANCELLED error (a stream too far
+   * behind its reader).
+   */
+  #cancel(id: number, error?: InferenceServerError): void {
+    const entry = this.#pending.get(id);
+    if (!entry || entry.settled) return;
+    const released = this.#native.cancel(id);
+    if (released && !error) {
+      this.#settle(released);
+      return;
+    }
+    if (released) this.#settle(released, error);
+    if (entry.settled) return;
+    entry.settled = true;
+    entry.reject(error ?? new InferenceServerError('CANCELLED', `request for model '${this.config.name}' was cancelled`));
   }
 
   /**
@@ -237,6 +286,10 @@ export class BoundModel {
   #run(instance: number, token: number, ids: Float64Array): void {
     const entries: PendingRequest[] = [];
     for (const id of ids) entries.push(this.#pending.get(id)!);
+    if (this.config.decoupled) {
+      this.#runDecoupled(instance, token, Array.from(ids), entries);
+      return;
+    }
     const context: TritonContext = { modelConfig: this.config, instanceIndex: instance };
     const started = performance.now();
     let result: unknown;
@@ -281,6 +334,90 @@ export class BoundModel {
     if (released) this.#settle(released);
   }
 
+  /**
+   * Runs a decoupled callable. Its execution ends when it has returned (its promise settled):
+   * the instance is then free for the next batch, as in Triton's Python backend, and the
+   * requests that have not ended stay open natively. Each response the callable yields (or
+   * sends through `request.responseSender`) goes to its request's stream as it comes; each
+   * request ends on its own (finishRequest), whenever its iteration or its sender ends it.
+   */
+  #runDecoupled(instance: number, token: number, ids: number[], entries: PendingRequest[]): void {
+    const context: TritonContext = { modelConfig: this.config, instanceIndex: instance };
+    const what = `model '${this.config.name}'`;
+    // Per request: undefined while it runs; null (ended) or its error once it ended.
+    const ended: (InferenceServerError | null | undefined)[] = new Array(entries.length).fill(undefined);
+    let executed = false;
+    const sink: DecoupledSink = {
+      send: (i, value) => this.#sendResponse(ids[i], entries[i], value),
+      end: (i, error) => {
+        if (ended[i] !== undefined) return;
+        ended[i] = error;
+        if (executed) this.#finishOpen(ids[i], entries[i], error);
+      },
+      closed: (i) => ended[i] !== undefined || entries[i].settled,
+    };
+    entries.forEach((entry, i) => { entry.request.responseSender = new ResponseSender(sink, i); });
+    const started = performance.now();
+    let result: unknown;
+    try {
+      result = this.#funcs[instance](entries.map((e) => e.request), context);
+    } catch (err) {
+      result = Promise.reject(err);
+    }
+    const executionEnded = (error: InferenceServerError | null): void => {
+      executed = true;
+      const codes = new Int32Array(entries.length);
+      const messages: string[] = [];
+      const open = new Uint8Array(entries.length);
+      entries.forEach((entry, i) => {
+        if (ended[i] === undefined && error) ended[i] = error;
+        const outcome = this.#outcome(entry, ended[i]);
+        if (outcome === null) open[i] = 1;
+        else [codes[i], messages[i]] = outcome;
+      });
+      const timings = new Float64Array([(performance.now() - started) * 1e6, 0]);
+      const released = this.#native.completeBatch(instance, token, codes, messages, timings, open);
+      this.#schedulePump();
+      if (released) this.#settle(released);
+    };
+    Promise.resolve(result).then((value) => {
+      executionEnded(null);
+      void driveDecoupled(value, entries.length, sink, what);
+    }, (err: unknown) => executionEnded(toInferenceServerError(err ?? new Error('inference callable rejected'))));
+  }
+
+  /**
+   * A request's status code and message once it ended (or its caller was answered already:
+   * cancelled); null while it is still open.
+   */
+  #outcome(entry: PendingRequest, ended: InferenceServerError | null | undefined): [number, string] | null {
+    if (ended) return [StatusCode[ended.code], ended.message];
+    if (entry.settled) return [StatusCode.CANCELLED, 'cancelled'];
+    return ended === null ? [0, ''] : null;
+  }
+
+  /** An open request ended after its batch executed: hand it back natively, then settle it. */
+  #finishOpen(id: number, entry: PendingRequest, error: InferenceServerError | null): void {
+    const [code, message] = this.#outcome(entry, error) ?? [0, ''];
+    const released = this.#native.finishRequest(id, code, message);
+    if (released) this.#settle(released);
+  }
+
+  /** One response of a decoupled request, to its stream; a bad one or a full stream cancels the request. */
+  #sendResponse(id: number, entry: PendingRequest, value: unknown): void {
+    let outputs: Record<string, NDArray>;
+    try {
+      outputs = collectOutputs(this.config, [value], [this.#rowsOf(entry.request)], this.#strict)[0];
+    } catch (err) {
+      this.#cancel(id, toInferenceServerError(err));
+      return;
+    }
+    if (!entry.stream!.push(this.#pick(entry, outputs))) {
+      this.#cancel(id, new InferenceServerError('UNAVAILABLE', `request for model '${this.config.name}' was cancelled: ` +
+        `its reader fell more than ${entry.stream!.maxQueued} responses behind (maxQueuedResponses)`));
+    }
+  }
+
   #rowsOf(request: Request): number {
     if (this.config.maxBatchSize === 0) return 1;
     for (const name in request.data) return request.data[name].rows;
@@ -288,7 +425,7 @@ export class BoundModel {
   }
 
   /** Native code handed requests back: resolve or reject each. Never throws. */
-  #settle(responses: NativeResponses): void {
+  #settle(responses: NativeResponses, error?: InferenceServerError): void {
     const [ids, codes, messages, outputs] = responses;
     for (let i = 0; i < ids.length; i++) {
       const entry = this.#pending.get(ids[i]);
@@ -299,13 +436,17 @@ export class BoundModel {
       const native = outputs?.[i];
       if (native) entry.outputs = nativeOutputsToArrays(native, this.config.name);
       if (codes[i] === 0) entry.resolve(this.#selectOutputs(entry));
-      else entry.reject(new InferenceServerError(codes[i], messages?.[i] ?? 'inference failed'));
+      else entry.reject(error ?? new InferenceServerError(codes[i], messages?.[i] ?? 'inference failed'));
     }
     if (this.#drained && this.#pending.size === 0) this.#drained();
   }
 
   #selectOutputs(entry: PendingRequest): Record<string, NDArray> {
-    const all = entry.outputs ?? {};
+    return this.#pick(entry, entry.outputs ?? {});
+  }
+
+  /** The outputs the request asked for (all when it named none). */
+  #pick(entry: PendingRequest, all: Record<string, NDArray>): Record<string, NDArray> {
     if (!entry.requestedOutputs) return all;
     const picked: Record<string, NDArray> = {};
     for (const name of entry.requestedOutputs) if (all[name]) picked[name] = all[name];

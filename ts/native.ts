@@ -139,7 +139,15 @@ export interface NativeModel {
    * input is the rest of the batch's time). The caller promises to call pump() soon.
    */
   completeBatch(instance: number, token: number, code: number, message: string, timings?: Float64Array): NativeResponses | null;
-  completeBatch(instance: number, token: number, codes: Int32Array, messages: string[], timings?: Float64Array): NativeResponses | null;
+  /**
+   * Per request. `open` (decoupled models): 1 for each request that has not ended yet; those stay
+   * pending, and each is handed back by its finishRequest() instead.
+   */
+  completeBatch(
+    instance: number, token: number, codes: Int32Array, messages: string[], timings?: Float64Array, open?: Uint8Array,
+  ): NativeResponses | null;
+  /** A request completeBatch left open ended (0 = its final response was sent): its response. */
+  finishRequest(id: number, code: number, message: string): NativeResponses | null;
   /** Removes a queued request: its CANCELLED response, or null when it already left the queue. */
   cancel(id: number): NativeResponses | null;
   /** Queued requests are sent without waiting for the queue delay; new ones are refused. */

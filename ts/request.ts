@@ -2,6 +2,7 @@
  * What an inference callable receives: one `Request` per client request in the batch
  * (PyTriton's `pytriton.proxy.types.Request`), and the `TritonContext` decorators read.
  */
+import type { ResponseSender } from './decoupled';
 import type { NDArray } from './tensor';
 import type { NormalizedModelConfig } from './config/normalize';
 
@@ -10,6 +11,12 @@ export type Parameters = Record<string, string | number | boolean>;
 
 /** One client request inside an execution. `data` holds its inputs (with their batch axis). */
 export class Request {
+  /**
+   * Decoupled models: sends this request's responses, any number of them, the last one flagged
+   * final, also after the callable returned (the Python backend's response sender).
+   */
+  responseSender?: ResponseSender;
+
   constructor(
     readonly data: Record<string, NDArray>,
     readonly parameters: Parameters = {},

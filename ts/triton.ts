@@ -4,8 +4,9 @@
  */
 import type { ModelConfig, Tensor, TritonConfig } from './config/types';
 import { normalizeBindConfig } from './config/normalize';
-import { InferenceServerError, clip, notFound } from './errors';
-import { BoundModel, type InferOptions } from './model';
+import { ResponseStream } from './decoupled';
+import { InferenceServerError, clip, notFound, toInferenceServerError } from './errors';
+import { BoundModel, type InferOptions, type StreamOptions } from './model';
 import type { InferFunc } from './request';
 import { NDArray, ndarray, type DataType, type TensorData } from './tensor';
 import { runWarmups } from './warmup';
@@ -34,6 +35,11 @@ export interface BindOptions {
 export type InferInput = NDArray | TensorData | { data: TensorData | string[]; shape?: number[]; dtype?: DataType };
 
 export interface TritonInferOptions extends InferOptions {
+  /** Default: the latest bound version. */
+  modelVersion?: number;
+}
+
+export interface TritonStreamOptions extends StreamOptions {
   /** Default: the latest bound version. */
   modelVersion?: number;
 }
@@ -273,5 +279,24 @@ export class Triton {
       return Promise.reject(err);
     }
     return model.infer(arrays, options);
+  }
+
+  /**
+   * In-process inference on a decoupled model: an async iterator of its responses (each one's
+   * outputs), which ends after the final response or throws the request's error. Leaving the
+   * loop early (or aborting `options.signal`) cancels the request.
+   */
+  inferStream(modelName: string, inputs: Record<string, InferInput>, options: TritonStreamOptions = {}): AsyncIterableIterator<Record<string, NDArray>> {
+    let model: BoundModel;
+    const arrays: Record<string, NDArray> = {};
+    try {
+      model = this.model(modelName, options.modelVersion);
+      for (const name in inputs) arrays[name] = toNDArray(inputs[name]);
+    } catch (err) {
+      const failed = new ResponseStream(0, () => undefined);
+      failed.fail(toInferenceServerError(err));
+      return failed;
+    }
+    return model.inferStream(arrays, options);
   }
 }

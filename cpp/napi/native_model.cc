@@ -145,6 +145,7 @@ Napi::Function NativeModel::Define(Napi::Env env) {
   return DefineClass(env, "NativeModel",
                      {InstanceMethod<&NativeModel::Enqueue>("enqueue"),
                       InstanceMethod<&NativeModel::CompleteBatch>("completeBatch"),
+                      InstanceMethod<&NativeModel::FinishRequest>("finishRequest"),
                       InstanceMethod<&NativeModel::Cancel>("cancel"),
                       InstanceMethod<&NativeModel::Pump>("pump"),
                       InstanceMethod<&NativeModel::Drain>("drain"),
@@ -258,8 +259,9 @@ BatchTimings TimingsFromJs(const Napi::Value& value) {
 }  // namespace
 
 Napi::Value NativeModel::CompleteBatch(const Napi::CallbackInfo& info) {
-  // completeBatch(instance, token, code, message, timings?) for the whole batch, or
-  // completeBatch(instance, token, codes: Int32Array, messages: string[], timings?) per request.
+  // completeBatch(instance, token, code, message, timings?, open?) for the whole batch, or
+  // completeBatch(instance, token, codes: Int32Array, messages: string[], timings?, open?) per
+  // request; `open` (Uint8Array, decoupled models): 1 for requests that have not ended yet.
   Napi::Env env = info.Env();
   const uint32_t instance = info[0].As<Napi::Number>().Uint32Value();
   const uint64_t token = static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value());
@@ -275,9 +277,23 @@ Napi::Value NativeModel::CompleteBatch(const Napi::CallbackInfo& info) {
     const auto code = static_cast<StatusCode>(info[2].As<Napi::Number>().Int32Value());
     statuses.emplace_back(code, code == StatusCode::kSuccess ? "" : info[3].ToString().Utf8Value());
   }
+  std::vector<bool> still_open;
+  if (info[5].IsTypedArray()) {
+    Napi::Uint8Array open = info[5].As<Napi::Uint8Array>();
+    for (size_t i = 0; i < open.ElementLength(); ++i) still_open.push_back(open[i] != 0);
+  }
   if (stopped_) return env.Null();
   return ResponsesToJs(env, scheduler_->CompleteBatch(instance, token, std::move(statuses), /*caller_pumps=*/true,
-                                                      TimingsFromJs(info[4])));
+                                                      TimingsFromJs(info[4]), still_open));
+}
+
+Napi::Value NativeModel::FinishRequest(const Napi::CallbackInfo& info) {
+  // finishRequest(id, code, message): a request completeBatch left open ended.
+  Napi::Env env = info.Env();
+  const auto id = static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value());
+  const auto code = static_cast<StatusCode>(info[1].As<Napi::Number>().Int32Value());
+  if (stopped_) return env.Null();
+  return ResponsesToJs(env, scheduler_->FinishOpen(id, Status(code, code == StatusCode::kSuccess ? "" : info[2].ToString().Utf8Value())));
 }
 
 Napi::Value NativeModel::Cancel(const Napi::CallbackInfo& info) {

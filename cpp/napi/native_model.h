@@ -30,6 +30,7 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
  private:
   Napi::Value Enqueue(const Napi::CallbackInfo& info);
   Napi::Value CompleteBatch(const Napi::CallbackInfo& info);
+  Napi::Value FinishRequest(const Napi::CallbackInfo& info);
   Napi::Value Cancel(const Napi::CallbackInfo& info);
   Napi::Value Pump(const Napi::CallbackInfo& info);
   Napi::Value Drain(const Napi::CallbackInfo& info);

@@ -187,10 +187,25 @@ void DynamicBatchScheduler::Run() {
   }
 }
 
-void DynamicBatchScheduler::RecordCompletion(const Batch& batch, const std::vector<Status>& statuses,
+void DynamicBatchScheduler::RecordRequest(const InferenceRequest& request, const Status& status, uint64_t dispatch_ns,
+                                          uint64_t now_ns, const BatchTimings& t, FailureReason failure_reason) {
+  if (status.IsOk()) {
+    stats_.success.Add(now_ns - request.enqueue_ns);
+    stats_.queue.Add(dispatch_ns - request.enqueue_ns);
+    stats_.compute_input.Add(t.input_ns);
+    stats_.compute_infer.Add(t.infer_ns);
+    stats_.compute_output.Add(t.output_ns);
+  } else {
+    const bool cancelled = status.Code() == StatusCode::kCancelled;
+    stats_.Failed(cancelled ? FailureReason::kCanceled : failure_reason, now_ns - request.enqueue_ns);
+  }
+  --stats_.pending;
+}
+
+void DynamicBatchScheduler::RecordCompletion(Batch& batch, const std::vector<Status>& statuses,
                                              std::vector<std::vector<OutputTensor>>* outputs, uint64_t now_ns,
                                              const BatchTimings& timings, FailureReason failure_reason,
-                                             std::vector<InferenceResponse>* out) {
+                                             std::vector<InferenceResponse>* out, const std::vector<bool>& still_open) {
   const uint64_t total_ns = now_ns > batch.dispatch_ns ? now_ns - batch.dispatch_ns : 0;
   BatchTimings t = timings;
   if (!t.measured) {
@@ -201,24 +216,22 @@ void DynamicBatchScheduler::RecordCompletion(const Batch& batch, const std::vect
   }
   bool any_success = false;
   for (size_t i = 0; i < batch.requests.size(); ++i) {
-    const InferenceRequest& request = *batch.requests[i];
     const Status& status = statuses.size() == 1 ? statuses[0] : statuses[i];
+    if (i < still_open.size() && still_open[i] && status.IsOk()) {
+      any_success = true;  // it executed; how it ends is counted by FinishOpen
+      const uint64_t id = batch.requests[i]->id;
+      open_[id] = OpenRequest{std::move(batch.requests[i]), batch.dispatch_ns, t};
+      continue;
+    }
+    const InferenceRequest& request = *batch.requests[i];
     InferenceResponse response;
     response.request_id = request.id;
     response.status = status;
     if (status.IsOk()) {
       any_success = true;
       if (outputs != nullptr && i < outputs->size()) response.outputs = std::move((*outputs)[i]);
-      stats_.success.Add(now_ns - request.enqueue_ns);
-      stats_.queue.Add(batch.dispatch_ns - request.enqueue_ns);
-      stats_.compute_input.Add(t.input_ns);
-      stats_.compute_infer.Add(t.infer_ns);
-      stats_.compute_output.Add(t.output_ns);
-    } else {
-      const bool cancelled = status.Code() == StatusCode::kCancelled;
-      stats_.Failed(cancelled ? FailureReason::kCanceled : failure_reason, now_ns - request.enqueue_ns);
     }
-    --stats_.pending;
+    RecordRequest(request, status, batch.dispatch_ns, now_ns, t, failure_reason);
     out->push_back(std::move(response));
   }
   if (any_success) {
@@ -232,22 +245,39 @@ void DynamicBatchScheduler::RecordCompletion(const Batch& batch, const std::vect
   }
 }
 
+std::vector<InferenceResponse> DynamicBatchScheduler::FinishOpen(uint64_t request_id, Status status) {
+  std::vector<InferenceResponse> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = open_.find(request_id);
+  if (it == open_.end()) return out;
+  OpenRequest open = std::move(it->second);
+  open_.erase(it);
+  RecordRequest(*open.request, status, open.dispatch_ns, SteadyNowNs(), open.timings, FailureReason::kBackend);
+  InferenceResponse response;
+  response.request_id = request_id;
+  response.status = std::move(status);
+  out.push_back(std::move(response));
+  return out;
+}
+
 std::vector<InferenceResponse> DynamicBatchScheduler::CompleteBatch(uint32_t instance, uint64_t token,
                                                                     std::vector<Status> statuses,
-                                                                    bool caller_pumps, const BatchTimings& timings) {
-  return Complete(instance, token, std::move(statuses), nullptr, caller_pumps, timings);
+                                                                    bool caller_pumps, const BatchTimings& timings,
+                                                                    const std::vector<bool>& still_open) {
+  return Complete(instance, token, std::move(statuses), nullptr, caller_pumps, timings, still_open);
 }
 
 std::vector<InferenceResponse> DynamicBatchScheduler::CompleteBatchWithOutputs(
     uint32_t instance, uint64_t token, std::vector<Status> statuses, std::vector<std::vector<OutputTensor>> outputs,
     const BatchTimings& timings) {
-  return Complete(instance, token, std::move(statuses), &outputs, false, timings);
+  return Complete(instance, token, std::move(statuses), &outputs, false, timings, {});
 }
 
 std::vector<InferenceResponse> DynamicBatchScheduler::Complete(uint32_t instance, uint64_t token,
                                                                std::vector<Status> statuses,
                                                                std::vector<std::vector<OutputTensor>>* outputs,
-                                                               bool caller_pumps, const BatchTimings& timings) {
+                                                               bool caller_pumps, const BatchTimings& timings,
+                                                               const std::vector<bool>& still_open) {
   std::vector<InferenceResponse> released;
   bool wake = false;
   {
@@ -262,7 +292,7 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Complete(uint32_t instance
                                   " requests"));
     }
     std::vector<InferenceResponse> responses;
-    RecordCompletion(*batch, statuses, outputs, SteadyNowNs(), timings, FailureReason::kBackend, &responses);
+    RecordCompletion(*batch, statuses, outputs, SteadyNowNs(), timings, FailureReason::kBackend, &responses, still_open);
     released = orderer_.Complete(batch->sequence, std::move(responses));
     pump_pending_ = pump_pending_ || caller_pumps;
     wake = ThreadNeededLocked(caller_pumps) || draining_;
@@ -306,6 +336,11 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Stop() {
   }
   for (auto& r : orderer_.TakeAll()) failed.push_back(std::move(r));
   const uint64_t now = SteadyNowNs();
+  for (auto& [id, open] : open_) {
+    RecordRequest(*open.request, shutting_down, open.dispatch_ns, now, open.timings, FailureReason::kOther);
+    failed.push_back(Fail(*open.request, shutting_down));
+  }
+  open_.clear();
   for (auto& request : queue_.TakeAll()) {
     stats_.Failed(FailureReason::kOther, now - request->enqueue_ns);
     --stats_.pending;

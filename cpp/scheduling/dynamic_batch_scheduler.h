@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "engines/engine.h"
@@ -50,9 +51,16 @@ class DynamicBatchScheduler final : public BatchCompleter {
   // An instance finished the batch of `token`. `statuses` holds one status per request, or
   // one for the whole batch; `timings` the phases the instance measured (if it did). Returns
   // the responses that may be released now (ordering).
+  // Decoupled models: the requests marked in `still_open` have not sent their final response;
+  // they stay open (pending, outside the orderer) until FinishOpen, and the instance is free.
   std::vector<InferenceResponse> CompleteBatch(uint32_t instance, uint64_t token,
                                                std::vector<Status> statuses, bool caller_pumps = false,
-                                               const BatchTimings& timings = BatchTimings{});
+                                               const BatchTimings& timings = BatchTimings{},
+                                               const std::vector<bool>& still_open = {});
+
+  // A request CompleteBatch left open ended (its final response, or an error): its response,
+  // or nothing when it is not open (it was failed by Stop()).
+  std::vector<InferenceResponse> FinishOpen(uint64_t request_id, Status status);
 
   // A native instance finished: as CompleteBatch, with each request's outputs.
   std::vector<InferenceResponse> CompleteBatchWithOutputs(uint32_t instance, uint64_t token,
@@ -85,13 +93,24 @@ class DynamicBatchScheduler final : public BatchCompleter {
   std::vector<PendingRequest> PendingView() const;
   // Counts a finished batch; failed requests count under `failure_reason` (CANCELLED ones
   // under kCanceled).
-  void RecordCompletion(const Batch& batch, const std::vector<Status>& statuses,
+  // Requests marked in `still_open` move to open_ instead (their outcome is FinishOpen's).
+  void RecordCompletion(Batch& batch, const std::vector<Status>& statuses,
                         std::vector<std::vector<OutputTensor>>* outputs, uint64_t now_ns,
                         const BatchTimings& timings, FailureReason failure_reason,
-                        std::vector<InferenceResponse>* out);
+                        std::vector<InferenceResponse>* out, const std::vector<bool>& still_open = {});
+  // Counts one request's end: success with its batch's phases, or a failure.
+  void RecordRequest(const InferenceRequest& request, const Status& status, uint64_t dispatch_ns, uint64_t now_ns,
+                     const BatchTimings& t, FailureReason failure_reason);
   std::vector<InferenceResponse> Complete(uint32_t instance, uint64_t token, std::vector<Status> statuses,
                                           std::vector<std::vector<OutputTensor>>* outputs, bool caller_pumps,
-                                          const BatchTimings& timings);
+                                          const BatchTimings& timings, const std::vector<bool>& still_open);
+
+  // A decoupled request whose batch executed but which has not ended: what its end is counted with.
+  struct OpenRequest {
+    std::unique_ptr<InferenceRequest> request;
+    uint64_t dispatch_ns = 0;
+    BatchTimings timings;  // its batch's phases, as RecordCompletion resolved them
+  };
 
   const ModelConfig config_;
   CompletionSink* const sink_;  // not owned; outlives the scheduler
@@ -102,6 +121,7 @@ class DynamicBatchScheduler final : public BatchCompleter {
   ResponseOrderer orderer_;
   std::vector<std::unique_ptr<ModelInstance>> instances_;
   std::vector<std::unique_ptr<Batch>> in_flight_;  // per instance; null when idle
+  std::unordered_map<uint64_t, OpenRequest> open_;  // by request id (decoupled models)
   ModelStats stats_;
   uint64_t next_sequence_ = 0;
   uint64_t next_token_ = 1;

@@ -654,3 +654,44 @@ TEST(SchedulerDestructorStopsARunningScheduler) {
   }  // joins the batcher thread and frees both requests (ASan checks for leaks)
   EXPECT_EQ(recorder.Shutdowns(), 1);
 }
+
+// Decoupled models: an executed batch frees its instance while its requests stay open (pending)
+// until each ends; the next batch runs meanwhile; Stop() fails what is still open.
+TEST(SchedulerKeepsDecoupledRequestsOpenAfterTheirBatchExecuted) {
+  FakeSink sink;
+  Recorder recorder;
+  DynamicBatchScheduler scheduler(Config(4, {2}, kLongDelayUs), &sink);
+  for (uint64_t id = 1; id <= 5; ++id) Enqueue(&scheduler, id);
+  scheduler.Start(Instances(&recorder, 1, Mode::kManual));
+  EXPECT_TRUE(recorder.WaitFor(1));
+  const Executed first = recorder.On(0);
+  EXPECT_EQ(first.ids, (Order{1, 2}));
+  // Request 1 already ended during the execution; request 2 is still streaming.
+  const std::vector<InferenceResponse> released =
+      scheduler.CompleteBatch(0, first.token, {Status(), Status()}, false, BatchTimings{}, {false, true});
+  EXPECT_EQ(Ids(released), (Order{1}));
+  EXPECT_EQ(scheduler.Stats().pending, 4u);  // 2 open, 3 and 4 dispatched next, 5 queued
+  // The instance is free: the next batch goes while request 2 is open.
+  EXPECT_TRUE(recorder.WaitFor(2));
+  const Executed second = recorder.On(0);
+  EXPECT_EQ(second.ids, (Order{3, 4}));
+  EXPECT_TRUE(scheduler.CompleteBatch(0, second.token, {Status(), Status()}, false, BatchTimings{}, {true, true}).empty());
+  // Request 2 ends with its final response; request 3 fails mid-stream.
+  const std::vector<InferenceResponse> two = scheduler.FinishOpen(2, Status());
+  EXPECT_EQ(Ids(two), (Order{2}));
+  EXPECT_TRUE(AllOk(two));
+  const std::vector<InferenceResponse> three = scheduler.FinishOpen(3, Internal("failed mid-stream"));
+  EXPECT_EQ(Ids(three), (Order{3}));
+  EXPECT_TRUE(!three.empty() && three[0].status.Code() == StatusCode::kInternal);
+  EXPECT_TRUE(scheduler.FinishOpen(3, Status()).empty());  // ended already
+  const ModelStats stats = scheduler.Stats();
+  EXPECT_EQ(stats.success.count, 2u);
+  EXPECT_EQ(stats.fail.count, 1u);
+  EXPECT_EQ(stats.execution_count, 2u);
+  EXPECT_EQ(stats.inference_count, 4u);
+  // Stop fails the request still open (4) and the queued one (5).
+  std::vector<uint64_t> failed = Ids(scheduler.Stop());
+  std::sort(failed.begin(), failed.end());
+  EXPECT_EQ(failed, (Order{4, 5}));
+  EXPECT_EQ(scheduler.Stats().pending, 0u);
+}

@@ -239,11 +239,8 @@ export function normalizeBindConfig(spec: BindSpec): NormalizedModelConfig {
   const cfg = spec.config ?? {};
   const batching = cfg.batching ?? true;
   const maxBatchSize = batching ? checkInt(name, 'maxBatchSize', cfg.maxBatchSize ?? 4, 1) : 0;
-  // Decoupled models need the streaming frontends and the response cache needs a cache
-  // implementation; neither exists yet, so refusing is honest (UNSUPPORTED), not silent.
-  if (cfg.decoupled) {
-    throw new InferenceServerError('UNSUPPORTED', `model '${name}': decoupled models are not supported yet`);
-  }
+  // The response cache needs a cache implementation, which does not exist yet: refusing is
+  // honest (UNSUPPORTED), not silent.
   if (cfg.responseCache) {
     throw new InferenceServerError('UNSUPPORTED', `model '${name}': the response cache is not supported yet`);
   }

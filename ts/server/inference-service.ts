@@ -4,7 +4,7 @@
  * asked for (classification, shared memory). The frontends only translate to and from bytes.
  */
 import { InferenceServerError, clip, invalidArg } from '../errors';
-import type { BoundModel, CancelSignal } from '../model';
+import type { BoundModel, CancelSignal, InferOptions } from '../model';
 import type { NDArray, DataType } from '../tensor';
 import type { Triton } from '../triton';
 import { classify } from './classification';
@@ -77,8 +77,46 @@ export class InferenceService {
     return tensorFromBytes(what, datatype, shape, this.sharedMemory.read(ref, what));
   }
 
-  async infer(call: InferenceCall): Promise<InferenceAnswer> {
+  /**
+   * One request, one answer. `decoupledRefusal`: the text a frontend that cannot stream answers
+   * for a decoupled model (Triton's, per endpoint), with UNSUPPORTED.
+   */
+  async infer(call: InferenceCall, decoupledRefusal?: string): Promise<InferenceAnswer> {
     const model = resolveModel(this.triton, call.modelName, call.modelVersion);
+    if (decoupledRefusal && model.config.decoupled) throw new InferenceServerError('UNSUPPORTED', decoupledRefusal);
+    const requested = call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null;
+    const started = this.onSuccess ? performance.now() : 0;
+    const results = await model.infer(this.#inputsOf(call, model), this.#optionsOf(call, requested));
+    if (this.onSuccess) this.onSuccess(model, performance.now() - started);
+    return this.#answer(call, model, requested, results);
+  }
+
+  /** True when `name` (and version) is a decoupled model; false for anything else, unknown names included. */
+  isDecoupled(name: string, version?: string): boolean {
+    try {
+      return resolveModel(this.triton, name, version).config.decoupled;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * One request of a decoupled model: each response as an answer, as the model produces it.
+   * The iteration ends after the final response (whose outputs, if any, were the last answer)
+   * or throws the request's error; leaving it early cancels the request.
+   */
+  async *inferStream(call: InferenceCall): AsyncGenerator<InferenceAnswer> {
+    const model = resolveModel(this.triton, call.modelName, call.modelVersion);
+    const requested = call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null;
+    const responses = model.inferStream(this.#inputsOf(call, model), this.#optionsOf(call, requested));
+    try {
+      for await (const results of responses) yield this.#answer(call, model, requested, results);
+    } finally {
+      await responses.return();
+    }
+  }
+
+  #inputsOf(call: InferenceCall, model: BoundModel): Record<string, NDArray> {
     const inputs: Record<string, NDArray> = {};
     for (const { name, tensor } of call.inputs) {
       if (Object.prototype.hasOwnProperty.call(inputs, name)) {
@@ -86,17 +124,21 @@ export class InferenceService {
       }
       inputs[name] = tensor;
     }
-    const requested = call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null;
-    const started = this.onSuccess ? performance.now() : 0;
-    const results = await model.infer(inputs, {
+    return inputs;
+  }
+
+  #optionsOf(call: InferenceCall, requested: OutputRequest[] | null): InferOptions {
+    return {
       priority: call.parameters.priority,
       timeoutMicroseconds: call.parameters.timeoutMicroseconds,
       parameters: call.parameters.custom,
       outputs: requested?.map((o) => o.name),
       signal: call.signal,
       inputsOwned: true,  // views of the received body or message, held until the request settles
-    });
-    if (this.onSuccess) this.onSuccess(model, performance.now() - started);
+    };
+  }
+
+  #answer(call: InferenceCall, model: BoundModel, requested: OutputRequest[] | null, results: Record<string, NDArray>): InferenceAnswer {
     const order = requested ?? model.config.outputs.map((t) => ({ name: t.name }) as OutputRequest);
     const outputs: AnsweredOutput[] = [];
     for (const request of order) {

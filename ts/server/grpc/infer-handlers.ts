@@ -16,6 +16,9 @@ import type { InferResponseFields } from './infer-encode';
 import { inferenceCall, inferResponse } from './infer-request';
 import type { TurnQueue } from '../turn';
 
+/** Triton's answer (UNIMPLEMENTED) to unary ModelInfer on a decoupled model. */
+const DECOUPLED_REFUSAL = "ModelInfer RPC doesn't support models with decoupled transaction policy";
+
 /** Per-stream bound on requests being answered (queued, running, or whose response is unsent). */
 export const STREAM_MAX_IN_FLIGHT = 1024;
 
@@ -40,7 +43,7 @@ function deadlineMs(deadline: Deadline): number {
  */
 function run(
   o: InferHandlerOptions, msg: InferRequestMessage, call: ServerUnaryCall<unknown, unknown> | ServerDuplexStream<unknown, unknown>,
-  signal: DisconnectSignal, trace: Trace | null,
+  signal: DisconnectSignal, trace: Trace | null, decoupledRefusal?: string,
 ): Promise<InferenceAnswer> {
   try {
     const request = inferenceCall(o.ctx, msg, {
@@ -48,7 +51,7 @@ function run(
     });
     return new Promise((resolve) => o.turns.submit(() => {
       trace?.mark('REQUEST_START');
-      resolve(o.ctx.inference.infer(request));
+      resolve(o.ctx.inference.infer(request, decoupledRefusal));
     }));
   } catch (err) {
     return Promise.reject(err);
@@ -72,7 +75,7 @@ export function modelInfer(o: InferHandlerOptions) {
     call.on('cancelled', () => {
       if (!answered) signal.abort();
     });
-    run(o, msg, call, signal, trace).then((answer) => {
+    run(o, msg, call, signal, trace, DECOUPLED_REFUSAL).then((answer) => {
       answered = true;
       trace?.mark('REQUEST_END');
       if (call.cancelled) return;
@@ -86,6 +89,14 @@ export function modelInfer(o: InferHandlerOptions) {
       if (!call.cancelled) callback(statusOf(o.ctx, err));
     });
   };
+}
+
+/** The request parameter asking for an empty final response from a decoupled model. */
+const EMPTY_FINAL = 'triton_enable_empty_final_response';
+
+/** A decoupled model's response carries whether it completes its request, as in Triton. */
+function finalFlag(response: InferResponseFields, final: boolean): InferResponseFields {
+  return { ...response, parameters: new Map([['triton_final_response', { kind: 'bool', value: final }]]) };
 }
 
 /** The ModelStreamInfer handler. */
@@ -142,8 +153,13 @@ class StreamSession {
       return;
     }
     const msg = request as InferRequestMessage;
-    const trace = this.o.ctx.tracer.begin(msg.modelName, 'GRPC_WAITREAD_END');
     const signal = new DisconnectSignal();
+    if (this.o.ctx.inference.isDecoupled(msg.modelName, msg.modelVersion)) {
+      this.#signals.add(signal);
+      void this.#stream(msg, signal);
+      return;
+    }
+    const trace = this.o.ctx.tracer.begin(msg.modelName, 'GRPC_WAITREAD_END');
     this.#signals.add(signal);
     run(this.o, msg, this.call, signal, trace).then((answer) => {
       this.#signals.delete(signal);
@@ -160,6 +176,40 @@ class StreamSession {
     });
   }
 
+  /**
+   * A request of a decoupled model: each response is written as the model produces it, with
+   * `triton_final_response: false`; the next one is read only once the last was written, so a
+   * slow client makes the model's response queue fill, and past its bound the request is
+   * cancelled (in-band error) instead of buffering without bound. The request ends flag-only;
+   * the client sees that end as an empty final response only if it asked for one
+   * (`triton_enable_empty_final_response`), as in Triton.
+   */
+  async #stream(msg: InferRequestMessage, signal: DisconnectSignal): Promise<void> {
+    const emptyFinal = msg.parameters?.get(EMPTY_FINAL)?.value === true;
+    let modelVersion = msg.modelVersion ?? '';
+    try {
+      const request = inferenceCall(this.o.ctx, msg, {
+        metadata: this.call.metadata, forwardPattern: this.o.forwardPattern, deadline: deadlineMs(this.call.getDeadline()), signal,
+      });
+      for await (const answer of this.o.ctx.inference.inferStream(request)) {
+        modelVersion = answer.modelVersion;
+        if (this.#finished) break;  // the stream is gone: leaving the loop cancels the request
+        await new Promise<void>((resolve) => this.#write({ inferResponse: finalFlag(inferResponse(answer), false) }, resolve, false));
+      }
+    } catch (err) {
+      this.#signals.delete(signal);
+      this.#answerError(statusOf(this.o.ctx, err), msg.id);
+      return;
+    }
+    this.#signals.delete(signal);
+    if (!emptyFinal) {
+      this.#requestDone();
+      return;
+    }
+    const final: InferResponseFields = { modelName: msg.modelName, modelVersion, id: msg.id, outputs: [], rawOutputContents: [] };
+    this.#write({ inferResponse: finalFlag(final, true) });
+  }
+
   #answerError(status: CallStatus, id: string): void {
     if (this.#closeOnError) {
       this.#inFlight--;
@@ -171,21 +221,30 @@ class StreamSession {
     this.#write({ errorMessage: status.details, inferResponse: response });
   }
 
-  /** Writes one answer; the request stops counting once its answer left (flow control bounds memory). */
-  #write(message: { errorMessage?: string; inferResponse: InferResponseFields }, sent?: () => void): void {
+  /**
+   * Writes one answer. With `last` (every answer but a decoupled model's non-final responses)
+   * the request stops counting once it left (flow control bounds memory).
+   */
+  #write(message: { errorMessage?: string; inferResponse: InferResponseFields }, sent?: () => void, last = true): void {
     if (this.#finished) {
-      this.#inFlight--;
+      if (last) this.#inFlight--;
+      sent?.();
       return;
     }
     this.call.write(message, () => {
-      this.#inFlight--;
       sent?.();
-      if (this.#paused && this.#inFlight < STREAM_MAX_IN_FLIGHT / 2) {
-        this.#paused = false;
-        this.call.resume();
-      }
-      this.#maybeFinish();
+      if (last) this.#requestDone();
     });
+  }
+
+  /** A request's last answer left: it stops counting, and reading resumes below half the bound. */
+  #requestDone(): void {
+    this.#inFlight--;
+    if (this.#paused && this.#inFlight < STREAM_MAX_IN_FLIGHT / 2) {
+      this.#paused = false;
+      this.call.resume();
+    }
+    this.#maybeFinish();
   }
 
   #maybeFinish(): void {

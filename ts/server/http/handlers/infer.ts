@@ -17,6 +17,9 @@ import { encodeInferResponse } from '../infer-response';
 import { DisconnectSignal } from '../disconnect';
 import { sendBody } from '../respond';
 
+/** Triton's answer (501) to `/infer` on a decoupled model: those stream through generate_stream or gRPC. */
+const DECOUPLED_REFUSAL = "HTTP end point doesn't support models with decoupled transaction policy";
+
 export function infer(call: HttpCall): Promise<unknown> {
   const { ctx, params } = call;
   const modelName = params.model!;
@@ -47,7 +50,7 @@ async function serve(call: HttpCall, modelName: string, trace: Trace | null): Pr
   call.disconnect = new DisconnectSignal();
   decoded.call.signal = call.disconnect;
   trace?.mark('HTTP_INFER_START');
-  const answer = await settings.turn.run(() => ctx.inference.infer(decoded.call));
+  const answer = await settings.turn.run(() => ctx.inference.infer(decoded.call, DECOUPLED_REFUSAL));
   if (res.destroyed) return answer.modelVersion;
   const { headers, body: out } = encodeInferResponse(answer, decoded.binaryByDefault);
   trace?.mark('HTTP_SEND_START');
