@@ -277,3 +277,43 @@ async function waitForFile(file: string, pattern: RegExp, timeoutMs = 20_000): P
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+describe('--exit-timeout-secs bounds the whole shutdown', () => {
+  /** A JS model whose initialize never resolves (its load hangs). */
+  function addHangingModel(): void {
+    repo.config('hang', `backend: "js"
+      max_batch_size: 0
+      input [ { name: "IN", data_type: TYPE_FP32, dims: [ 1 ] } ]
+      output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 1 ] } ]`);
+    repo.write('hang/1/model.js', `
+      exports.initialize = () => {
+        process.stdout.write('hang: initialize entered\\n');
+        return new Promise(() => {});
+      };
+      exports.execute = (requests) => requests.map((r) => ({ OUT: r.data.IN }));`);
+  }
+
+  test('SIGTERM while a load over the API never finishes: Triton\'s exit-timeout line, exit code 1', async () => {
+    addHangingModel();
+    const s = serve([`--model-repository=${repo.root}`, '--model-control-mode=explicit', '--exit-timeout-secs=1',
+      '--http-address=127.0.0.1', '--http-port=0', '--allow-grpc=false', '--allow-metrics=false']);
+    await s.waitFor(/serving 0 model version\(s\)/);
+    const { http } = printedPorts(s.output);
+    const load = fetch(`http://127.0.0.1:${http}/v2/repository/models/hang/load`, { method: 'POST' }).catch((err: unknown) => err);
+    await s.waitFor(/hang: initialize entered/);
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toEqual({ code: 1, signal: null });
+    expect(s.output).toContain('Exit timeout expired. Exiting immediately.');
+    await load;  // the connection ended with the process
+  });
+
+  test('SIGTERM while an initial --load-model never finishes: the same', async () => {
+    addHangingModel();
+    const s = serve([`--model-repository=${repo.root}`, '--model-control-mode=explicit', '--load-model=hang',
+      '--exit-timeout-secs=1', ...NO_LISTENERS]);
+    await s.waitFor(/hang: initialize entered/);
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toEqual({ code: 1, signal: null });
+    expect(s.output).toContain('Exit timeout expired. Exiting immediately.');
+  });
+});
