@@ -50,7 +50,11 @@ export class Logger {
       log_verbose_level: options.logVerbose ?? 0,
       log_format: options.logFormat ?? 'default',
     };
-    if (this.#settings.log_file) this.#file = createWriteStream(this.#settings.log_file, { flags: 'a' });
+    if (this.#settings.log_file) {
+      this.#file = createWriteStream(this.#settings.log_file, { flags: 'a' });
+      // An unwritable log file must not crash the server (an 'error' without a listener throws).
+      this.#file.on('error', (err) => process.stderr.write(`infernode: cannot write the log file: ${err.message}\n`));
+    }
   }
 
   get settings(): LogSettings {

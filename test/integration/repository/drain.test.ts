@@ -143,7 +143,7 @@ describe('late requests while the server drains', () => {
 
       const stopping = triton.stop();
       // The model is withdrawn while its in-flight requests finish.
-      await waitFor(() => triton.repositoryIndex().some((e) => e.name === 'slow' && e.state === 'UNLOADING'), 'slow to unload');
+      await waitFor(() => !triton.repositoryIndex().some((e) => e.name === 'slow' && e.state === 'READY'), 'slow to be withdrawn');
 
       const late = await lateHttp.send();
       expect(late.status).toBe(503);
