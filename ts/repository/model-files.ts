@@ -16,16 +16,22 @@ function isWithin(real: string, root: string): boolean {
   return real === root || real.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
 }
 
-/**
- * `file` (an existing file), checked to resolve to a path inside `root`'s real path.
- * @param what names the file in errors (model and role)
- */
-export function checkFileInside(file: string, root: string, what: string): string {
+/** Where an existing `file` really leads when that is outside `root`'s real path; null when inside. */
+function escapeOf(file: string, root: string): { real: string; realRoot: string } | null {
   const real = realpathSync(file);
   const realRoot = realpathSync(root);
-  if (!isWithin(real, realRoot)) {
-    throw invalidArg(`${what} ${file} resolves to ${real}, outside ${realRoot}: files a model repository serves must ` +
-      'lie inside it (symbolic links may point only within the repository)');
+  return isWithin(real, realRoot) ? null : { real, realRoot };
+}
+
+/**
+ * `file` (an existing file), checked to resolve to a path inside the real path of `repository`.
+ * @param what names the file in errors (model and role)
+ */
+export function checkFileInside(file: string, repository: string, what: string): string {
+  const escape = escapeOf(file, repository);
+  if (escape) {
+    throw invalidArg(`${what} ${file} resolves to ${escape.real}, outside ${escape.realRoot}: files a model repository ` +
+      'serves must lie inside it (symbolic links may point only within the repository)');
   }
   return file;
 }
@@ -40,5 +46,6 @@ export function resolveFileInside(baseDir: string, file: string, where: string):
   }
   const full = path.join(baseDir, file);
   if (!existsSync(full) || !statSync(full).isFile()) throw invalidArg(`${where} '${file}' is not a file in ${baseDir}`);
-  return checkFileInside(full, baseDir, `${where} '${file}':`);
+  if (escapeOf(full, baseDir)) throw invalidArg(`${where} '${file}' leads outside ${baseDir}`);
+  return full;
 }
