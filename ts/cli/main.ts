@@ -155,14 +155,13 @@ async function serve(o: ServeOptions): Promise<void> {
     if (early !== null) {
       started.catch(() => undefined);  // it fails because the server stops
       log(`infernode: ${early} received during start-up, stopping`);
-      await stopServer(triton);
-      return;
+    } else {
+      const ready = triton.repositoryIndex().filter((e) => e.state === 'READY').length;
+      const listening = Object.entries(triton.ports).map(([kind, port]) => `${kind} on port ${port}`);
+      log(`infernode: serving ${ready} model version(s) from ${o.modelRepository.join(', ')} (mode ${o.modelControlMode}; ` +
+        `${listening.length > 0 ? listening.join(', ') : 'no listeners'}); SIGINT or SIGTERM stops`);
+      log(`infernode: ${await signal} received, stopping (in-flight requests finish first)`);
     }
-    const ready = triton.repositoryIndex().filter((e) => e.state === 'READY').length;
-    const listening = Object.entries(triton.ports).map(([kind, port]) => `${kind} on port ${port}`);
-    log(`infernode: serving ${ready} model version(s) from ${o.modelRepository.join(', ')} (mode ${o.modelControlMode}; ` +
-      `${listening.length > 0 ? listening.join(', ') : 'no listeners'}); SIGINT or SIGTERM stops`);
-    log(`infernode: ${await signal} received, stopping (in-flight requests finish first)`);
     await stopServer(triton);
   } finally {
     clearInterval(keepAlive);
