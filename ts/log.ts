@@ -2,8 +2,12 @@
  * The server's log (Triton's logging extension): info, warning and error lines switched on or
  * off, a verbose level, the default or ISO8601 format, stdout/stderr or a log file. The file is
  * chosen at start-up only: no file path is ever settable over the network.
+ *
+ * The file is written through a stream (no blocking write per line while serving); close()
+ * resolves once every line written before it is in the file. Lines logged after close() (the
+ * last lines of a shutdown) are appended synchronously, so none is lost at exit.
  */
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { appendFileSync, createWriteStream, type WriteStream } from 'node:fs';
 import { invalidArg } from './errors';
 
 export type LogFormat = 'default' | 'ISO8601';
@@ -32,6 +36,10 @@ const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
 export class Logger {
   #settings: LogSettings;
   #file: WriteStream | null = null;
+  /** Resolves once the stream wrote everything and closed (set by the first close()). */
+  #closing: Promise<void> | null = null;
+  /** Lines logged while the stream closes: appended after its last line, in order. */
+  #whileClosing: string[] | null = null;
 
   constructor(options: LoggerOptions = {}) {
     this.#settings = {
@@ -42,7 +50,11 @@ export class Logger {
       log_verbose_level: options.logVerbose ?? 0,
       log_format: options.logFormat ?? 'default',
     };
-    if (this.#settings.log_file) this.#file = createWriteStream(this.#settings.log_file, { flags: 'a' });
+    if (this.#settings.log_file) {
+      this.#file = createWriteStream(this.#settings.log_file, { flags: 'a' });
+      // An unwritable log file must not crash the server (an 'error' without a listener throws).
+      this.#file.on('error', (err) => process.stderr.write(`infernode: cannot write the log file: ${err.message}\n`));
+    }
   }
 
   get settings(): LogSettings {
@@ -97,10 +109,33 @@ export class Logger {
     if (this.#settings.log_verbose_level >= level) this.#write('V', message, false);
   }
 
-  /** Closes the log file (if any). */
-  close(): void {
-    this.#file?.end();
+  /**
+   * Flushes and closes the log file (if any): resolves once every line logged before is in the
+   * file. Safe to call more than once; later lines are appended synchronously.
+   */
+  close(): Promise<void> {
+    if (this.#closing) return this.#closing;
+    const file = this.#file;
     this.#file = null;
+    if (!file) {
+      this.#closing = Promise.resolve();
+      return this.#closing;
+    }
+    this.#whileClosing = [];
+    this.#closing = new Promise<void>((resolve) => {
+      const closed = (): void => {
+        const late = this.#whileClosing ?? [];
+        this.#whileClosing = null;
+        if (late.length > 0) appendLate(this.#settings.log_file, late.join(''));
+        resolve();
+      };
+      // 'close' comes after 'finish' (every line flushed) and the descriptor's close; an
+      // 'error' (disk full, file removed) must not keep a shutdown waiting.
+      file.once('close', closed);
+      file.once('error', closed);
+      file.end();
+    });
+    return this.#closing;
   }
 
   #write(severity: string, message: string, toStderr: boolean): void {
@@ -110,6 +145,17 @@ export class Logger {
       : `${severity}${pad(now.getMonth() + 1)}${pad(now.getDate())} ${pad(now.getHours())}:${pad(now.getMinutes())}:` +
         `${pad(now.getSeconds())}.${pad(now.getMilliseconds(), 3)} ${process.pid}] ${message}\n`;
     if (this.#file) this.#file.write(line);
+    else if (this.#whileClosing) this.#whileClosing.push(line);
+    else if (this.#settings.log_file) appendLate(this.#settings.log_file, line);
     else (toStderr ? process.stderr : process.stdout).write(line);
+  }
+}
+
+/** A line logged after the file was closed: appended synchronously (nothing waits for it). */
+function appendLate(file: string, line: string): void {
+  try {
+    appendFileSync(file, line);
+  } catch {
+    // The log file is gone or unwritable: a line at exit cannot be reported anywhere better.
   }
 }

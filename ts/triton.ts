@@ -11,6 +11,7 @@ import type { InferFunc } from './request';
 import { NDArray, ndarray, type DataType, type TensorData } from './tensor';
 import { runWarmups } from './warmup';
 import { Logger } from './log';
+import { checkModelNameLength } from './model-name';
 import { createServerContext, type ServerContext } from './server/context';
 import { startFrontends, type Frontend } from './server/frontends';
 import {
@@ -57,11 +58,19 @@ export class Triton {
   /** Name as callers spell it → latest version; cleared whenever a model is bound. */
   readonly #latest = new Map<string, BoundModel>();
   readonly #warmups: Promise<void>[] = [];
+  /** The models bind() made; repository models are the repository manager's to stop. */
+  readonly #bound: BoundModel[] = [];
   #repository: ModelRepositoryManager | null = null;
   #server: ServerContext | null = null;
   #frontends: Frontend[] = [];
   #running = false;
   #stopped = false;
+  /**
+   * Lower-cased names of every model the server had when stop() began: while it drains, a
+   * request for one of them is refused as retryable (UNAVAILABLE), never answered "unknown".
+   */
+  #servedAtStop: Set<string> | null = null;
+  #exitTimeoutExpired = false;
   /** The server's log (Triton's logging extension). */
   readonly logger: Logger;
 
@@ -73,6 +82,7 @@ export class Triton {
   /** Binds a callable (or one per instance) as a model; it can serve requests at once. */
   bind(options: BindOptions): void {
     if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', 'this Triton was stopped');
+    checkModelNameLength(options.modelName);
     const funcs = Array.isArray(options.inferFunc) ? options.inferFunc : [options.inferFunc];
     if (funcs.length === 0 || funcs.some((f) => typeof f !== 'function')) {
       throw new InferenceServerError('INVALID_ARG', `model '${options.modelName}': inferFunc must be a function or a non-empty list of functions`);
@@ -93,6 +103,7 @@ export class Triton {
     }
     const model = new BoundModel(config, { kind: 'js', funcs, strict: options.strict ?? false });
     versions.set(config.version, model);
+    this.#bound.push(model);
     this.#models.set(key, versions);
     this.#latest.clear();
     this.#warmups.push(runWarmups(config, funcs));
@@ -132,18 +143,26 @@ export class Triton {
     await Promise.all(this.#warmups);
     if (this.#repository) {
       const failed = await this.#repository.start();
+      if (this.#stopped) throw stoppedDuringStart();
       if (failed.size > 0 && (this.config.exitOnError ?? true)) {
         const reasons = [...failed].map(([name, reason]) => `${name}: ${reason}`).join('; ');
         await this.stop();
         throw new InferenceServerError('UNAVAILABLE', `failed to load model(s): ${reasons}`);
       }
     }
+    if (this.#stopped) throw stoppedDuringStart();
     this.#server = createServerContext(this, this.logger);
     try {
       this.#frontends = await startFrontends(this.#server);
     } catch (err) {
       await this.stop();
       throw err;
+    }
+    if (this.#stopped) {
+      // stop() ran while the frontends started: they were not in its list yet.
+      await Promise.all(this.#frontends.map((f) => f.close()));
+      this.#frontends = [];
+      throw stoppedDuringStart();
     }
     this.#running = true;
   }
@@ -212,25 +231,47 @@ export class Triton {
   }
 
   /**
-   * Graceful stop: the frontends stop accepting, in-flight requests finish (up to
-   * `exitTimeoutSecs`), every model stops, then the frontends close. False when already stopped.
+   * Graceful stop: the frontends stop accepting, in-flight requests finish, every model stops
+   * (a repository load still running is waited for), then the frontends close. All of it is
+   * bounded by `exitTimeoutSecs`: past it, Triton's "Exit timeout expired. Exiting
+   * immediately." is logged, `exitTimeoutExpired` turns true and stop() resolves anyway (what
+   * is still running is abandoned; `infernode serve` then exits with code 1). While it drains,
+   * requests for the models the server had are refused with UNAVAILABLE (retryable), never
+   * NOT_FOUND. The log is flushed and closed when it resolves. False when already stopped.
    */
   async stop(): Promise<boolean> {
     if (this.#stopped) return false;
     this.#stopped = true;
     this.#running = false;
+    this.#servedAtStop = new Set([
+      ...this.#models.keys(), ...this.repositoryIndex().map((e) => e.name.toLowerCase()),
+    ]);
     if (this.#server) this.#server.exiting = true;
     for (const f of this.#frontends) f.beginShutdown();
     const timeoutMs = (this.config.exitTimeoutSecs ?? 30) * 1000;
-    await Promise.all([
-      ...this.models().map((m) => m.stop(timeoutMs)),
+    const deadline = Date.now() + timeoutMs;
+    // Repository models are stopped by their manager, which finalizes each one after its last
+    // request (stopping them here too would make its wait return early).
+    const drained = Promise.all([
+      ...this.#bound.map((m) => m.stop(timeoutMs)),
       this.#repository?.stop(timeoutMs),
     ]);
-    await Promise.all(this.#frontends.map((f) => f.close()));
+    let inTime = await settlesWithin(drained, timeoutMs);
+    const closed = Promise.all(this.#frontends.map((f) => f.close()));
+    if (inTime) inTime = await settlesWithin(closed, Math.max(0, deadline - Date.now()));
     this.#frontends = [];
     this.#server?.tracer.flush();
-    this.logger.close();
+    if (!inTime) {
+      this.#exitTimeoutExpired = true;
+      this.logger.error('Exit timeout expired. Exiting immediately.');
+    }
+    await this.logger.close();
     return true;
+  }
+
+  /** True once stop() gave up waiting after `exitTimeoutSecs` (Triton then exits with code 1). */
+  get exitTimeoutExpired(): boolean {
+    return this.#exitTimeoutExpired;
   }
 
   /** True between run() and stop(). */
@@ -245,19 +286,19 @@ export class Triton {
 
   /** Every serving version of a model, oldest first; NOT_FOUND when the name is unknown. */
   modelVersions(name: string): BoundModel[] {
-    const versions = this.#models.get(name.toLowerCase());
-    if (!versions || versions.size === 0) throw notFound(`Request for unknown model: '${clip(name)}' is not found`);
-    return [...versions.values()].sort((a, b) => a.version - b.version);
+    return [...this.#versionsOf(name).values()].sort((a, b) => a.version - b.version);
   }
 
-  /** A bound model; NOT_FOUND when the name or version is unknown. Latest version by default. */
+  /**
+   * A bound model; NOT_FOUND when the name or version is unknown, UNAVAILABLE when the server is
+   * stopping and no longer serves it. Latest version by default.
+   */
   model(name: string, version?: number): BoundModel {
     if (version === undefined) {
       const latest = this.#latest.get(name);  // the hot path: no lower-casing, no search
       if (latest) return latest;
     }
-    const versions = this.#models.get(name.toLowerCase());
-    if (!versions || versions.size === 0) throw notFound(`Request for unknown model: '${clip(name)}' is not found`);
+    const versions = this.#versionsOf(name);
     if (version === undefined) {
       const latest = versions.get(Math.max(...versions.keys()))!;
       this.#latest.set(name, latest);
@@ -266,6 +307,19 @@ export class Triton {
     const model = versions.get(version);
     if (!model) throw notFound(`Request for unknown model: '${clip(name)}' version ${version} is not found`);
     return model;
+  }
+
+  /**
+   * The serving versions of a model: the one lookup every name from a caller goes through (the
+   * frontends, infer(), metadata), so the name's bound and the draining answer live here only.
+   */
+  #versionsOf(name: string): Map<number, BoundModel> {
+    checkModelNameLength(name);
+    const key = name.toLowerCase();
+    const versions = this.#models.get(key);
+    if (versions && versions.size > 0) return versions;
+    if (this.#servedAtStop?.has(key)) throw serverShuttingDown(name);
+    throw notFound(`Request for unknown model: '${clip(name)}' is not found`);
   }
 
   /** In-process inference: resolves with the outputs, or rejects with an InferenceServerError. */
@@ -298,5 +352,31 @@ export class Triton {
       return failed;
     }
     return model.inferStream(arrays, options);
+  }
+}
+
+/**
+ * The answer to a request for a model the server had, once it began stopping: UNAVAILABLE (HTTP
+ * 503), which clients and load balancers retry elsewhere; NOT_FOUND would be final.
+ */
+export function serverShuttingDown(model: string): InferenceServerError {
+  return new InferenceServerError('UNAVAILABLE',
+    `Server is shutting down: model '${model}' no longer accepts requests here; retry on another server`);
+}
+
+function stoppedDuringStart(): InferenceServerError {
+  return new InferenceServerError('UNAVAILABLE', 'this Triton was stopped while it was starting');
+}
+
+/** Whether `work` settles within `ms` (it keeps running either way; its rejection is ignored). */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => true, () => true), expired]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -7,6 +7,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import * as path from 'node:path';
 import { ensureLib, LIB } from './lib-build';
 import { TempRepo, addConstModel } from './repository/repo-helpers';
@@ -264,12 +265,26 @@ describe('serving over the network', () => {
     expect(s.output).not.toContain("loaded model 'add'");
 
     const quiet = serve([`--model-repository=${repo.root}`, ...NO_LISTENERS, '--log-info=false']);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Nothing is printed to wait for: wait until the process handles SIGTERM (before that, the
+    // signal's default action would kill it under a loaded machine's slow start-up).
+    await waitForSignalHandler(quiet.child.pid!, 'SIGTERM');
     quiet.child.kill('SIGTERM');
     expect((await quiet.exited).code).toBe(0);
     expect(quiet.output).not.toContain("loaded model 'add'");
   });
 });
+
+/** Waits until process `pid` catches `signal` (Linux: the SigCgt mask of /proc/<pid>/status). */
+async function waitForSignalHandler(pid: number, signal: 'SIGTERM' | 'SIGINT', timeoutMs = 20_000): Promise<void> {
+  const bit = BigInt(osConstants.signals[signal] - 1);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    if (mask && (BigInt(`0x${mask}`) >> bit) & 1n) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for process ${pid} to handle ${signal}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
 
 async function waitForFile(file: string, pattern: RegExp, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -278,6 +293,46 @@ async function waitForFile(file: string, pattern: RegExp, timeoutMs = 20_000): P
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+describe('--exit-timeout-secs bounds the whole shutdown', () => {
+  /** A JS model whose initialize never resolves (its load hangs). */
+  function addHangingModel(): void {
+    repo.config('hang', `backend: "js"
+      max_batch_size: 0
+      input [ { name: "IN", data_type: TYPE_FP32, dims: [ 1 ] } ]
+      output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 1 ] } ]`);
+    repo.write('hang/1/model.js', `
+      exports.initialize = () => {
+        process.stdout.write('hang: initialize entered\\n');
+        return new Promise(() => {});
+      };
+      exports.execute = (requests) => requests.map((r) => ({ OUT: r.data.IN }));`);
+  }
+
+  test('SIGTERM while a load over the API never finishes: Triton\'s exit-timeout line, exit code 1', async () => {
+    addHangingModel();
+    const s = serve([`--model-repository=${repo.root}`, '--model-control-mode=explicit', '--exit-timeout-secs=1',
+      '--http-address=127.0.0.1', '--http-port=0', '--allow-grpc=false', '--allow-metrics=false']);
+    await s.waitFor(/serving 0 model version\(s\)/);
+    const { http } = printedPorts(s.output);
+    const load = fetch(`http://127.0.0.1:${http}/v2/repository/models/hang/load`, { method: 'POST' }).catch((err: unknown) => err);
+    await s.waitFor(/hang: initialize entered/);
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toEqual({ code: 1, signal: null });
+    expect(s.output).toContain('Exit timeout expired. Exiting immediately.');
+    await load;  // the connection ended with the process
+  });
+
+  test('SIGTERM while an initial --load-model never finishes: the same', async () => {
+    addHangingModel();
+    const s = serve([`--model-repository=${repo.root}`, '--model-control-mode=explicit', '--load-model=hang',
+      '--exit-timeout-secs=1', ...NO_LISTENERS]);
+    await s.waitFor(/hang: initialize entered/);
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toEqual({ code: 1, signal: null });
+    expect(s.output).toContain('Exit timeout expired. Exiting immediately.');
+  });
+});
 
 describe('--grpc-max-decompressed-size', () => {
   test('is listed in --help and reaches TritonConfig.grpcMaxDecompressedSize', () => {

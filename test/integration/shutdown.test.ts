@@ -2,6 +2,9 @@
  * Graceful stop (triton-protocol.md §6.10: in-flight requests finish, new ones fail), seen from
  * outside: every request in flight when stop() is called completes or fails; none hangs.
  */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Triton } from '../../ts/triton';
 import type { TritonConfig } from '../../ts/config/types';
@@ -163,4 +166,24 @@ test('stop() on a Triton with nothing in flight resolves true at once', async ()
   expect(triton.isConnected()).toBe(true);
   expect(await triton.stop()).toBe(true);
   expect(triton.isConnected()).toBe(false);
+});
+
+test('stop() resolves once the log file holds every line logged before it; later lines are appended at once (50 rounds)', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'infernode-log-'));
+  try {
+    for (let i = 0; i < 50; i++) {
+      const logFile = path.join(dir, `server-${i}.log`);
+      const t = inProcessTriton({ logFile });
+      await t.run();
+      for (let j = 0; j < 20; j++) t.logger.info(`round ${i} line ${j}`);
+      t.logger.error(`round ${i}: the last line before stop()`);
+      expect(await t.stop()).toBe(true);
+      const logged = readFileSync(logFile, 'utf8');
+      expect(logged).toContain(`round ${i}: the last line before stop()`);
+      t.logger.info(`round ${i}: a line after stop()`);
+      expect(readFileSync(logFile, 'utf8')).toContain(`round ${i}: a line after stop()`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -101,15 +101,18 @@ export function tritonConfigFromOptions(o: ServeOptions): TritonConfig {
   };
 }
 
-/** Resolves at the first SIGINT or SIGTERM; a second one during shutdown exits at once (code 1). */
-function firstSignal(log: (line: string) => void): Promise<NodeJS.Signals> {
+/**
+ * Resolves at the first SIGINT or SIGTERM; a second one during shutdown exits at once (code 1),
+ * once the log is flushed.
+ */
+function firstSignal(triton: Triton): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     const onSignal = (signal: NodeJS.Signals): void => {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       const again = (): void => {
-        log('infernode: second signal, exiting immediately');
-        process.exit(1);
+        triton.logger.info('infernode: second signal, exiting immediately');
+        void triton.logger.close().finally(() => process.exit(1));
       };
       process.once('SIGINT', again);
       process.once('SIGTERM', again);
@@ -121,9 +124,11 @@ function firstSignal(log: (line: string) => void): Promise<NodeJS.Signals> {
 }
 
 /**
- * Serves until SIGINT or SIGTERM, then stops gracefully: in-flight requests finish (up to
- * --exit-timeout-secs), models are unloaded, and the process exits with code 0. A model that
- * fails to load at start-up exits with code 1 unless --exit-on-error=false.
+ * Serves until SIGINT or SIGTERM, then stops gracefully: in-flight requests finish, models are
+ * unloaded, and the process exits with code 0. --exit-timeout-secs bounds all of it, loads
+ * still running included: past it the process exits at once with code 1 ("Exit timeout
+ * expired. Exiting immediately."). A signal during the initial loads stops the server too. A
+ * model that fails to load at start-up exits with code 1 unless --exit-on-error=false.
  */
 async function serve(o: ServeOptions): Promise<void> {
   if (o.modelRepository.length === 0) throw new InvalidArgumentError('--model-repository is required');
@@ -142,24 +147,36 @@ async function serve(o: ServeOptions): Promise<void> {
     repositories: o.modelRepository, controlMode: o.modelControlMode, loadModels: o.loadModel,
     pollSecs: o.repositoryPollSecs,
   });
-  // Listening early: a signal during the initial loads stops the server once they are done.
-  const signal = firstSignal(log);
+  // Listening early: a signal during the initial loads stops the server (bounded by the exit timeout).
+  const signal = firstSignal(triton);
   // Keeps the process alive while it serves, even with every listener disabled.
   const keepAlive = setInterval(() => undefined, 1 << 30);
   try {
-    await triton.run();
-    const ready = triton.repositoryIndex().filter((e) => e.state === 'READY').length;
-    const listening = Object.entries(triton.ports).map(([kind, port]) => `${kind} on port ${port}`);
-    log(`infernode: serving ${ready} model version(s) from ${o.modelRepository.join(', ')} (mode ${o.modelControlMode}; ` +
-      `${listening.length > 0 ? listening.join(', ') : 'no listeners'}); SIGINT or SIGTERM stops`);
-    log(`infernode: ${await signal} received, stopping (in-flight requests finish first)`);
-    await triton.stop();
-    log('infernode: stopped');
+    const started = triton.run().then(() => null);
+    const early = await Promise.race([started, signal]);
+    if (early !== null) {
+      started.catch(() => undefined);  // it fails because the server stops
+      log(`infernode: ${early} received during start-up, stopping`);
+    } else {
+      const ready = triton.repositoryIndex().filter((e) => e.state === 'READY').length;
+      const listening = Object.entries(triton.ports).map(([kind, port]) => `${kind} on port ${port}`);
+      log(`infernode: serving ${ready} model version(s) from ${o.modelRepository.join(', ')} (mode ${o.modelControlMode}; ` +
+        `${listening.length > 0 ? listening.join(', ') : 'no listeners'}); SIGINT or SIGTERM stops`);
+      log(`infernode: ${await signal} received, stopping (in-flight requests finish first)`);
+    }
+    await stopServer(triton);
   } finally {
     clearInterval(keepAlive);
   }
   // Whatever a frontend left open must not keep a stopped server alive.
   setTimeout(() => process.exit(process.exitCode ?? 0), 5000).unref();
+}
+
+/** Stops the server; past --exit-timeout-secs the process exits at once with code 1 (the log is flushed by then). */
+async function stopServer(triton: Triton): Promise<void> {
+  await triton.stop();
+  if (triton.exitTimeoutExpired) process.exit(1);
+  triton.logger.info('infernode: stopped');
 }
 
 export function buildProgram(): Command {

@@ -62,7 +62,7 @@ function checkName(name: string | undefined, expected: string, source: string): 
  * when there is none (auto-complete fills it). A `name` other than the directory's is INVALID_ARG.
  */
 export function readRawConfig(dir: ModelDirectory): RawModelConfig {
-  const text = readConfigText(dir.dir);
+  const text = readConfigText(dir);
   if (text === null) return {};
   const file = path.join(dir.dir, 'config.pbtxt');
   const config = parsePbtxt(text, file);

@@ -8,6 +8,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { InferenceServerError, invalidArg } from '../errors';
 import { MODEL_NAME_PATTERN, type NormalizedVersionPolicy } from '../config/normalize';
+import { checkModelNameLength } from '../model-name';
+import { checkFileInside } from './model-files';
 
 export interface ModelDirectory {
   name: string;
@@ -17,8 +19,12 @@ export interface ModelDirectory {
 
 export type ModelFileKind = 'onnx' | 'js';
 
-/** Rejects names that are not plain directory names (no '/', no '..', Triton's character set). */
+/**
+ * Rejects names that are not plain directory names (no '/', no '..', Triton's character set) or
+ * longer than a file name may be.
+ */
 export function checkModelName(name: string): void {
+  checkModelNameLength(name);
   if (!MODEL_NAME_PATTERN.test(name) || name === '.' || name === '..') {
     throw invalidArg(`invalid model name '${name}': expected letters, digits, '.', '_' or '-' only`);
   }
@@ -46,10 +52,13 @@ export function scanRepositories(repositories: string[]): Map<string, ModelDirec
   return found;
 }
 
-/** Numeric version directories (Triton ignores non-numeric names and names starting with 0). */
+/**
+ * Numeric version directories (Triton ignores non-numeric names and names starting with 0). A
+ * symbolic link to a directory counts; where it leads is checked when its model file is read.
+ */
 export function versionsOnDisk(modelDir: string): number[] {
   return readdirSync(modelDir, { withFileTypes: true })
-    .filter((e) => e.isDirectory() && /^[1-9][0-9]*$/.test(e.name))
+    .filter((e) => /^[1-9][0-9]*$/.test(e.name) && (e.isDirectory() || (e.isSymbolicLink() && isDirectory(path.join(modelDir, e.name)))))
     .map((e) => Number(e.name))
     .filter((v) => Number.isSafeInteger(v))
     .sort((a, b) => a - b);
@@ -66,15 +75,24 @@ export function selectVersions(onDisk: number[], policy: NormalizedVersionPolicy
   return onDisk.slice(Math.max(0, onDisk.length - policy.numVersions));
 }
 
+function isDirectory(file: string): boolean {
+  try {
+    return statSync(file).isDirectory();
+  } catch {
+    return false;  // a dangling link
+  }
+}
+
 /** The file names each engine looks for, in order, when no default_model_filename is set. */
 const DEFAULT_FILES: Record<ModelFileKind, string[]> = { onnx: ['model.onnx'], js: ['model.js', 'model.mjs', 'model.cjs'] };
 
 /**
  * The model file of a version directory and which engine runs it; null when there is none.
  * `engine` (from the config's backend or platform) limits the search to that engine's files.
+ * The file must resolve inside `repository` (model-files.ts).
  */
 export function findModelFile(
-  versionDir: string, defaultFilename?: string, engine?: ModelFileKind,
+  versionDir: string, repository: string, defaultFilename?: string, engine?: ModelFileKind,
 ): { file: string; kind: ModelFileKind } | null {
   const candidates = defaultFilename ? [defaultFilename] : engine ? DEFAULT_FILES[engine] : [...DEFAULT_FILES.onnx, ...DEFAULT_FILES.js];
   for (const name of candidates) {
@@ -86,6 +104,7 @@ export function findModelFile(
     // ONNX Runtime's backend also accepts a directory holding model.onnx.
     if (statSync(file).isDirectory()) file = path.join(file, 'model.onnx');
     if (!existsSync(file) || !statSync(file).isFile()) continue;
+    checkFileInside(file, repository, 'the model file');
     return { file, kind: engine ?? (/\.(m|c)?js$/.test(name) ? 'js' : 'onnx') };
   }
   return null;
@@ -99,10 +118,12 @@ export function modelFileNames(defaultFilename?: string, engine?: ModelFileKind)
   return 'model.onnx, model.js or model.mjs';
 }
 
-/** The config.pbtxt text, or null when the model has none. */
-export function readConfigText(modelDir: string): string | null {
-  const file = path.join(modelDir, 'config.pbtxt');
-  return existsSync(file) ? readFileSync(file, 'utf8') : null;
+/** The config.pbtxt text, or null when the model has none. It must resolve inside the repository. */
+export function readConfigText(dir: ModelDirectory): string | null {
+  const file = path.join(dir.dir, 'config.pbtxt');
+  if (!existsSync(file)) return null;
+  checkFileInside(file, dir.repository, `model '${dir.name}': the config file`);
+  return readFileSync(file, 'utf8');
 }
 
 /** Files up to this size are fingerprinted by content; larger ones by size and time stamp. */

@@ -105,7 +105,12 @@ async function loadVersion(
   const where = `model '${dir.name}' version ${version}`;
   const versionDir = path.join(dir.dir, String(version));
   const defaultFile = (raw.default_model_filename as string | undefined) || undefined;
-  const found = findModelFile(versionDir, defaultFile, engine);
+  let found: ReturnType<typeof findModelFile>;
+  try {
+    found = findModelFile(versionDir, dir.repository, defaultFile, engine);
+  } catch (err) {
+    throw inVersion(where, err);
+  }
   if (!found) {
     throw new InferenceServerError('INVALID_ARG', `${where}: no model file (${modelFileNames(defaultFile, engine)}) in ${versionDir}`);
   }

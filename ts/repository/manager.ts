@@ -139,6 +139,8 @@ export class ModelRepositoryManager {
     this.#checkExplicit();
     this.#checkRunning();
     checkModelName(name);
+    // Unloading a model the manager never had succeeds (Triton's answer) without any state.
+    if (!this.#records.has(name) && !this.#queues.has(name)) return;
     await this.#enqueue(name, () => this.#unload(name));
   }
 
@@ -162,11 +164,27 @@ export class ModelRepositoryManager {
     }
   }
 
-  /** Runs `op` after every earlier operation on the same model (ops never reject). */
+  /**
+   * Runs `op` after every earlier operation on the same model (ops never reject). A name's queue
+   * is dropped once its last operation settled, so names that come and go (unknown names sent
+   * to the API above all) leave no state behind.
+   */
   #enqueue<T>(name: string, op: () => Promise<T>): Promise<T> {
     const next = (this.#queues.get(name) ?? Promise.resolve()).then(op);
-    this.#queues.set(name, next.then(() => undefined, () => undefined));
+    const tail = next.then(() => undefined, () => undefined);
+    this.#queues.set(name, tail);
+    void tail.then(() => {
+      if (this.#queues.get(name) === tail) this.#queues.delete(name);
+    });
     return next;
+  }
+
+  /**
+   * How many names hold a record or a queue: what the manager keeps per name.
+   * @internal (tests: unknown names must leave nothing behind)
+   */
+  get namesHeld(): number {
+    return new Set([...this.#records.keys(), ...this.#queues.keys()]).size;
   }
 
   /** Loads (or reloads) a model; resolves with the failure reason, or null when it loaded. */
@@ -199,6 +217,13 @@ export class ModelRepositoryManager {
     }
     try {
       const loaded = await loadModel(dir, { configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log });
+      if (this.#stopped) {
+        // The server began stopping while this load ran (its exit timeout may have passed):
+        // what loaded never serves.
+        await retire(loaded, this.#log, 0);
+        if (previousDir.dir !== dir.dir) removeOverrideDirectory(dir);
+        return 'the server is stopping';
+      }
       record.dir = dir;
       record.fingerprint = seen;
       record.versions = loaded;

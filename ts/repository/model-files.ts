@@ -1,11 +1,40 @@
 /**
- * Files a model's config names (warm-up data, label files) must lie inside the model's own
- * directory: a relative path without `..`, and no symbolic link leading out, so a config cannot
- * make the server read arbitrary files.
+ * Which files a model repository may make the server read — the one place the rule lives:
+ * every file a load reads (config.pbtxt, the model file, label files, warm-up data) is resolved
+ * with realpath (symbolic links followed) and must lie inside the real path of the repository
+ * it belongs to (Triton resolves model files under the repository). Links that stay inside are
+ * fine; a file, or a version directory, leading outside fails the load with an error naming the
+ * file and this rule. Files a config names (warm-up data, label files) are in addition relative
+ * paths without `..` inside the model's own directory (or its warmup/ directory).
  */
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { invalidArg } from '../errors';
+
+/** Whether the real path `real` is `root` or below it (both real paths). */
+function isWithin(real: string, root: string): boolean {
+  return real === root || real.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
+}
+
+/** Where an existing `file` really leads when that is outside `root`'s real path; null when inside. */
+function escapeOf(file: string, root: string): { real: string; realRoot: string } | null {
+  const real = realpathSync(file);
+  const realRoot = realpathSync(root);
+  return isWithin(real, realRoot) ? null : { real, realRoot };
+}
+
+/**
+ * `file` (an existing file), checked to resolve to a path inside the real path of `repository`.
+ * @param what names the file in errors (model and role)
+ */
+export function checkFileInside(file: string, repository: string, what: string): string {
+  const escape = escapeOf(file, repository);
+  if (escape) {
+    throw invalidArg(`${what} ${file} resolves to ${escape.real}, outside ${escape.realRoot}: files a model repository ` +
+      'serves must lie inside it (symbolic links may point only within the repository)');
+  }
+  return file;
+}
 
 /**
  * The absolute path of `file` under `baseDir`, checked to be a regular file that stays inside it.
@@ -17,8 +46,6 @@ export function resolveFileInside(baseDir: string, file: string, where: string):
   }
   const full = path.join(baseDir, file);
   if (!existsSync(full) || !statSync(full).isFile()) throw invalidArg(`${where} '${file}' is not a file in ${baseDir}`);
-  if (!realpathSync(full).startsWith(realpathSync(baseDir) + path.sep)) {
-    throw invalidArg(`${where} '${file}' leads outside ${baseDir}`);
-  }
+  if (escapeOf(full, baseDir)) throw invalidArg(`${where} '${file}' leads outside ${baseDir}`);
   return full;
 }

@@ -98,7 +98,9 @@ test('with exitOnError (the default), run() rejects naming the model and its rea
   const err = await expectRejects(triton.run(), 'UNAVAILABLE', /^failed to load model\(s\): bad: model 'bad' version 1: .*Protobuf parsing failed/);
   expect(err.message).not.toContain('good');
   expect(triton.isConnected()).toBe(false);
-  await expectRejects(triton.infer('good', { INPUT0: x() }), 'NOT_FOUND');
+  // 'good' loaded, then the failed start stopped the server: a retryable refusal, not "unknown".
+  await expectRejects(triton.infer('good', { INPUT0: x() }), 'UNAVAILABLE', "Server is shutting down: model 'good'");
+  await expectRejects(triton.infer('never_there', { INPUT0: x() }), 'NOT_FOUND');
 });
 
 test('explicit load of a broken model rejects with its reason; the server and its models carry on', async () => {

@@ -123,6 +123,9 @@ function settingsRpcs(ctx: ServerContext): Record<string, Handler> {
   return {
     TraceSetting: (r) => {
       const model = str(r.model_name) || undefined;
+      // Per-model settings exist only for models the server knows (NOT_FOUND otherwise, as HTTP):
+      // no tracer state per unknown name.
+      if (model) resolveModel(ctx.triton, model);
       const changes = traceSettingsRequest(r.settings);
       const settings = Object.keys(changes).length ? ctx.tracer.update(changes, model) : ctx.tracer.settings(model);
       return { settings: traceSettingsResponse(settings) };
