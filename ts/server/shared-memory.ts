@@ -8,6 +8,7 @@
  * (the mapping is released when its last view is collected). Every offset + size is checked
  * against the region before use.
  */
+import { describeValue } from '../describe-value';
 import { InferenceServerError, invalidArg } from '../errors';
 import { native, type CudaSharedMemory } from '../native';
 
@@ -48,7 +49,7 @@ export interface ShmRef {
 function exactUint(value: unknown, what: string): number {
   const n = typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
-    throw invalidArg(`${what} must be a non-negative integer, got ${JSON.stringify(value)}`);
+    throw invalidArg(`${what} must be a non-negative integer, got ${describeValue(value)}`);
   }
   return n;
 }
