@@ -6,6 +6,7 @@
  * or "NaN"/"Infinity"/"-Infinity", `null` meaning "not set". Unknown fields are errors, as are
  * wrong value types, two members of one oneof, and a field given under both of its names.
  */
+import { describeValue } from '../describe-value';
 import { invalidArg } from '../errors';
 import {
   enumChoices, integerProblem, isIntegerKind, suggestion,
@@ -17,8 +18,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 function show(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 40 ? `${text.slice(0, 37)}...` : text;
+  return describeValue(value, 40);
 }
 
 class JsonValidator {

@@ -4,6 +4,7 @@
  * "value:index:label" (labels from the output's label file), values compared in the output's
  * datatype and printed as Triton prints them (6 decimals for floating point).
  */
+import { describeValue } from '../describe-value';
 import { invalidArg } from '../errors';
 import { NDArray, type DataType, type TypedArray } from '../tensor';
 
@@ -40,7 +41,7 @@ function readable(dtype: DataType, data: TypedArray): { at: (i: number) => numbe
  */
 export function classify(output: NDArray, count: unknown, batched: boolean, labels: readonly string[] | undefined, what: string): NDArray {
   if (typeof count !== 'number' || !Number.isSafeInteger(count) || count <= 0) {
-    throw invalidArg(`${what}: classification must be a positive integer, got ${JSON.stringify(count)}`);
+    throw invalidArg(`${what}: classification must be a positive integer, got ${describeValue(count)}`);
   }
   if (output.dtype === 'BYTES') throw invalidArg(`${what}: classification is not supported for BYTES outputs`);
   const rows = batched ? output.rows : 1;

@@ -4,6 +4,7 @@
  * key is a custom parameter handed to the model (the "parameters" extension).
  */
 import { invalidArg } from '../errors';
+import { describeText } from '../describe-value';
 import type { Parameters } from '../request';
 
 /** What a request's parameters ask of the server, and what is left for the model. */
@@ -24,9 +25,14 @@ const IGNORED = new Set(['sequence_id', 'sequence_start', 'sequence_end', 'heade
 function unsigned(key: string, value: unknown): number {
   const n = typeof value === 'bigint' ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
-    throw invalidArg(`parameter '${key}' must be a non-negative integer, got ${JSON.stringify(String(value))}`);
+    throw invalidArg(`parameter '${key}' must be a non-negative integer, got ${JSON.stringify(describeText(value))}`);
   }
   return n;
+}
+
+/** Sets a key as an own property: an assignment to `__proto__` would set the prototype (and a scalar is dropped). */
+function setOwn(custom: Parameters, key: string, value: string | number | boolean): void {
+  Object.defineProperty(custom, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /**
@@ -51,9 +57,9 @@ export function splitRequestParameters(
       throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be ` +
         `specified: '${key}'`);
     } else if (typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))) {
-      out.custom[key] = value;
+      setOwn(out.custom, key, value);
     } else if (typeof value === 'bigint') {
-      out.custom[key] = Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
+      setOwn(out.custom, key, Number.isSafeInteger(Number(value)) ? Number(value) : value.toString());
     } else {
       throw invalidArg(`parameter '${key}' must be a string, number or boolean`);
     }

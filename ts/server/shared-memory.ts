@@ -10,6 +10,7 @@
  * and unregistering a region cannot pull memory from under a request that is running: the
  * request owns its copy. Every offset + size is checked against the region before use.
  */
+import { describeValue } from '../describe-value';
 import { InferenceServerError, invalidArg } from '../errors';
 import { native, type CudaSharedMemory, type SystemSharedMemoryRegion } from '../native';
 
@@ -50,7 +51,7 @@ export interface ShmRef {
 function exactUint(value: unknown, what: string): number {
   const n = typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
-    throw invalidArg(`${what} must be a non-negative integer, got ${JSON.stringify(value)}`);
+    throw invalidArg(`${what} must be a non-negative integer, got ${describeValue(value)}`);
   }
   return n;
 }

@@ -4,7 +4,8 @@
  * before anything is allocated; raw bytes become views, never decoded element by element
  * (a copy happens only when the bytes are not aligned for their TypedArray).
  */
-import { clip, clipShape, invalidArg } from '../errors';
+import { clipShape, invalidArg } from '../errors';
+import { describeText, describeValue } from '../describe-value';
 import {
   DATA_TYPES, NDArray, dataTypeByteSize, deserializeBytes, elementCount, serializeBytes, typedArrayFor,
   type DataType, type TypedArray,
@@ -13,7 +14,7 @@ import {
 /** A datatype name exactly as the protocol spells it ('FP32', 'BYTES', ...). */
 export function wireDataType(value: unknown, what: string): DataType {
   if (typeof value !== 'string' || !(DATA_TYPES as readonly string[]).includes(value)) {
-    throw invalidArg(`invalid datatype '${String(value)}' for ${what}: expected one of ${DATA_TYPES.join(', ')}`);
+    throw invalidArg(`invalid datatype '${describeText(value)}' for ${what}: expected one of ${DATA_TYPES.join(', ')}`);
   }
   return value as DataType;
 }
@@ -24,7 +25,7 @@ export function wireShape(value: unknown, what: string): number[] {
   const shape = value.map((d) => (typeof d === 'string' && /^[0-9]+$/.test(d) ? Number(d) : d));
   for (const d of shape) {
     if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
-      throw invalidArg(`invalid dimension ${clip(JSON.stringify(d) ?? String(d), 32)} in the shape of ${what}`);
+      throw invalidArg(`invalid dimension ${describeValue(d)} in the shape of ${what}`);
     }
   }
   elementCount(shape as number[]);  // the product must stay a safe integer
@@ -84,7 +85,7 @@ function flatten(data: unknown, limit: number, what: string): unknown[] {
 function numberAt(values: unknown[], i: number, what: string, dtype: DataType): number {
   const v = values[i];
   if (typeof v !== 'number') {
-    throw invalidArg(`${what}: element ${i} is ${JSON.stringify(v)}, expected a number for datatype ${dtype}`);
+    throw invalidArg(`${what}: element ${i} is ${describeValue(v)}, expected a number for datatype ${dtype}`);
   }
   return v;
 }
@@ -110,7 +111,7 @@ export function tensorFromJson(what: string, dtype: DataType, shape: number[], d
   }
   if (dtype === 'BYTES') {
     return new NDArray('BYTES', shape, values.map((v, i) => {
-      if (typeof v !== 'string') throw invalidArg(`${what}: element ${i} is ${JSON.stringify(v)}, expected a string for BYTES`);
+      if (typeof v !== 'string') throw invalidArg(`${what}: element ${i} is ${describeValue(v)}, expected a string for BYTES`);
       return Buffer.from(v, 'utf8');
     }));
   }
@@ -118,7 +119,7 @@ export function tensorFromJson(what: string, dtype: DataType, shape: number[], d
     const out = new Uint8Array(count);
     for (let i = 0; i < count; i++) {
       const v = values[i];
-      if (typeof v !== 'boolean') throw invalidArg(`${what}: element ${i} is ${JSON.stringify(v)}, expected true or false for BOOL`);
+      if (typeof v !== 'boolean') throw invalidArg(`${what}: element ${i} is ${describeValue(v)}, expected true or false for BOOL`);
       out[i] = v ? 1 : 0;
     }
     return new NDArray('BOOL', shape, out);

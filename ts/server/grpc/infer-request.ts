@@ -18,15 +18,20 @@ import { paramRecord, type InferRequestMessage, type ParamKind, type ParamMap, t
 import type { InferResponseFields, TensorHeader } from './infer-encode';
 import { tensorFromContents } from './typed-contents';
 
-/** Reserved request parameters and the InferParameter members Triton accepts for each. */
-const PARAM_KINDS: Record<string, { kinds: ParamKind[]; expected: string }> = {
+/**
+ * Reserved request parameters and the InferParameter members Triton accepts for each. A Map, so
+ * that a client's key such as `__proto__` or `constructor` finds nothing (it found
+ * Object.prototype's members, and the request failed with a TypeError: INTERNAL instead of a
+ * custom parameter).
+ */
+const PARAM_KINDS = new Map<string, { kinds: ParamKind[]; expected: string }>(Object.entries({
   sequence_id: { kinds: ['int64', 'uint64', 'string'], expected: 'int64_param or string_param' },
   sequence_start: { kinds: ['bool'], expected: 'bool_param' },
   sequence_end: { kinds: ['bool'], expected: 'bool_param' },
   priority: { kinds: ['int64', 'uint64'], expected: 'int64_param or uint64_param' },
   timeout: { kinds: ['int64'], expected: 'int64_param' },
   triton_enable_empty_final_response: { kinds: ['bool'], expected: 'bool_param' },
-};
+}));
 
 /** Streaming-only: it shapes which responses a decoupled stream sends; models never see it. */
 const STREAM_ONLY = 'triton_enable_empty_final_response';
@@ -34,7 +39,7 @@ const STREAM_ONLY = 'triton_enable_empty_final_response';
 function checkParamKinds(params: ParamMap | null): void {
   if (!params) return;
   for (const [key, p] of params) {
-    const rule = PARAM_KINDS[key];
+    const rule = PARAM_KINDS.get(key);
     if (rule && !rule.kinds.includes(p.kind)) {
       throw invalidArg(`invalid value type for '${key}' parameter, expected ${rule.expected}.`);
     }

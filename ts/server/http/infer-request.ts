@@ -13,6 +13,7 @@
  * Every field is checked before use and every error names the input or output and the model.
  */
 import { clip, invalidArg } from '../../errors';
+import { describeValue } from '../../describe-value';
 import { dataTypeByteSize, type NDArray, type DataType } from '../../tensor';
 import type { InferenceCall, OutputRequest } from '../inference-service';
 import { splitRequestParameters } from '../parameters';
@@ -92,7 +93,7 @@ function parseHeader(body: Buffer, length: number, model: string): Record<string
 /** A byte count from a tensor's parameters: an exact non-negative integer. */
 function byteCount(value: unknown, key: string, what: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw invalidArg(`${what}: parameter '${key}' must be a non-negative integer, got ${JSON.stringify(value)}`);
+    throw invalidArg(`${what}: parameter '${key}' must be a non-negative integer, got ${describeValue(value)}`);
   }
   return value;
 }
@@ -162,7 +163,7 @@ function decodeOutputs(list: unknown, model: string): OutputRequest[] | null {
     }
     if (params.classification !== undefined) {
       if (typeof params.classification !== 'number' || !Number.isSafeInteger(params.classification) || params.classification <= 0) {
-        throw invalidArg(`${what}: parameter 'classification' must be a positive integer, got ${JSON.stringify(params.classification)}`);
+        throw invalidArg(`${what}: parameter 'classification' must be a positive integer, got ${describeValue(params.classification)}`);
       }
       request.classification = params.classification;
     }
