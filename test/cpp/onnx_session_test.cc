@@ -123,7 +123,7 @@ std::vector<GatheredInput> AddSubInputs(BufferPool* pool, int64_t rows0, int64_t
 
 }  // namespace
 
-TEST(OnnxRunWritesBothOutputsIntoPooledBuffers) {
+TEST(OnnxRunWritesBothOutputsInPlace) {
   std::unique_ptr<OnnxSession> session = LoadSession("add_sub_fp32.onnx");
   if (!session) return;
   BufferPool pool(MakeAlignedAllocator(), 1 << 20);
@@ -141,7 +141,7 @@ TEST(OnnxRunWritesBothOutputsIntoPooledBuffers) {
   }
 }
 
-TEST(OnnxRunReleasesOutputsMadeBeforeThePoolRanOut) {
+TEST(OnnxRunReleasesOutputsMadeBeforeMemoryRanOut) {
   std::unique_ptr<OnnxSession> session = LoadSession("add_sub_fp32.onnx");
   if (!session) return;
   {
