@@ -15,6 +15,7 @@
 
 namespace infernode {
 
+inline void OrtRelease(const OrtApi* api, OrtEnv* p) { api->ReleaseEnv(p); }
 inline void OrtRelease(const OrtApi* api, OrtValue* p) { api->ReleaseValue(p); }
 inline void OrtRelease(const OrtApi* api, OrtTensorTypeAndShapeInfo* p) { api->ReleaseTensorTypeAndShapeInfo(p); }
 inline void OrtRelease(const OrtApi* api, OrtTypeInfo* p) { api->ReleaseTypeInfo(p); }
