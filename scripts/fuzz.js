@@ -4,8 +4,10 @@
 // inputs the fuzzer finds go to build-fuzz/corpus/<name>/ (not committed); a crash leaves its input
 // in build-fuzz/crashes/ and fails the run: turn it into a regression test in test/cpp/.
 //
-//   npm run fuzz                      every target, 20 s each (INFERNODE_FUZZ_SECONDS overrides)
+//   npm run fuzz                      every target, 20 s each
 //   npm run fuzz -- --seconds=5 shape  one target, 5 s
+//   node scripts/fuzz.js --short      5 s each: what `npm test` runs
+// INFERNODE_FUZZ_SECONDS, when set, replaces the 20 s / 5 s defaults (CI sets 20); --seconds wins over both.
 //
 // Without clang it prints "skipped: clang not found" and succeeds, so `npm test` runs everywhere.
 'use strict';
@@ -18,16 +20,19 @@ const buildDir = path.join(root, 'build-fuzz');
 const fuzzDir = path.join(root, 'test', 'fuzz');
 
 function parseArgs(argv) {
-  let seconds = Number(process.env.INFERNODE_FUZZ_SECONDS || 20);
+  let seconds = null;
+  let fallback = 20;
   const only = [];
   for (const arg of argv) {
     const m = /^--seconds=(\d+)$/.exec(arg);
     if (m) seconds = Number(m[1]);
+    else if (arg === '--short') fallback = 5;
     else if (arg.startsWith('-')) {
-      console.error(`fuzz: unknown option ${arg} (expected --seconds=N and target names)`);
+      console.error(`fuzz: unknown option ${arg} (expected --seconds=N, --short and target names)`);
       process.exit(2);
     } else only.push(arg);
   }
+  if (seconds === null) seconds = Number(process.env.INFERNODE_FUZZ_SECONDS || fallback);
   return { seconds, only };
 }
 
