@@ -1,6 +1,5 @@
 #include "core/shape.h"
 
-#include <cstring>
 #include <limits>
 
 namespace infernode {
@@ -61,22 +60,6 @@ bool ShapeMatches(const Shape& dims, const Shape& shape) {
     if (dims[i] != -1 && dims[i] != shape[i]) return false;
   }
   return true;
-}
-
-Status CountSerializedBytes(const uint8_t* data, uint64_t size, int64_t* count) {
-  uint64_t offset = 0;
-  int64_t n = 0;
-  while (offset < size) {
-    if (size - offset < 4) return InvalidArg("truncated BYTES element length");
-    uint32_t len = 0;
-    std::memcpy(&len, data + offset, 4);  // little-endian hosts only (x86-64, arm64)
-    offset += 4;
-    if (len > size - offset) return InvalidArg("BYTES element runs past the end of the data");
-    offset += len;
-    ++n;
-  }
-  *count = n;
-  return Status::Success();
 }
 
 }  // namespace infernode

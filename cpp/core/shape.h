@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bytes_tensor.h"  // CountSerializedBytes, for the callers that found it here
 #include "core/datatype.h"
 #include "core/status.h"
 
@@ -30,9 +31,5 @@ Shape MapReshape(const Shape& actual, const Shape& from, const Shape& to);
 
 // True when `shape` matches `dims` where -1 in dims accepts any size.
 bool ShapeMatches(const Shape& dims, const Shape& shape);
-
-// Walks a BYTES buffer (4-byte little-endian length, then the bytes, per element) and
-// counts its elements. Fails when an element runs past the end.
-Status CountSerializedBytes(const uint8_t* data, uint64_t size, int64_t* count);
 
 }  // namespace infernode

@@ -34,19 +34,6 @@ TEST(ByteSizeDetectsOverflow) {
   EXPECT_EQ(ByteSize(DataType::kBytes, {1}, &bytes).Code(), StatusCode::kInvalidArg);
 }
 
-TEST(CountSerializedBytesWalksElements) {
-  const uint8_t good[] = {2, 0, 0, 0, 'h', 'i', 0, 0, 0, 0};
-  int64_t count = 0;
-  EXPECT_TRUE(CountSerializedBytes(good, sizeof(good), &count).IsOk());
-  EXPECT_EQ(count, 2);
-  const uint8_t past_end[] = {9, 0, 0, 0, 'x'};
-  EXPECT_EQ(CountSerializedBytes(past_end, sizeof(past_end), &count).Code(), StatusCode::kInvalidArg);
-  const uint8_t huge[] = {0xff, 0xff, 0xff, 0xff};
-  EXPECT_EQ(CountSerializedBytes(huge, sizeof(huge), &count).Code(), StatusCode::kInvalidArg);
-  const uint8_t short_len[] = {1, 0};
-  EXPECT_EQ(CountSerializedBytes(short_len, sizeof(short_len), &count).Code(), StatusCode::kInvalidArg);
-}
-
 TEST(ShapeMatchesHonoursWildcards) {
   EXPECT_TRUE(ShapeMatches({-1, 3}, {7, 3}));
   EXPECT_TRUE(!ShapeMatches({-1, 3}, {7, 4}));

@@ -1,7 +1,6 @@
 #include "engines/onnx/onnx_instance.h"
 
-#include <cstring>
-
+#include "core/bytes_tensor.h"
 #include "core/clock.h"
 #include "core/thread_priority.h"
 #include "engines/batch_inputs.h"
@@ -74,23 +73,6 @@ void OnnxInstance::RunBatch(const Batch& batch) {
   if (!released.empty()) sink_->Deliver(std::move(released));
 }
 
-namespace {
-
-// Byte offsets of each element boundary of a serialized BYTES buffer (count + 1 entries).
-std::vector<uint64_t> ElementOffsets(const OutputTensor& out) {
-  std::vector<uint64_t> offsets{0};
-  uint64_t at = 0;
-  while (at + 4 <= out.byte_size) {
-    uint32_t len = 0;
-    std::memcpy(&len, out.data + at, 4);
-    at += 4 + static_cast<uint64_t>(len);
-    offsets.push_back(at);
-  }
-  return offsets;
-}
-
-}  // namespace
-
 void UndoOutputReshapes(const ModelConfig& config, std::vector<OutputTensor>* outputs) {
   const bool batching = config.max_batch_size > 0;
   for (OutputTensor& out : *outputs) {
@@ -123,10 +105,14 @@ Status SplitOutputs(const Batch& batch, bool batching, const std::vector<OutputT
     int64_t count = 0;
     RETURN_IF_ERROR(ElementCount(out.shape, &count));
     const int64_t per_row = batch.rows == 0 ? 0 : count / batch.rows;
-    const std::vector<uint64_t> offsets = out.dtype == DataType::kBytes ? ElementOffsets(out) : std::vector<uint64_t>{};
-    if (out.dtype == DataType::kBytes && offsets.size() != static_cast<size_t>(count) + 1) {
-      return Internal("output '" + out.name + "' holds " + std::to_string(offsets.size() - 1) + " strings, expected " +
-                      std::to_string(count));
+    std::vector<uint64_t> offsets;
+    if (out.dtype == DataType::kBytes) {
+      const Status walked = SerializedBytesOffsets(out.data, out.byte_size, &offsets);
+      if (!walked.IsOk()) return Internal("output '" + out.name + "': " + walked.Message());
+      if (offsets.size() != static_cast<size_t>(count) + 1) {
+        return Internal("output '" + out.name + "' holds " + std::to_string(offsets.size() - 1) + " strings, expected " +
+                        std::to_string(count));
+      }
     }
     const uint64_t elem = DataTypeByteSize(out.dtype);
     int64_t row = 0;

@@ -13,55 +13,46 @@ namespace infernode {
 
 namespace {
 
-// Releases ONNX Runtime objects through the API table they came from.
-template <typename T>
-struct OrtReleaser {
-  const OrtApi* api;
-  void (*release)(T*);
-  void operator()(T* p) const {
-    if (p != nullptr) release(p);
-  }
-};
-
+// A name ONNX Runtime allocated for us: copied out, and freed through its allocator whatever happens.
 std::string CopyName(const OrtApi* api, OrtAllocator* allocator, char* name) {
-  std::string out(name);
-  if (OrtStatus* status = api->AllocatorFree(allocator, name)) api->ReleaseStatus(status);
-  return out;
+  auto free_name = [api, allocator](char* p) {
+    if (OrtStatus* status = api->AllocatorFree(allocator, p)) api->ReleaseStatus(status);
+  };
+  std::unique_ptr<char, decltype(free_name)> owned(name, free_name);
+  return std::string(owned.get());
 }
 
 // Providers are appended in priority order; a failure here (no library, no device) is
 // UNAVAILABLE so the caller can fall back (TensorRT → CUDA → CPU) and say so.
 Status AppendCuda(const OrtRuntime& runtime, OrtSessionOptions* options, int device_id) {
   const OrtApi* api = runtime.Api();
-  OrtCUDAProviderOptionsV2* cuda = nullptr;
-  Status status = runtime.Check(api->CreateCUDAProviderOptions(&cuda), "CUDA execution provider");
+  OrtPtr<OrtCUDAProviderOptionsV2> cuda(api);
+  Status status = runtime.Check(api->CreateCUDAProviderOptions(OutParam(cuda)), "CUDA execution provider");
   if (status.IsOk()) {
     const std::string device = std::to_string(device_id);
     const char* keys[] = {"device_id"};
     const char* values[] = {device.c_str()};
-    status = runtime.Check(api->UpdateCUDAProviderOptions(cuda, keys, values, 1), "CUDA execution provider");
+    status = runtime.Check(api->UpdateCUDAProviderOptions(cuda.get(), keys, values, 1), "CUDA execution provider");
     if (status.IsOk()) {
-      status = runtime.Check(api->SessionOptionsAppendExecutionProvider_CUDA_V2(options, cuda), "CUDA execution provider");
+      status = runtime.Check(api->SessionOptionsAppendExecutionProvider_CUDA_V2(options, cuda.get()), "CUDA execution provider");
     }
-    api->ReleaseCUDAProviderOptions(cuda);
   }
   return status.IsOk() ? status : Unavailable(status.Message());
 }
 
 Status AppendTensorRt(const OrtRuntime& runtime, OrtSessionOptions* options, int device_id) {
   const OrtApi* api = runtime.Api();
-  OrtTensorRTProviderOptionsV2* trt = nullptr;
-  Status status = runtime.Check(api->CreateTensorRTProviderOptions(&trt), "TensorRT execution provider");
+  OrtPtr<OrtTensorRTProviderOptionsV2> trt(api);
+  Status status = runtime.Check(api->CreateTensorRTProviderOptions(OutParam(trt)), "TensorRT execution provider");
   if (status.IsOk()) {
     const std::string device = std::to_string(device_id);
     const char* keys[] = {"device_id"};
     const char* values[] = {device.c_str()};
-    status = runtime.Check(api->UpdateTensorRTProviderOptions(trt, keys, values, 1), "TensorRT execution provider");
+    status = runtime.Check(api->UpdateTensorRTProviderOptions(trt.get(), keys, values, 1), "TensorRT execution provider");
     if (status.IsOk()) {
-      status = runtime.Check(api->SessionOptionsAppendExecutionProvider_TensorRT_V2(options, trt),
+      status = runtime.Check(api->SessionOptionsAppendExecutionProvider_TensorRT_V2(options, trt.get()),
                              "TensorRT execution provider");
     }
-    api->ReleaseTensorRTProviderOptions(trt);
   }
   return status.IsOk() ? status : Unavailable(status.Message());
 }
@@ -103,10 +94,9 @@ Status OnnxSession::Create(std::shared_ptr<OrtRuntime> runtime, const std::strin
   const OrtApi* api = runtime->Api();
   std::unique_ptr<OnnxSession> session(new OnnxSession());
   session->runtime_ = runtime;
-  OrtSessionOptions* raw_options = nullptr;
-  RETURN_IF_ERROR(runtime->Check(api->CreateSessionOptions(&raw_options), "creating session options"));
-  std::unique_ptr<OrtSessionOptions, OrtReleaser<OrtSessionOptions>> session_options(
-      raw_options, {api, api->ReleaseSessionOptions});
+  OrtPtr<OrtSessionOptions> session_options(api);
+  RETURN_IF_ERROR(runtime->Check(api->CreateSessionOptions(OutParam(session_options)), "creating session options"));
+  OrtSessionOptions* raw_options = session_options.get();
   if (options.intra_op_threads > 0) {
     RETURN_IF_ERROR(runtime->Check(api->SetIntraOpNumThreads(raw_options, options.intra_op_threads), "intra_op_thread_count"));
   }
@@ -125,17 +115,14 @@ Status OnnxSession::Create(std::shared_ptr<OrtRuntime> runtime, const std::strin
   OrtSession* created = nullptr;
   RETURN_IF_ERROR(runtime->Check(api->CreateSession(runtime->Env(), path.c_str(), raw_options, &created),
                                  "loading ONNX model '" + path + "'"));
+  // Shared (not an OrtPtr): ONNX Runtime's own outputs keep the session alive (see session_).
   session->session_ = std::shared_ptr<OrtSession>(created, [runtime](OrtSession* s) { runtime->Api()->ReleaseSession(s); });
-  RETURN_IF_ERROR(runtime->Check(api->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, &session->cpu_memory_),
+  session->cpu_memory_ = OrtPtr<OrtMemoryInfo>(api);
+  RETURN_IF_ERROR(runtime->Check(api->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, OutParam(session->cpu_memory_)),
                                  "creating CPU memory info"));
   RETURN_IF_ERROR(session->ReadMetadata());
   *out = std::move(session);
   return Status::Success();
-}
-
-OnnxSession::~OnnxSession() {
-  const OrtApi* api = runtime_->Api();
-  if (cpu_memory_ != nullptr) api->ReleaseMemoryInfo(cpu_memory_);
 }
 
 Status OnnxSession::ReadMetadata() {
@@ -152,12 +139,12 @@ Status OnnxSession::ReadMetadata() {
       RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputName(session_.get(), i, allocator, &name)
                                                : api->SessionGetOutputName(session_.get(), i, allocator, &name), "reading model metadata"));
       info.name = CopyName(api, allocator, name);
-      OrtTypeInfo* type_info = nullptr;
-      RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputTypeInfo(session_.get(), i, &type_info)
-                                               : api->SessionGetOutputTypeInfo(session_.get(), i, &type_info), "reading model metadata"));
-      std::unique_ptr<OrtTypeInfo, OrtReleaser<OrtTypeInfo>> type_guard(type_info, {api, api->ReleaseTypeInfo});
-      const OrtTensorTypeAndShapeInfo* tensor = nullptr;
-      RETURN_IF_ERROR(runtime_->Check(api->CastTypeInfoToTensorInfo(type_info, &tensor), "reading model metadata"));
+      OrtPtr<OrtTypeInfo> type_info(api);
+      RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputTypeInfo(session_.get(), i, OutParam(type_info))
+                                               : api->SessionGetOutputTypeInfo(session_.get(), i, OutParam(type_info)),
+                                      "reading model metadata"));
+      const OrtTensorTypeAndShapeInfo* tensor = nullptr;  // borrowed from type_info
+      RETURN_IF_ERROR(runtime_->Check(api->CastTypeInfoToTensorInfo(type_info.get(), &tensor), "reading model metadata"));
       if (tensor == nullptr) return Status(StatusCode::kUnsupported, "model tensor '" + info.name + "' is not a tensor");
       ONNXTensorElementDataType elem = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
       size_t rank = 0;

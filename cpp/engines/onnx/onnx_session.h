@@ -9,6 +9,7 @@
 
 #include "core/request.h"
 #include "engines/batch_inputs.h"
+#include "engines/onnx/ort_owned.h"
 #include "engines/onnx/ort_runtime.h"
 #include "memory/buffer_pool.h"
 
@@ -38,7 +39,6 @@ class OnnxSession {
  public:
   static Status Create(std::shared_ptr<OrtRuntime> runtime, const std::string& path,
                        const OnnxSessionOptions& options, std::unique_ptr<OnnxSession>* out);
-  ~OnnxSession();
   OnnxSession(const OnnxSession&) = delete;
   OnnxSession& operator=(const OnnxSession&) = delete;
 
@@ -60,7 +60,7 @@ class OnnxSession {
  private:
   OnnxSession() = default;
   Status ReadMetadata();
-  Status MakeInputValue(const GatheredInput& input, OrtValue** value) const;
+  Status MakeInputValue(const GatheredInput& input, OrtPtr<OrtValue>* value) const;
   Status ReadOutputValue(OrtValue* value, const std::string& name, std::shared_ptr<const void> owner,
                          OutputTensor* out) const;
 
@@ -68,7 +68,7 @@ class OnnxSession {
   // Shared with the outputs ONNX Runtime allocated: they come from the session's allocator, so
   // the session lives until the last of them is released (JS may hold them after an unload).
   std::shared_ptr<OrtSession> session_;
-  OrtMemoryInfo* cpu_memory_ = nullptr;
+  OrtPtr<OrtMemoryInfo> cpu_memory_{nullptr};  // given its API table in Create
   std::vector<OnnxTensorInfo> inputs_;
   std::vector<OnnxTensorInfo> outputs_;
   std::string provider_ = "CPU";

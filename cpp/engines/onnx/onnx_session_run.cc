@@ -1,57 +1,47 @@
 // OnnxSession::Run and the tensor conversions it needs (split from onnx_session.cc, which
 // creates sessions and reads their metadata).
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
+#include "core/bytes_tensor.h"
 #include "engines/onnx/onnx_session.h"
+#include "engines/onnx/ort_owned.h"
 #include "engines/onnx/ort_types.h"
 
 namespace infernode {
 
-namespace {
-
-struct ValueReleaser {
-  const OrtApi* api;
-  void operator()(OrtValue* v) const {
-    if (v != nullptr) api->ReleaseValue(v);
-  }
-};
-using ValuePtr = std::unique_ptr<OrtValue, ValueReleaser>;
-
-// BYTES serialized as Triton does: a 4-byte little-endian length before each element.
-std::vector<std::pair<const uint8_t*, uint32_t>> SplitSerialized(const uint8_t* data, uint64_t size) {
-  std::vector<std::pair<const uint8_t*, uint32_t>> items;
-  uint64_t offset = 0;
-  while (offset + 4 <= size) {
-    uint32_t len = 0;
-    std::memcpy(&len, data + offset, 4);
-    items.emplace_back(data + offset + 4, len);
-    offset += 4 + static_cast<uint64_t>(len);
-  }
-  return items;
-}
-
-}  // namespace
-
-Status OnnxSession::MakeInputValue(const GatheredInput& input, OrtValue** value) const {
+Status OnnxSession::MakeInputValue(const GatheredInput& input, OrtPtr<OrtValue>* value) const {
   const OrtApi* api = runtime_->Api();
   const ONNXTensorElementDataType type = OnnxFromDataType(input.dtype);
   const std::string what = "input '" + input.name + "'";
   if (input.dtype != DataType::kBytes) {
     // A view of the pooled batch buffer: ONNX Runtime reads it in place.
-    return runtime_->Check(api->CreateTensorWithDataAsOrtValue(cpu_memory_, input.buffer.Data(), input.buffer.Size(),
-                                                               input.shape.data(), input.shape.size(), type, value),
+    return runtime_->Check(api->CreateTensorWithDataAsOrtValue(cpu_memory_.get(), input.buffer.Data(), input.buffer.Size(),
+                                                               input.shape.data(), input.shape.size(), type,
+                                                               OutParam(*value)),
                            what);
+  }
+  // The gathered buffer was validated per request; walking it checked again costs nothing and
+  // keeps a bad gather from writing past the string tensor ONNX Runtime allocated.
+  std::vector<std::string_view> items;
+  RETURN_IF_ERROR(SplitSerializedBytes(input.buffer.Data(), input.buffer.Size(), &items));
+  int64_t count = 0;
+  RETURN_IF_ERROR(ElementCount(input.shape, &count));
+  if (static_cast<uint64_t>(count) != items.size()) {
+    return Internal(what + " holds " + std::to_string(items.size()) + " strings, expected " + std::to_string(count) +
+                    " for shape " + ShapeToString(input.shape));
   }
   OrtAllocator* allocator = nullptr;
   RETURN_IF_ERROR(runtime_->Check(api->GetAllocatorWithDefaultOptions(&allocator), what));
-  RETURN_IF_ERROR(runtime_->Check(api->CreateTensorAsOrtValue(allocator, input.shape.data(), input.shape.size(), type, value), what));
-  const auto items = SplitSerialized(input.buffer.Data(), input.buffer.Size());
+  RETURN_IF_ERROR(runtime_->Check(
+      api->CreateTensorAsOrtValue(allocator, input.shape.data(), input.shape.size(), type, OutParam(*value)), what));
   for (size_t i = 0; i < items.size(); ++i) {
     char* dest = nullptr;
-    RETURN_IF_ERROR(runtime_->Check(api->GetResizedStringTensorElementBuffer(*value, i, items[i].second, &dest), what));
-    if (items[i].second > 0) std::memcpy(dest, items[i].first, items[i].second);
+    RETURN_IF_ERROR(runtime_->Check(api->GetResizedStringTensorElementBuffer(value->get(), i, items[i].size(), &dest), what));
+    if (!items[i].empty()) std::memcpy(dest, items[i].data(), items[i].size());
   }
   return Status::Success();
 }
@@ -60,16 +50,14 @@ Status OnnxSession::ReadOutputValue(OrtValue* value, const std::string& name, st
                                     OutputTensor* out) const {
   const OrtApi* api = runtime_->Api();
   const std::string what = "output '" + name + "'";
-  OrtTensorTypeAndShapeInfo* info = nullptr;
-  RETURN_IF_ERROR(runtime_->Check(api->GetTensorTypeAndShape(value, &info), what));
+  OrtPtr<OrtTensorTypeAndShapeInfo> info(api);
+  RETURN_IF_ERROR(runtime_->Check(api->GetTensorTypeAndShape(value, OutParam(info)), what));
   ONNXTensorElementDataType elem = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
   size_t rank = 0;
-  Status status = runtime_->Check(api->GetTensorElementType(info, &elem), what);
-  if (status.IsOk()) status = runtime_->Check(api->GetDimensionsCount(info, &rank), what);
+  RETURN_IF_ERROR(runtime_->Check(api->GetTensorElementType(info.get(), &elem), what));
+  RETURN_IF_ERROR(runtime_->Check(api->GetDimensionsCount(info.get(), &rank), what));
   out->shape.assign(rank, 0);
-  if (status.IsOk()) status = runtime_->Check(api->GetDimensions(info, out->shape.data(), rank), what);
-  api->ReleaseTensorTypeAndShapeInfo(info);
-  RETURN_IF_ERROR(status);
+  RETURN_IF_ERROR(runtime_->Check(api->GetDimensions(info.get(), out->shape.data(), rank), what));
   out->name = name;
   out->dtype = DataTypeFromOnnx(elem);
   int64_t count = 0;
@@ -86,6 +74,10 @@ Status OnnxSession::ReadOutputValue(OrtValue* value, const std::string& name, st
   for (int64_t i = 0; i < count; ++i) {
     size_t len = 0;
     RETURN_IF_ERROR(runtime_->Check(api->GetStringTensorElementLength(value, static_cast<size_t>(i), &len), what));
+    if (len > UINT32_MAX) {
+      return Internal(what + " element " + std::to_string(i) + " is " + std::to_string(len) +
+                      " bytes, more than a BYTES element can hold (4 GiB)");
+    }
     const size_t at = serialized->size();
     serialized->resize(at + 4 + len);
     const uint32_t len32 = static_cast<uint32_t>(len);
@@ -103,14 +95,15 @@ Status OnnxSession::ReadOutputValue(OrtValue* value, const std::string& name, st
 Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, bool batching,
                         const std::vector<std::string>& wanted, BufferPool* pool, std::vector<OutputTensor>* outputs) {
   const OrtApi* api = runtime_->Api();
-  std::vector<ValuePtr> input_values;
+  outputs->clear();
+  std::vector<OrtPtr<OrtValue>> input_values;
   std::vector<const OrtValue*> input_raw;
   std::vector<const char*> input_names;
+  input_values.reserve(inputs.size());
   for (const GatheredInput& input : inputs) {
-    OrtValue* value = nullptr;
-    RETURN_IF_ERROR(MakeInputValue(input, &value));
-    input_values.emplace_back(value, ValueReleaser{api});
-    input_raw.push_back(value);
+    input_values.emplace_back(api);
+    RETURN_IF_ERROR(MakeInputValue(input, &input_values.back()));
+    input_raw.push_back(input_values.back().get());
     input_names.push_back(input.name.c_str());
   }
   // Only the outputs the config serves are fetched (ONNX Runtime skips nodes nothing needs).
@@ -119,12 +112,15 @@ Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, 
     if (wanted.empty() || std::find(wanted.begin(), wanted.end(), info.name) != wanted.end()) fetched.push_back(&info);
   }
   // Outputs whose shape is known up front ([rows, static dims...]) go straight into pooled
-  // buffers; the others are allocated by ONNX Runtime and kept alive by their OrtValue.
-  std::vector<OrtValue*> output_raw(fetched.size(), nullptr);
+  // buffers; the others are allocated by ONNX Runtime and kept alive by their OrtValue. Each is
+  // owned by output_values from its creation, so any early return releases the ones made so far.
+  std::vector<OrtPtr<OrtValue>> output_values;
+  output_values.reserve(fetched.size());
   std::vector<std::shared_ptr<PooledBuffer>> pooled(fetched.size());
   std::vector<const char*> output_names;
   for (size_t i = 0; i < fetched.size(); ++i) {
     const OnnxTensorInfo& info = *fetched[i];
+    output_values.emplace_back(api);
     output_names.push_back(info.name.c_str());
     Shape shape = info.dims;
     if (info.dtype == DataType::kBytes || shape.empty()) continue;
@@ -134,27 +130,35 @@ Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, 
     if (!ByteSize(info.dtype, shape, &bytes).IsOk()) continue;  // symbolic dims remain
     pooled[i] = std::make_shared<PooledBuffer>();
     RETURN_IF_ERROR(pool->Acquire(bytes, pooled[i].get()));
-    RETURN_IF_ERROR(runtime_->Check(api->CreateTensorWithDataAsOrtValue(cpu_memory_, pooled[i]->Data(), bytes, shape.data(),
-                                                                        shape.size(), OnnxFromDataType(info.dtype), &output_raw[i]),
+    RETURN_IF_ERROR(runtime_->Check(api->CreateTensorWithDataAsOrtValue(cpu_memory_.get(), pooled[i]->Data(), bytes, shape.data(),
+                                                                        shape.size(), OnnxFromDataType(info.dtype),
+                                                                        OutParam(output_values[i])),
                                     "output '" + info.name + "'"));
   }
+  // ONNX Runtime fills the null slots with values it allocates; they are adopted right after the
+  // call, whatever it returned.
+  std::vector<OrtValue*> output_raw(fetched.size(), nullptr);
+  for (size_t i = 0; i < fetched.size(); ++i) output_raw[i] = output_values[i].get();
   Status status = runtime_->Check(api->Run(session_.get(), nullptr, input_names.data(), input_raw.data(), input_raw.size(),
                                            output_names.data(), output_names.size(), output_raw.data()),
                                   "running the model");
-  outputs->clear();
   for (size_t i = 0; i < fetched.size(); ++i) {
-    ValuePtr value(output_raw[i], ValueReleaser{api});
-    if (!status.IsOk() || value == nullptr) continue;
+    if (output_values[i] == nullptr && output_raw[i] != nullptr) output_values[i].reset(output_raw[i]);
+  }
+  RETURN_IF_ERROR(status);
+  for (size_t i = 0; i < fetched.size(); ++i) {
+    if (output_values[i] == nullptr) continue;
+    OrtValue* value = output_values[i].get();
     std::shared_ptr<const void> owner = pooled[i];
     if (!owner) {
       // Keep ONNX Runtime's own output alive for as long as any view of it exists.
-      owner = std::shared_ptr<OrtValue>(value.release(), [api, session = session_](OrtValue* v) { api->ReleaseValue(v); });
+      owner = std::shared_ptr<OrtValue>(output_values[i].release(), [api, session = session_](OrtValue* v) { api->ReleaseValue(v); });
     }
     OutputTensor out;
-    status = ReadOutputValue(output_raw[i], fetched[i]->name, std::move(owner), &out);
-    if (status.IsOk()) outputs->push_back(std::move(out));
+    RETURN_IF_ERROR(ReadOutputValue(value, fetched[i]->name, std::move(owner), &out));
+    outputs->push_back(std::move(out));
   }
-  return status;
+  return Status::Success();
 }
 
 }  // namespace infernode

@@ -34,17 +34,16 @@ Status OrtRuntime::Get(const std::string& library_path, std::shared_ptr<OrtRunti
   runtime->library_ = library;
   runtime->api_ = api;
   runtime->version_ = get_api_base()->GetVersionString();
-  RETURN_IF_ERROR(runtime->Check(api->CreateEnv(ORT_LOGGING_LEVEL_WARNING, "infernode", &runtime->env_),
+  runtime->env_ = OrtPtr<OrtEnv>(api);
+  RETURN_IF_ERROR(runtime->Check(api->CreateEnv(ORT_LOGGING_LEVEL_WARNING, "infernode", OutParam(runtime->env_)),
                                  "creating the ONNX Runtime environment"));
   g_runtime = runtime;
   *out = std::move(runtime);
   return Status::Success();
 }
 
-OrtRuntime::~OrtRuntime() {
-  if (env_ != nullptr) api_->ReleaseEnv(env_);
-  // The library stays mapped: ONNX Runtime's own static destructors may still run at exit.
-}
+// The library stays mapped: ONNX Runtime's own static destructors may still run at exit.
+OrtRuntime::~OrtRuntime() = default;
 
 Status OrtRuntime::Check(OrtStatus* status, const std::string& what) const {
   if (status == nullptr) return Status::Success();

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "engines/onnx/ort_owned.h"
 
 namespace infernode {
 
@@ -26,7 +27,7 @@ class OrtRuntime {
   OrtRuntime& operator=(const OrtRuntime&) = delete;
 
   const OrtApi* Api() const { return api_; }
-  OrtEnv* Env() const { return env_; }
+  OrtEnv* Env() const { return env_.get(); }
   const std::string& Version() const { return version_; }
 
   // Converts (and releases) an OrtStatus; `what` says what was being done.
@@ -37,7 +38,7 @@ class OrtRuntime {
 
   void* library_ = nullptr;
   const OrtApi* api_ = nullptr;
-  OrtEnv* env_ = nullptr;
+  OrtPtr<OrtEnv> env_{nullptr};  // released before the library (which stays mapped)
   std::string version_;
 };
 
