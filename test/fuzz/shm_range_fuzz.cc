@@ -1,9 +1,8 @@
-// libFuzzer target: the offset/byte_size checks of system shared-memory registration
-// (memory/system_shared_memory.h), against a real shm object of known size. There is no pure
-// range-check function to call (the check lives inside SystemSharedMemory::Map), so the target
-// drives Map itself: it must accept exactly the ranges with 0 < byte_size and
-// offset + byte_size <= the object's size (no wrap-around), and the mapping it returns must cover
-// the whole range. Keys are fuzzed through IsValidSharedMemoryKey as well.
+// libFuzzer target: the offset/byte_size checks of system shared memory
+// (memory/system_shared_memory.h), against a real shm object of known size. Open must accept
+// exactly the regions with 0 < byte_size and offset + byte_size <= the object's size (no
+// wrap-around); within an open region, InRegion/Read/Write must accept exactly the ranges that
+// stay inside it. Keys are fuzzed through IsValidSharedMemoryKey as well.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -58,13 +57,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint64_t offset = take();
   const uint64_t byte_size = take();
   std::unique_ptr<SystemSharedMemory> region;
-  const bool mapped = SystemSharedMemory::Map(g_key, offset, byte_size, &region).IsOk();
+  const bool opened = SystemSharedMemory::Open("fuzz", g_key, offset, byte_size, &region).IsOk();
   const bool fits = byte_size > 0 && offset <= g_size && byte_size <= g_size - offset;
-  if (mapped != fits) std::abort();
-  if (mapped) {
-    if (region->ByteSize() != byte_size) std::abort();
-    region->Data()[0] ^= 1;              // first and last byte are mapped read-write
-    region->Data()[byte_size - 1] ^= 1;
-  }
+  if (opened != fits) std::abort();
+  if (!opened) return 0;
+  if (region->ByteSize() != byte_size) std::abort();
+  // An access inside the region: accepted exactly when offset + size stays within it, and a
+  // read or write of an accepted range copies through the object without touching memory
+  // outside `buffer`.
+  const uint64_t at = take();
+  const uint64_t length = in.ConsumeIntegralInRange<uint64_t>(0, 2 * g_size);
+  const bool inside = at <= byte_size && length <= byte_size - at;
+  if (region->InRegion(at, length).IsOk() != inside) std::abort();
+  std::unique_ptr<uint8_t[]> buffer(new uint8_t[length + 1]);
+  if (region->Read(at, length, buffer.get()).IsOk() != inside) std::abort();
+  if (inside && !region->Write(at, buffer.get(), length).IsOk()) std::abort();
   return 0;
 }
