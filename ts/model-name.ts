@@ -4,7 +4,7 @@
  * hashed, matched, stored or echoed: a client cannot make the server hold or print megabytes
  * per request by sending a long name.
  */
-import { invalidArg } from './errors';
+import { clip, invalidArg } from './errors';
 
 /**
  * Model names are directory names of the repository, so a file name's limit (255 bytes on
@@ -13,16 +13,11 @@ import { invalidArg } from './errors';
  */
 export const MAX_MODEL_NAME_LENGTH = 255;
 
-/** The start of a long name, for messages (never the whole name). */
-function preview(name: string): string {
-  return `${name.slice(0, 32)}...`;
-}
-
 /** INVALID_ARG when `name` is not a string or is longer than MAX_MODEL_NAME_LENGTH. */
 export function checkModelNameLength(name: unknown): void {
   if (typeof name !== 'string') throw invalidArg(`a model name must be a string, got ${typeof name}`);
   if (name.length > MAX_MODEL_NAME_LENGTH) {
-    throw invalidArg(`model name '${preview(name)}' is ${name.length} characters long; model names are directory names ` +
+    throw invalidArg(`model name '${clip(name, 32)}' is too long: model names are directory names ` +
       `and may be at most ${MAX_MODEL_NAME_LENGTH} characters`);
   }
 }

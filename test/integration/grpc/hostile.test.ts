@@ -315,12 +315,13 @@ describe('client input echoed in errors', () => {
     expect(details).toContain('…');
   };
 
-  test('a 1 MiB model name: NOT_FOUND with the name clipped, then the same channel serves', async () => {
+  test('a 1 MiB model name: INVALID_ARGUMENT (names are bounded) with the name clipped, then the same channel serves', async () => {
     const name = 'm'.repeat(1024 * 1024);
     const { error } = await unary(s.stub, 'ModelInfer', { model_name: name, inputs: [IN([1, 1])], raw_input_contents: [fp32Bytes([1])] },
       {}, { deadline: Date.now() + 20_000 });
-    expect(error?.code).toBe(status.NOT_FOUND);
-    expect(error?.details).toMatch(/^Request for unknown model: 'm{100,}….*' is not found$/);
+    expect(error?.code).toBe(status.INVALID_ARGUMENT);
+    expect(error?.details).toBe("model name 'mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm… (1048576 characters)' is too long: " +
+      'model names are directory names and may be at most 255 characters');
     clipped(error?.details);
   });
 
