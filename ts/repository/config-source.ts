@@ -77,11 +77,21 @@ function unsupported(model: string, what: string): InferenceServerError {
 function rejectUnsupported(model: string, cfg: ProtoModelConfig): void {
   if (cfg.sequence_batching) throw unsupported(model, 'sequence_batching (stateful models)');
   if (cfg.ensemble_scheduling || cfg.platform === 'ensemble') throw unsupported(model, "an ensemble (platform 'ensemble', ensemble_scheduling)");
-  if (cfg.model_transaction_policy?.decoupled) throw unsupported(model, 'model_transaction_policy.decoupled: true (decoupled models)');
   if (cfg.response_cache?.enable) throw unsupported(model, 'response_cache.enable: true (the response cache)');
   if (cfg.batch_input?.length) throw unsupported(model, 'batch_input');
   if (cfg.batch_output?.length) throw unsupported(model, 'batch_output');
   if (cfg.instance_group?.some((g) => g.kind === 'KIND_MODEL')) throw unsupported(model, 'instance_group kind KIND_MODEL');
+}
+
+/**
+ * ONNX Runtime answers every request exactly once, so an ONNX model cannot be decoupled: refused
+ * at load with what to do instead.
+ */
+function rejectDecoupledOnnx(model: string, cfg: ProtoModelConfig, backend: string): void {
+  if (!cfg.model_transaction_policy?.decoupled || backend !== 'onnxruntime') return;
+  throw new InferenceServerError('INVALID_ARG', `model '${model}': model_transaction_policy { decoupled: true } cannot be ` +
+    'served by the onnxruntime backend, which produces exactly one response per request; remove it, or stream from a JS ' +
+    'model (model.js) that calls this model');
 }
 
 function backendAndPlatform(model: string, cfg: ProtoModelConfig): { backend: string; platform: string } {
@@ -215,7 +225,9 @@ export function precheckRawConfig(raw: RawModelConfig, options: NormalizeRawOpti
   const cfg = validateModelConfigJson(raw, `model '${model}' config (${options.source})`) as ProtoModelConfig;
   checkName(cfg.name, model, options.source);
   rejectUnsupported(model, cfg);
-  return normalizeInstanceGroups(model, cfg.instance_group, backendAndPlatform(model, cfg).backend);
+  const { backend } = backendAndPlatform(model, cfg);
+  rejectDecoupledOnnx(model, cfg, backend);
+  return normalizeInstanceGroups(model, cfg.instance_group, backend);
 }
 
 /**
@@ -231,6 +243,7 @@ export function normalizeRawConfig(raw: RawModelConfig, options: NormalizeRawOpt
   const maxBatchSize = cfg.max_batch_size ?? 0;
   if (maxBatchSize < 0) throw invalidArg(`model '${model}': max_batch_size must be >= 0, got ${maxBatchSize}`);
   const { backend, platform } = backendAndPlatform(model, cfg);
+  rejectDecoupledOnnx(model, cfg, backend);
   const modelDirectory = path.dirname(options.source);
   const inputs = normalizeRawTensors(model, cfg.input, 'input', maxBatchSize, modelDirectory);
   return {
@@ -243,7 +256,7 @@ export function normalizeRawConfig(raw: RawModelConfig, options: NormalizeRawOpt
     dynamicBatching: normalizeRawBatching(model, cfg.dynamic_batching, maxBatchSize),
     instanceGroup: normalizeInstanceGroups(model, cfg.instance_group, backend),
     responseCache: false,
-    decoupled: false,
+    decoupled: Boolean(cfg.model_transaction_policy?.decoupled),
     modelWarmup: normalizeRawWarmups({ model, maxBatchSize, inputs, modelDirectory }, cfg.model_warmup),
     maxQueueSizeHardLimit: checkInt(
       model, 'maxQueueSizeHardLimit', options.maxQueueSizeHardLimit ?? DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT, 1),

@@ -9,7 +9,10 @@
  *   (args.instanceIndex tells which). A throw fails the load; instances already initialized
  *   are finalized.
  * - `execute(requests, context)` runs one batch on instance `context.instanceIndex`; it returns
- *   one outputs object per request (sync or async). A throw fails only that batch's requests,
+ *   one outputs object per request (sync or async). A decoupled model
+ *   (`model_transaction_policy { decoupled: true }`) returns a generator yielding one outputs
+ *   list per step, or one (async) iterable per request, or nothing and answers through each
+ *   request's `responseSender` (see ts/decoupled.ts). A throw fails only that batch's requests,
  *   with the error's message; an error carrying one of Triton's status names in `code`
  *   (`INVALID_ARG`, `UNAVAILABLE`, ...) keeps that code, whichever copy of infernode made it.
  * - `finalize(args)` runs once per instance when the version is unloaded (or the server
@@ -85,6 +88,31 @@ function modelError(err: unknown): InferenceServerError {
   return toInferenceServerError(err);
 }
 
+/** Re-yields an iterable's items; what its iteration throws gets modelError's status. */
+async function* mappingErrors(iterable: AsyncIterable<unknown> | Iterable<unknown>): AsyncGenerator<unknown> {
+  try {
+    yield* iterable;
+  } catch (err) {
+    throw modelError(err);
+  }
+}
+
+function isIterable(value: unknown): value is AsyncIterable<unknown> | Iterable<unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) &&
+    (Symbol.asyncIterator in value || Symbol.iterator in value);
+}
+
+/**
+ * What a decoupled model's execute returned, with modelError's statuses for errors its
+ * iterables throw: a generator of per-step lists, or one iterable per request (anything else,
+ * such as nothing when it answers through request.responseSender, as it is).
+ */
+function streamingErrors(result: unknown): unknown {
+  if (isIterable(result)) return mappingErrors(result);
+  if (Array.isArray(result) && result.every(isIterable)) return result.map((it) => mappingErrors(it));
+  return result;
+}
+
 /** Imports the model file and initializes one instance per count. */
 export async function loadJsModel(file: string, config: NormalizedModelConfig, dir: ModelDirectory): Promise<LoadedJsModel> {
   const where = `model '${config.name}' version ${config.version}`;
@@ -140,7 +168,8 @@ export async function loadJsModel(file: string, config: NormalizedModelConfig, d
     } catch (err) {
       throw modelError(err);
     }
-    return result instanceof Promise ? result.catch((err: unknown) => { throw modelError(err); }) : result;
+    if (!config.decoupled) return result instanceof Promise ? result.catch((err: unknown) => { throw modelError(err); }) : result;
+    return Promise.resolve(result).then(streamingErrors, (err: unknown) => { throw modelError(err); }) as never;
   };
   return { funcs: Array.from({ length: count }, () => execute), finalize };
 }

@@ -10,6 +10,7 @@ import { BoundModel } from '../model';
 import type { NormalizedInstanceGroup, NormalizedModelConfig } from '../config/normalize';
 import { loadOnnxEngine, type InstanceKind } from '../engines/onnx';
 import type { OnnxModelHandle } from '../native';
+import type { NDArray } from '../tensor';
 import { warmupInputArray } from '../warmup';
 import { autoCompleteOnnxConfig, type RawModelConfig } from './autocomplete';
 import { precheckModelConfig, precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
@@ -155,6 +156,17 @@ async function loadVersion(
   return warmedUp({ model, finalize: js.finalize });
 }
 
+/** One warm-up request through the model's queue; a decoupled model's responses are read to its end. */
+async function warmupRequest(model: BoundModel, inputs: Record<string, NDArray>): Promise<void> {
+  if (!model.config.decoupled) {
+    await model.infer(inputs, { inputsOwned: true });
+    return;
+  }
+  for await (const _ of model.inferStream(inputs, { inputsOwned: true })) {
+    // every response is read and dropped, as Triton's warm-up does
+  }
+}
+
 /**
  * Runs the config's model_warmup through the model's own queue before it serves: `count`
  * requests per instance (at least one) of each warm-up sample. As in Triton, a failing warm-up
@@ -169,7 +181,7 @@ async function warmedUp(loaded: LoadedVersion): Promise<LoadedVersion> {
       const inputs = Object.fromEntries(Object.entries(warmup.inputs).map(([name, input]) =>
         [name, warmupInputArray(input, warmup.batchSize, config.maxBatchSize > 0, name)]));
       const runs = instances * Math.max(1, warmup.count);
-      await Promise.all(Array.from({ length: runs }, () => model.infer(inputs, { inputsOwned: true })));
+      await Promise.all(Array.from({ length: runs }, () => warmupRequest(model, inputs)));
     } catch (err) {
       await model.stop(0);
       await loaded.finalize().catch(() => undefined);
