@@ -178,9 +178,9 @@ class StreamSession {
 
   /**
    * A request of a decoupled model: each response is written as the model produces it, with
-   * `triton_final_response: false`; the next one is read only once the last was written, so a
-   * slow client makes the model's response queue fill, and past its bound the request is
-   * cancelled (in-band error) instead of buffering without bound. The request ends flag-only;
+   * `triton_final_response: false`; while the call's write buffer is full (a client reading
+   * slowly) no more are taken from the model, so its bounded response queue fills, and past the
+   * bound the request is cancelled (in-band error) instead of the server buffering without bound. The request ends flag-only;
    * the client sees that end as an empty final response only if it asked for one
    * (`triton_enable_empty_final_response`), as in Triton.
    */
@@ -194,7 +194,7 @@ class StreamSession {
       for await (const answer of this.o.ctx.inference.inferStream(request)) {
         modelVersion = answer.modelVersion;
         if (this.#finished) break;  // the stream is gone: leaving the loop cancels the request
-        await new Promise<void>((resolve) => this.#write({ inferResponse: finalFlag(inferResponse(answer), false) }, resolve, false));
+        if (!this.#writeResponse({ inferResponse: finalFlag(inferResponse(answer), false) })) await this.#drained();
       }
     } catch (err) {
       this.#signals.delete(signal);
@@ -234,6 +234,26 @@ class StreamSession {
     this.call.write(message, () => {
       sent?.();
       if (last) this.#requestDone();
+    });
+  }
+
+  /**
+   * Writes one non-final response of a decoupled request; false when the call's write buffer is
+   * full (the client reads slowly): the caller then waits for #drained before taking more.
+   */
+  #writeResponse(message: { inferResponse: InferResponseFields }): boolean {
+    if (this.#finished) return true;
+    return this.call.write(message);
+  }
+
+  /** Resolves once the call's write buffer drained, or the call ended (nothing more will drain). */
+  #drained(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        for (const event of ['drain', 'close', 'cancelled', 'error']) this.call.off(event, done);
+        resolve();
+      };
+      for (const event of ['drain', 'close', 'cancelled', 'error']) this.call.once(event, done);
     });
   }
 
