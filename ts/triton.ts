@@ -325,14 +325,21 @@ export class Triton {
   /** In-process inference: resolves with the outputs, or rejects with an InferenceServerError. */
   infer(modelName: string, inputs: Record<string, InferInput>, options: TritonInferOptions = {}): Promise<Record<string, NDArray>> {
     let model: BoundModel;
-    const arrays: Record<string, NDArray> = {};
+    let arrays: Record<string, NDArray>;
     try {
-      model = this.model(modelName, options.modelVersion);
-      for (const name in inputs) arrays[name] = toNDArray(inputs[name]);
+      [model, arrays] = this.#modelAndInputs(modelName, inputs, options.modelVersion);
     } catch (err) {
       return Promise.reject(err);
     }
     return model.infer(arrays, options);
+  }
+
+  /** The model an in-process call names, and its inputs as NDArrays; throws what is wrong. */
+  #modelAndInputs(modelName: string, inputs: Record<string, InferInput>, version?: number): [BoundModel, Record<string, NDArray>] {
+    const model = this.model(modelName, version);
+    const arrays: Record<string, NDArray> = {};
+    for (const name in inputs) arrays[name] = toNDArray(inputs[name]);
+    return [model, arrays];
   }
 
   /**
@@ -342,10 +349,9 @@ export class Triton {
    */
   inferStream(modelName: string, inputs: Record<string, InferInput>, options: TritonStreamOptions = {}): AsyncIterableIterator<Record<string, NDArray>> {
     let model: BoundModel;
-    const arrays: Record<string, NDArray> = {};
+    let arrays: Record<string, NDArray>;
     try {
-      model = this.model(modelName, options.modelVersion);
-      for (const name in inputs) arrays[name] = toNDArray(inputs[name]);
+      [model, arrays] = this.#modelAndInputs(modelName, inputs, options.modelVersion);
     } catch (err) {
       const failed = new ResponseStream(0, () => undefined);
       failed.fail(toInferenceServerError(err));
