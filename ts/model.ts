@@ -150,7 +150,12 @@ export class BoundModel {
    */
   inferStream(inputs: Record<string, NDArray>, options: StreamOptions = {}): ResponseStream {
     const id = nextRequestId++;
-    const stream = new ResponseStream(options.maxQueuedResponses ?? DEFAULT_MAX_QUEUED_RESPONSES, () => this.#cancel(id));
+    const maxQueued = options.maxQueuedResponses ?? DEFAULT_MAX_QUEUED_RESPONSES;
+    const stream = new ResponseStream(maxQueued, () => this.#cancel(id));
+    if (!Number.isSafeInteger(maxQueued) || maxQueued < 1) {
+      stream.fail(invalidArg(`maxQueuedResponses must be an integer >= 1, got ${String(maxQueued)}`));
+      return stream;
+    }
     if (!this.config.decoupled) {
       stream.fail(new InferenceServerError('UNSUPPORTED', `model '${this.config.name}' is not decoupled: call infer()`));
       return stream;

@@ -294,6 +294,40 @@ describe('gRPC ModelStreamInfer', () => {
     ]);
   });
 
+  test('a client that stops reading: the request is cancelled past maxQueuedResponses, not buffered without bound', async () => {
+    triton = inProcessTriton({ allowGrpc: true, grpcPort: 0, grpcAddress: '127.0.0.1', logInfo: false, maxQueuedResponses: 8 });
+    let produced = 0;
+    triton.bind({
+      modelName: 'flood', inputs: [IN], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [-1] }], config: { decoupled: true },
+      inferFunc: (async function* (requests: Request[]) {
+        for (;;) {
+          produced++;
+          await new Promise((resolve) => setImmediate(resolve));
+          yield requests.map(() => ({ OUT: new NDArray('FP32', [1, 4096], new Float32Array(4096)) }));
+        }
+      }) as never,
+    });
+    await triton.run();
+    const stub = rawStub(triton.ports.grpc!);
+    const call = stub.ModelStreamInfer();
+    const responses: StreamResponse[] = [];
+    call.on('data', (r: StreamResponse) => responses.push(r));
+    call.on('error', () => undefined);
+    call.pause();
+    call.write({ ...streamRequest('flood', 0), model_name: 'flood' });
+    await waitFor(() => triton.model('flood').stats().failures.CANCELED === 1, 'the request to be cancelled', 20_000);
+    const producedAtCancel = produced;
+    call.resume();
+    await waitFor(() => responses.some((r) => r.error_message !== ''), 'the in-band error');
+    call.end();
+    stub.close();
+    const error = responses.find((r) => r.error_message !== '')!;
+    expect(error.error_message).toBe("request for model 'flood' was cancelled: its reader fell more than 8 responses behind (maxQueuedResponses)");
+    // What was produced is bounded by the transport's buffers plus the queue, not by time.
+    expect(producedAtCancel).toBeLessThan(200);
+    expect(produced).toBeLessThanOrEqual(producedAtCancel + 1);
+  });
+
   test('cancelling the call stops the generator and frees the request', async () => {
     let finished = false;
     const { stub } = await grpcServed(async function* (requests: Request[]) {

@@ -77,6 +77,7 @@ export interface ServeOptions {
   metricsConfig?: string[];
   metricsIntervalMs?: number;
   traceConfig?: string[];
+  maxQueuedResponses?: number;
 }
 
 /** The TritonConfig a command line asks for. */
@@ -98,6 +99,7 @@ export function tritonConfigFromOptions(o: ServeOptions): TritonConfig {
     grpcHttp2MaxPingsWithoutData: o.grpcHttp2MaxPingsWithoutData,
     grpcInferResponseCompressionLevel: o.grpcInferResponseCompressionLevel,
     metricsConfig: o.metricsConfig, metricsIntervalMs: o.metricsIntervalMs, traceConfig: o.traceConfig,
+    maxQueuedResponses: o.maxQueuedResponses,
   };
 }
 
@@ -203,6 +205,8 @@ export function buildProgram(): Command {
     .addOption(boolOption('--strict-readiness [bool]', 'true: the server is ready only while every model is ready; false: ready as soon as it serves', true))
     .addOption(boolOption('--exit-on-error [bool]', 'true: exit with code 1 when a model fails to load at start-up; false: keep serving, the model shows as UNAVAILABLE with its reason in the repository index', true))
     .option('--exit-timeout-secs <s>', 'at SIGINT/SIGTERM, seconds to let in-flight requests finish before they are failed', parseIntArg, 30)
+    .option('--max-queued-responses <n>', 'responses of one streaming (decoupled) request held for a client that reads ' +
+      'slowly; past it the request is cancelled (default 1024)', parseIntArg)
     .option('--log-verbose <level>', 'verbose logging level (0 = off; higher logs more)', parseIntArg, 0)
     .option('--http-restricted-api <apis:key=value>', `restrict HTTP API groups (comma-separated: ${API_GROUPS.join(', ')}) to requests carrying the header key: value (repeatable)`, collect)
     .option('--grpc-restricted-protocol <protocols:key=value>', 'restrict gRPC protocol groups (the same names) to calls carrying the metadata triton-grpc-protocol-<key>: value (repeatable)', collect)

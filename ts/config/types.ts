@@ -172,4 +172,10 @@ export interface TritonConfig {
   traceConfig?: string[];
   /** Hard cap on queued requests per model, so no queue is unbounded. Default 65536. */
   maxQueueSizeHardLimit?: number;
+  /**
+   * Default 1024: responses of one decoupled request held for a streaming client (gRPC
+   * ModelStreamInfer, HTTP generate_stream) that reads more slowly than the model produces;
+   * past it the request is cancelled with UNAVAILABLE instead of the server buffering more.
+   */
+  maxQueuedResponses?: number;
 }

@@ -108,7 +108,9 @@ export class InferenceService {
   async *inferStream(call: InferenceCall): AsyncGenerator<InferenceAnswer> {
     const model = resolveModel(this.triton, call.modelName, call.modelVersion);
     const requested = call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null;
-    const responses = model.inferStream(this.#inputsOf(call, model), this.#optionsOf(call, requested));
+    const responses = model.inferStream(this.#inputsOf(call, model), {
+      ...this.#optionsOf(call, requested), maxQueuedResponses: this.triton.config.maxQueuedResponses,
+    });
     try {
       for await (const results of responses) yield this.#answer(call, model, requested, results);
     } finally {
