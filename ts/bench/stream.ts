@@ -30,6 +30,10 @@ export interface StreamRow {
   errors: number;
   /** The server process's event-loop delay over the window, p99 (ms). */
   eventLoopDelayP99Ms: number;
+  /** Server process CPU time over the window / wall time (1.0 = one core busy). */
+  serverCpu: number;
+  /** Server process CPU time per response (µs): what the server spends, whatever limits the rate. */
+  serverCpuUsPerResponse: number;
 }
 
 export interface StreamResult {
@@ -105,14 +109,20 @@ async function measure(kind: 'grpc' | 'sse', port: number, target: string, concu
   }));
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();
+  const cpu0 = process.cpuUsage();
   for (const c of children) c.send({ type: 'go', durationMs });
   const done = await Promise.all(results);
+  const cpu = process.cpuUsage(cpu0);
   delay.disable();
   const seconds = Math.max(...done.map((r) => r.seconds));
   const first = done.flatMap((r) => r.firstResponseUs);
+  const responses = done.reduce((n, r) => n + r.responses, 0);
+  const cpuUs = cpu.user + cpu.system;
   return {
     concurrency,
-    responsesPerSecond: done.reduce((n, r) => n + r.responses, 0) / seconds,
+    serverCpu: cpuUs / 1e6 / seconds,
+    serverCpuUsPerResponse: responses > 0 ? cpuUs / responses : 0,
+    responsesPerSecond: responses / seconds,
     requestsPerSecond: done.reduce((n, r) => n + r.requests, 0) / seconds,
     firstResponseP50Us: percentile(first, 50),
     firstResponseP99Us: percentile(first, 99),
@@ -162,10 +172,11 @@ export function streamMarkdown(r: StreamResult, machine: string): string {
     'protocol beyond SSE). Clients run in child processes on the same machine. Target: ≥ 80% of the',
     "ceiling's responses/s at 64 streams.",
     '',
-    '| server | streams | responses/s | requests/s | first response p50 µs | p99 µs | event-loop delay p99 ms | errors |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| server | streams | responses/s | requests/s | first response p50 µs | p99 µs | event-loop delay p99 ms | server CPU | server CPU µs/response | errors |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...r.rows.map((row) => `| ${row.server} | ${row.concurrency} | ${fmt(row.responsesPerSecond)} | ${fmt(row.requestsPerSecond)} | ` +
-      `${fmt(row.firstResponseP50Us)} | ${fmt(row.firstResponseP99Us)} | ${fmt(row.eventLoopDelayP99Ms, 1)} | ${row.errors} |`),
+      `${fmt(row.firstResponseP50Us)} | ${fmt(row.firstResponseP99Us)} | ${fmt(row.eventLoopDelayP99Ms, 1)} | ` +
+      `${fmt(row.serverCpu, 2)} | ${fmt(row.serverCpuUsPerResponse, 1)} | ${row.errors} |`),
     '',
     '| ratio to the SSE ceiling (responses/s) | 1 | 16 | 64 |',
     '| --- | ---: | ---: | ---: |',

@@ -11,7 +11,7 @@ import { DisconnectSignal } from '../http/disconnect';
 import type { InferenceAnswer } from '../inference-service';
 import type { Trace } from '../trace';
 import { decodeRefusal, metadataValue, refusal, statusOf, type CallStatus, type Gate } from './call-status';
-import type { InferRequestMessage } from './infer-codec';
+import type { InferRequestMessage, ParamMap } from './infer-codec';
 import type { InferResponseFields } from './infer-encode';
 import { inferenceCall, inferResponse } from './infer-request';
 import type { TurnQueue } from '../turn';
@@ -94,9 +94,14 @@ export function modelInfer(o: InferHandlerOptions) {
 /** The request parameter asking for an empty final response from a decoupled model. */
 const EMPTY_FINAL = 'triton_enable_empty_final_response';
 
+/** The two parameter maps a decoupled model's responses carry (shared: encoding only reads them). */
+const FINAL: ParamMap = new Map([['triton_final_response', { kind: 'bool', value: true }]]);
+const NOT_FINAL: ParamMap = new Map([['triton_final_response', { kind: 'bool', value: false }]]);
+
 /** A decoupled model's response carries whether it completes its request, as in Triton. */
 function finalFlag(response: InferResponseFields, final: boolean): InferResponseFields {
-  return { ...response, parameters: new Map([['triton_final_response', { kind: 'bool', value: final }]]) };
+  response.parameters = final ? FINAL : NOT_FINAL;
+  return response;
 }
 
 /** The ModelStreamInfer handler. */
