@@ -70,6 +70,8 @@ interface PendingRequest {
   settled: boolean;
   /** Decoupled models: where the request's responses go. */
   stream?: ResponseStream;
+  /** Decoupled models, once executing: ends the request when its caller cancels it. */
+  onCancel?: () => void;
 }
 
 /** What executes a model's batches: JS callables (bind, model.js) or a native engine. */
@@ -261,6 +263,7 @@ export class BoundModel {
     if (entry.settled) return;
     entry.settled = true;
     entry.reject(error ?? new InferenceServerError('CANCELLED', `request for model '${this.config.name}' was cancelled`));
+    entry.onCancel?.();
   }
 
   /**
@@ -361,7 +364,11 @@ export class BoundModel {
       },
       closed: (i) => ended[i] !== undefined || entries[i].settled,
     };
-    entries.forEach((entry, i) => { entry.request.responseSender = new ResponseSender(sink, i); });
+    entries.forEach((entry, i) => {
+      entry.request.responseSender = new ResponseSender(sink, i);
+      // A cancelled request ends now (CANCELLED), whatever its iteration or sender does later.
+      entry.onCancel = () => sink.end(i, null);
+    });
     const started = performance.now();
     let result: unknown;
     try {

@@ -413,6 +413,9 @@ describe('execution and completion are separate', () => {
     expect(senders[0].isCancelled()).toBe(true);
     expect(senders[1].isCancelled()).toBe(false);
     await expect(cancelled.next()).rejects.toThrow('cancelled');
+    // The cancelled request is handed back at once, although its sender never sends final.
+    await waitFor(() => t.model('streamer').stats().pending === 1, 'the cancelled request to be handed back');
+    expect(t.model('streamer').stats().failures.CANCELED).toBe(1);
     const pendingOpen = open.next();
     await t.stop();
     await expect(pendingOpen).rejects.toThrow("model 'streamer' was stopped before the request completed");
