@@ -50,6 +50,7 @@ async function driveOne(iterator: AnyIterator, index: number, sink: DecoupledSin
     for (;;) {
       if (sink.closed(index)) {
         await stop(iterator);
+        sink.end(index, null);  // ignored when it ended already; a cancelled request counts as CANCELLED
         return;
       }
       const step = await iterator.next();
