@@ -113,6 +113,15 @@ describe('streamInfer', () => {
     expect(await collect(client.streamInfer({ modelName: 'counter', inputs: { IN: f32(0) } }))).toEqual([]);
   });
 
+  test('a reader slower than the model gets every response, in order (reading pauses and resumes)', async () => {
+    const values: number[] = [];
+    for await (const { outputs } of client.streamInfer({ modelName: 'counter', inputs: { IN: f32(100) } })) {
+      values.push(valueOf(outputs));
+      await new Promise((resolve) => setTimeout(resolve, 1));  // a slow reader (not synchronisation)
+    }
+    expect(values).toEqual(Array.from({ length: 100 }, (_, k) => 1000 + k));
+  });
+
   test('concurrent streams interleave, each iterator gets only its own responses', async () => {
     senders.length = 0;
     const a = client.streamInfer({ modelName: 'sent', inputs: { IN: f32(1) } });
