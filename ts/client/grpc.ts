@@ -217,7 +217,7 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
 
   /** The error a streaming call ended with, as the caller should see it. */
   #streamError(err: unknown, what: string, signal?: AbortSignal): unknown {
-    if ((err as ServiceError).code === undefined) return err;
+    if (typeof (err as ServiceError).code !== 'number') return err;
     if (this.#closed) return new ClientClosedError(`the client was closed while ${what} was streaming`);
     if (signal?.aborted && (err as ServiceError).code === Status.CANCELLED) return new InferenceServerError('CANCELLED', `${what} was cancelled`);
     return errorFromStatus(err as ServiceError, what);
