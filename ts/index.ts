@@ -14,16 +14,19 @@ export {
 export type { InferOptions, StreamOptions } from './model';
 export * from './decorators';
 export { HttpInferenceServerClient, type HttpClientOptions } from './client/http';
-export { GrpcInferenceServerClient, type GrpcClientOptions } from './client/grpc';
+export {
+  GrpcInferenceServerClient, type GrpcClientOptions, type StartStreamOptions, type StreamCallback, type StreamInferRequest,
+} from './client/grpc';
 export {
   ModelClient, type ModelClientOptions, type ModelClientConfig, type ModelTensorSpec, type ModelInput, type ModelInputs,
-  type InferCallOptions,
+  type InferCallOptions, type StreamCallOptions,
 } from './client/model-client';
 export { clientForUrl, parseTritonUrl, type ClientOptions, type TritonUrl } from './client/connect';
 export {
   ClientError, ClientValueError, ClientInvalidUrlError, ClientTimeoutError, ClientClosedError, ModelDoesntSupportBatchingError,
+  StreamResponseError,
 } from './client/errors';
 export type {
   InferenceServerClient, ClientInferRequest, ClientInferResult, ServerMetadata, ModelMetadata, TensorMetadata,
-  RepositoryIndexEntry, LoadModelOptions,
+  RepositoryIndexEntry, LoadModelOptions, ClientStreamResult, StreamInferOptions,
 } from './client/types';

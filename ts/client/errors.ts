@@ -46,6 +46,23 @@ export class ModelDoesntSupportBatchingError extends ClientError {
   }
 }
 
+/**
+ * A request's in-band error on a ModelStreamInfer stream (`error_message`): the stream stays
+ * open, and the failed request's id says which request failed. The message is the server's; the
+ * wire carries no status code with it, so the code is UNKNOWN (streamInfer asks the server for
+ * the status instead, see grpc.ts).
+ */
+export class StreamResponseError extends InferenceServerError {
+  /** The id of the request that failed ('' when it had none). */
+  readonly requestId: string;
+
+  constructor(message: string, requestId: string) {
+    super('UNKNOWN', message);
+    this.name = 'StreamResponseError';
+    this.requestId = requestId;
+  }
+}
+
 /** The core status a server's HTTP status stands for (Triton's mapping, read backwards). */
 export function codeFromHttpStatus(status: number): StatusCodeName {
   switch (status) {

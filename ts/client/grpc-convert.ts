@@ -8,13 +8,13 @@ import { InferenceServerError, type StatusCodeName } from '../errors';
 import { MODEL_CONFIG } from '../config/model-config-schema';
 import { is64BitKind, type FieldSpec, type MessageSpec, type ProtoJsonObject, type ProtoJsonValue } from '../config/proto-schema';
 import type { InferRequestFields, TensorHeader } from '../server/grpc/infer-encode';
-import type { InferParam, InferResponseMessage, ParamMap } from '../server/grpc/infer-codec';
+import { paramRecord, type InferParam, type InferResponseMessage, type ParamMap } from '../server/grpc/infer-codec';
 import { tensorFromContents } from '../server/grpc/typed-contents';
 import { tensorFromBytes, tensorToBytes, wireDataType, wireShape } from '../server/tensor-codec';
 import type { NDArray } from '../tensor';
 import type { Parameters } from '../request';
 import { ClientTimeoutError, ClientValueError } from './errors';
-import type { ClientInferRequest, ClientInferResult } from './types';
+import type { ClientInferRequest, ClientInferResult, ClientStreamResult } from './types';
 
 /** A JS parameter value as Triton's clients send it: bool, int64 (integers), double, string. */
 export function toParam(key: string, value: unknown): InferParam {
@@ -63,6 +63,29 @@ export function inferResult(response: InferResponseMessage): ClientInferResult {
       : tensorFromBytes(what, dtype, shape, response.rawOutputContents[i] ?? Buffer.alloc(0));
   });
   return { modelName: response.modelName, modelVersion: response.modelVersion, id: response.id || undefined, outputs };
+}
+
+/** The request parameter asking for a flag-only final response to be sent (empty) rather than dropped. */
+export const EMPTY_FINAL_RESPONSE_PARAM = 'triton_enable_empty_final_response';
+/** The response parameter saying whether a decoupled model's response completes its request. */
+export const FINAL_RESPONSE_PARAM = 'triton_final_response';
+
+/**
+ * One response of a stream. A response without `triton_final_response` is final: servers flag
+ * decoupled models' responses only, and a non-decoupled model answers each request once.
+ */
+export function streamResult(response: InferResponseMessage): ClientStreamResult {
+  const flag = response.parameters?.get(FINAL_RESPONSE_PARAM);
+  return {
+    ...inferResult(response),
+    final: flag === undefined || flag.value === true,
+    parameters: { ...paramRecord(response.parameters) },
+  };
+}
+
+/** Whether a response is the flag-only end of its request (asked for with EMPTY_FINAL_RESPONSE_PARAM). */
+export function isEmptyFinal(result: ClientStreamResult): boolean {
+  return result.final && result.parameters[FINAL_RESPONSE_PARAM] === true && Object.keys(result.outputs).length === 0;
 }
 
 const CODE_OF_STATUS: Partial<Record<Status, StatusCodeName>> = {

@@ -10,19 +10,28 @@
  * const { outputs } = await client.infer({ modelName: 'add_sub', inputs: { INPUT0: a, INPUT1: b } });
  * await client.close();
  * ```
+ *
+ * Streaming (ModelStreamInfer), for decoupled models (0..N responses per request) and any other:
+ * `streamInfer(request, { signal })` is an async iterator of one request's responses on a call of
+ * its own; `startStream` / `asyncStreamInfer` / `stopStream` are tritonclient's shape (one open
+ * stream, every response and in-band error to one callback).
  */
 import {
-  Client, Metadata, credentials, type CallOptions, type ChannelOptions, type ServiceError,
+  Client, Metadata, credentials, status as Status,
+  type CallOptions, type ChannelOptions, type ClientDuplexStream, type ServiceError,
 } from '@grpc/grpc-js';
 import { InferenceServerError } from '../errors';
 import { CLIENT_OPTIONS, inferenceServiceDefinition } from '../server/grpc/protos';
-import type { InferResponseMessage } from '../server/grpc/infer-codec';
+import type { InferResponseMessage, StreamResponseMessage } from '../server/grpc/infer-codec';
 import { encodeInferRequest } from '../server/grpc/infer-encode';
-import { ClientClosedError, ClientInvalidUrlError, ClientValueError } from './errors';
-import { errorFromStatus, inferRequestFields, inferResult, modelConfigJson } from './grpc-convert';
+import { ClientClosedError, ClientInvalidUrlError, ClientTimeoutError, ClientValueError, StreamResponseError } from './errors';
+import {
+  EMPTY_FINAL_RESPONSE_PARAM, errorFromStatus, inferRequestFields, inferResult, isEmptyFinal, modelConfigJson, streamResult,
+} from './grpc-convert';
+import { StreamReader, TIMED_OUT } from './grpc-stream';
 import type {
-  ClientInferRequest, ClientInferResult, InferenceServerClient, LoadModelOptions, ModelMetadata,
-  RepositoryIndexEntry, ServerMetadata,
+  ClientInferRequest, ClientInferResult, ClientStreamResult, InferenceServerClient, LoadModelOptions, ModelMetadata,
+  RepositoryIndexEntry, ServerMetadata, StreamInferOptions,
 } from './types';
 
 export interface GrpcClientOptions {
@@ -36,7 +45,43 @@ export interface GrpcClientOptions {
   channelOptions?: ChannelOptions;
 }
 
+/**
+ * What an open stream (startStream) hands its callback: a response (`error` null), or an error
+ * (`result` null): a request's in-band error (StreamResponseError, with the request's id; the
+ * stream stays open) or the call's end with a non-OK status (the stream is unusable then).
+ */
+export type StreamCallback = (result: ClientStreamResult | null, error: InferenceServerError | null) => void;
+
+export interface StartStreamOptions {
+  /** Receives every response and error of the stream, in arrival order. Without it they are dropped. */
+  onResponse?: StreamCallback;
+  /** Metadata of the call (e.g. `triton_grpc_error: 'true'` to end the stream at the first error). */
+  headers?: Record<string, string>;
+  /** Deadline of the whole stream (ms); default none (tritonclient's stream_timeout). */
+  timeoutMs?: number;
+}
+
+/** A request sent on the open stream. */
+export interface StreamInferRequest extends Omit<ClientInferRequest, 'headers' | 'timeoutMs' | 'signal'> {
+  /**
+   * Ask for the flag-only end of a decoupled model's request as an empty response with
+   * `final: true` (Triton's `triton_enable_empty_final_response`), so the callback knows when the
+   * request is complete.
+   */
+  enableEmptyFinalResponse?: boolean;
+}
+
 type Req = Record<string, unknown>;
+type StreamCall = ClientDuplexStream<Buffer, StreamResponseMessage>;
+
+/** The stream startStream opened. */
+interface OpenStream {
+  call: StreamCall;
+  /** False once the call ended: requests can no longer be sent on it. */
+  active: boolean;
+  /** Settles when the call's status arrived. */
+  ended: Promise<void>;
+}
 type Method = { path: string; requestSerialize: (value: unknown) => Buffer; responseDeserialize: (buf: Buffer) => unknown };
 
 /** `host:port`, or `grpc://host:port` (default port 8001). */
@@ -51,6 +96,10 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
   readonly #methods: Record<string, Method>;
   readonly #options: GrpcClientOptions;
   #closed = false;
+  /** Streaming calls not yet ended; close() cancels them. */
+  readonly #streamCalls = new Set<StreamCall>();
+  /** The stream of startStream, until stopStream. */
+  #stream: OpenStream | null = null;
   /** The server address (`host:port`). */
   readonly address: string;
 
@@ -153,9 +202,139 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
     return inferResult(response);
   }
 
-  /** Closes the channel; later calls reject with ClientClosedError. */
+  /** Opens a ModelStreamInfer call; `timeoutMs` bounds the whole call (none by default). */
+  #openStreamCall(headers: Record<string, string> | undefined, timeoutMs: number | undefined): StreamCall {
+    if (this.#closed) throw new ClientClosedError();
+    const method = this.#methods.ModelStreamInfer;
+    const options: CallOptions = timeoutMs === undefined ? {} : { deadline: Date.now() + timeoutMs };
+    const call = this.#client.makeBidiStreamRequest(
+      method.path, method.requestSerialize, method.responseDeserialize, this.#metadata(headers), options,
+    ) as StreamCall;
+    this.#streamCalls.add(call);
+    call.on('status', () => this.#streamCalls.delete(call));
+    return call;
+  }
+
+  /** The error a streaming call ended with, as the caller should see it. */
+  #streamError(err: unknown, what: string, signal?: AbortSignal): unknown {
+    if (typeof (err as ServiceError).code !== 'number') return err;
+    if (this.#closed) return new ClientClosedError(`the client was closed while ${what} was streaming`);
+    if (signal?.aborted && (err as ServiceError).code === Status.CANCELLED) return new InferenceServerError('CANCELLED', `${what} was cancelled`);
+    return errorFromStatus(err as ServiceError, what);
+  }
+
+  /**
+   * Infers one request over ModelStreamInfer and yields its responses as they arrive, ending
+   * after its final one: many, one or none for a decoupled model, exactly one for any other.
+   * The request travels on a call of its own (one HTTP/2 stream on the client's connection),
+   * half-closed once sent, with `triton_enable_empty_final_response` so a decoupled model's
+   * flag-only end arrives (it is not yielded), and with the `triton_grpc_error` header so a
+   * failure ends the call with its gRPC status: the error thrown keeps the Triton code
+   * (NOT_FOUND, INVALID_ARG, INTERNAL, ...). A server that answers in band instead gives a
+   * StreamResponseError (code UNKNOWN). Aborting `signal`, or leaving the loop early, cancels the
+   * call, and so the request on the server (the model's generator stops at its next response);
+   * the iterator then throws CANCELLED. `request.timeoutMs` bounds the whole call (default none:
+   * a generation may take long); `responseTimeoutMs` bounds each wait for the next response.
+   *
+   * Why a call per request rather than many requests matched by id on one call: the protocol
+   * cancels a call, not a request, so only a call of its own lets one iterator cancel its request
+   * without cancelling the others; HTTP/2 multiplexes the calls on one connection anyway.
+   */
+  async *streamInfer(request: ClientInferRequest, options: StreamInferOptions = {}): AsyncGenerator<ClientStreamResult, void, undefined> {
+    const signal = options.signal ?? request.signal;
+    const what = `ModelStreamInfer of model '${request.modelName}'`;
+    if (signal?.aborted) throw new InferenceServerError('CANCELLED', `${what} was cancelled`);
+    const body = encodeInferRequest(inferRequestFields({
+      ...request, parameters: { ...request.parameters, [EMPTY_FINAL_RESPONSE_PARAM]: true },
+    }));
+    const call = this.#openStreamCall({ ...request.headers, triton_grpc_error: 'true' }, request.timeoutMs);
+    const reader = new StreamReader(call);
+    const onAbort = (): void => call.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    call.write(body);
+    call.end();
+    try {
+      for (;;) {
+        let message: StreamResponseMessage | null | typeof TIMED_OUT;
+        try {
+          message = await reader.next(options.responseTimeoutMs);
+        } catch (err) {
+          throw this.#streamError(err, what, signal);
+        }
+        if (message === TIMED_OUT) {
+          throw new ClientTimeoutError(`${what}: no response within ${options.responseTimeoutMs} ms (responseTimeoutMs)`);
+        }
+        if (message === null) return;  // the call ended OK: a server that sends no empty final response
+        if (message.errorMessage) throw new StreamResponseError(message.errorMessage, message.inferResponse?.id ?? '');
+        if (!message.inferResponse) continue;
+        const result = streamResult(message.inferResponse);
+        if (!isEmptyFinal(result)) yield result;
+        if (result.final) return;
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      // Done early (final response, error, timeout, the reader left): the call may still be open.
+      if (!reader.ended) call.cancel();
+    }
+  }
+
+  /**
+   * Opens the stream of `asyncStreamInfer` (tritonclient's start_stream): one ModelStreamInfer
+   * call; every response and error goes to `onResponse`. One such stream at a time.
+   */
+  startStream(options: StartStreamOptions = {}): void {
+    if (this.#closed) throw new ClientClosedError();
+    if (this.#stream) {
+      throw new ClientValueError('cannot start another stream with one already running: call stopStream() first ' +
+        '(streamInfer() needs no open stream: it opens a call per request)');
+    }
+    const call = this.#openStreamCall(options.headers, options.timeoutMs);
+    const deliver = options.onResponse ?? ((): void => undefined);
+    const stream: OpenStream = { call, active: true, ended: new Promise((resolve) => call.on('status', () => resolve())) };
+    call.on('data', (message: StreamResponseMessage) => {
+      if (message.errorMessage) deliver(null, new StreamResponseError(message.errorMessage, message.inferResponse?.id ?? ''));
+      else if (message.inferResponse) deliver(streamResult(message.inferResponse), null);
+    });
+    call.on('error', (err: ServiceError) => {
+      stream.active = false;
+      deliver(null, this.#streamError(err, 'ModelStreamInfer') as InferenceServerError);
+    });
+    call.on('status', () => { stream.active = false; });
+    this.#stream = stream;
+  }
+
+  /** Sends one request on the stream startStream opened (tritonclient's async_stream_infer). */
+  asyncStreamInfer(request: StreamInferRequest): void {
+    if (this.#closed) throw new ClientClosedError();
+    const stream = this.#stream;
+    if (!stream) throw new ClientValueError('no stream is open: call startStream() before asyncStreamInfer()');
+    if (!stream.active) {
+      throw new InferenceServerError('UNAVAILABLE', 'the stream has ended (its error went to onResponse): ' +
+        'call stopStream() and startStream() to open another');
+    }
+    const parameters = request.enableEmptyFinalResponse ? { ...request.parameters, [EMPTY_FINAL_RESPONSE_PARAM]: true } : request.parameters;
+    stream.call.write(encodeInferRequest(inferRequestFields({ ...request, parameters })));
+  }
+
+  /**
+   * Closes the stream startStream opened (tritonclient's stop_stream): by default it half-closes
+   * and resolves once the server answered every request sent; with `cancelRequests` it cancels
+   * the call and the requests still running. No stream open: nothing to do.
+   */
+  async stopStream(options: { cancelRequests?: boolean } = {}): Promise<void> {
+    const stream = this.#stream;
+    if (!stream) return;
+    this.#stream = null;
+    if (options.cancelRequests) stream.call.cancel();
+    else stream.call.end();
+    await stream.ended;
+  }
+
+  /** Closes the channel and cancels open streams; later calls reject with ClientClosedError. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#stream = null;
+    for (const call of [...this.#streamCalls]) call.cancel();
     this.#client.close();
   }
 }

@@ -9,6 +9,10 @@
  * initialization is retried by the next call); `modelConfig` and `isBatchingSupported` are
  * promise-valued getters (`await client.modelConfig`), like PyTriton's AsyncioModelClient.
  *
+ * Decoupled models (0..N responses per request) stream: `inferSampleStream` / `inferBatchStream`
+ * are async iterators of outputs (PyTriton's DecoupledModelClient), over gRPC; `inferSample` and
+ * `inferBatch` refuse them.
+ *
  * ```ts
  * const client = new ModelClient('localhost', 'add_sub');
  * const { OUTPUT0 } = await client.inferSample({ INPUT0: new Float32Array([1, 2]), INPUT1: new Float32Array([3, 4]) });
@@ -19,6 +23,7 @@ import { InferenceServerError } from '../errors';
 import { NDArray, ndarray, parseDataType, type DataType, type TypedArray } from '../tensor';
 import { clientForUrl } from './connect';
 import { ClientClosedError, ClientTimeoutError, ClientValueError, ModelDoesntSupportBatchingError } from './errors';
+import { GrpcInferenceServerClient } from './grpc';
 import type { InferenceServerClient } from './types';
 
 /** A tensor of the model's config, as ModelClient reads it. */
@@ -67,6 +72,11 @@ export interface InferCallOptions {
   headers?: Record<string, string | number | boolean>;
 }
 
+export interface StreamCallOptions extends InferCallOptions {
+  /** Aborting cancels the request on the server (the model's generator stops); the iterator throws CANCELLED. */
+  signal?: AbortSignal;
+}
+
 interface ConfigJson {
   name?: string;
   max_batch_size?: number;
@@ -100,6 +110,12 @@ function checkValues(what: string, values: Record<string, unknown> | undefined):
       throw new ClientValueError(`${what} '${key}' must be a string, number or boolean, got ${typeof value}`);
     }
   }
+}
+
+function stringValues(values: Record<string, string | number | boolean> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(values ?? {})) out[key] = String(value);
+  return out;
 }
 
 export class ModelClient {
@@ -199,7 +215,7 @@ export class ModelClient {
 
   /** Infers one sample: adds the batch axis (when the model batches) and strips it from the outputs. */
   async inferSample(inputs: ModelInputs, options: InferCallOptions = {}): Promise<Record<string, NDArray>> {
-    const config = await this.#prepare(options);
+    const config = await this.#prepareUnary(options);
     const named = this.#named(inputs, config);
     if (config.batching) for (const name in named) named[name] = named[name].reshape([1, ...named[name].shape]);
     const outputs = await this.#infer(named, options);
@@ -209,22 +225,77 @@ export class ModelClient {
 
   /** Infers a batch (inputs carry their batch axis); ModelDoesntSupportBatchingError for non-batching models. */
   async inferBatch(inputs: ModelInputs, options: InferCallOptions = {}): Promise<Record<string, NDArray>> {
-    const config = await this.#prepare(options);
+    const config = await this.#prepareUnary(options);
     if (!config.batching) {
       throw new ModelDoesntSupportBatchingError(`model '${this.modelName}' does not support batching (max_batch_size is 0): use inferSample`);
     }
     return this.#infer(this.#named(inputs, config), options);
   }
 
+  /** Checks the call's options and waits for the config. */
   async #prepare(options: InferCallOptions): Promise<ModelClientConfig> {
     this.#checkOpen();
     checkValues('parameter', options.parameters);
     checkValues('header', options.headers);
-    const config = await this.#initialize();
+    return this.#initialize();
+  }
+
+  /** #prepare for inferSample/inferBatch, which need one response per request. */
+  async #prepareUnary(options: InferCallOptions): Promise<ModelClientConfig> {
+    const config = await this.#prepare(options);
     if (config.decoupled) {
-      throw new InferenceServerError('UNSUPPORTED', `model '${this.modelName}' is decoupled: use a streaming (gRPC) client instead`);
+      throw new InferenceServerError('UNSUPPORTED', `model '${this.modelName}' is decoupled (0..N responses per request): ` +
+        'use a streaming call, inferSampleStream() or inferBatchStream()');
     }
     return config;
+  }
+
+  /** The gRPC client streaming calls go through; HTTP streaming is not there yet. */
+  #streamingClient(): GrpcInferenceServerClient {
+    this.#checkOpen();
+    if (!(this.#client instanceof GrpcInferenceServerClient)) {
+      throw new InferenceServerError('UNSUPPORTED', `ModelClient streaming (model '${this.modelName}') needs a grpc:// URL, ` +
+        `got ${this.url}: streaming over HTTP arrives with generate_stream`);
+    }
+    return this.#client;
+  }
+
+  /**
+   * Streams one sample (PyTriton's DecoupledModelClient.infer_sample): adds the batch axis when
+   * the model batches and strips it from every response's outputs. Yields one outputs object per
+   * response (none, one or many for a decoupled model; one for any other) and ends after the
+   * request's final response. Leaving the loop early or aborting `signal` cancels the request.
+   * Each wait for the next response is bounded by `inferenceTimeoutS` (ClientTimeoutError).
+   */
+  async *inferSampleStream(inputs: ModelInputs, options: StreamCallOptions = {}): AsyncGenerator<Record<string, NDArray>, void, undefined> {
+    const client = this.#streamingClient();
+    const config = await this.#prepare(options);
+    const named = this.#named(inputs, config);
+    if (config.batching) for (const name in named) named[name] = named[name].reshape([1, ...named[name].shape]);
+    for await (const outputs of this.#stream(client, named, options)) {
+      if (config.batching) for (const name in outputs) outputs[name] = outputs[name].reshape(outputs[name].shape.slice(1));
+      yield outputs;
+    }
+  }
+
+  /** Streams one batch (inputs carry their batch axis); ModelDoesntSupportBatchingError for non-batching models. */
+  async *inferBatchStream(inputs: ModelInputs, options: StreamCallOptions = {}): AsyncGenerator<Record<string, NDArray>, void, undefined> {
+    const client = this.#streamingClient();
+    const config = await this.#prepare(options);
+    if (!config.batching) {
+      throw new ModelDoesntSupportBatchingError(`model '${this.modelName}' does not support batching (max_batch_size is 0): use inferSampleStream`);
+    }
+    yield* this.#stream(client, this.#named(inputs, config), options);
+  }
+
+  async *#stream(
+    client: GrpcInferenceServerClient, inputs: Record<string, NDArray>, options: StreamCallOptions,
+  ): AsyncGenerator<Record<string, NDArray>, void, undefined> {
+    const responses = client.streamInfer(
+      { modelName: this.modelName, modelVersion: this.modelVersion, inputs, parameters: options.parameters, headers: stringValues(options.headers) },
+      { signal: options.signal, responseTimeoutMs: (this.#options.inferenceTimeoutS ?? 60) * 1000 },
+    );
+    for await (const result of responses) yield result.outputs;
   }
 
   #named(inputs: ModelInputs, config: ModelClientConfig): Record<string, NDArray> {
@@ -245,11 +316,9 @@ export class ModelClient {
   }
 
   async #infer(inputs: Record<string, NDArray>, options: InferCallOptions): Promise<Record<string, NDArray>> {
-    const headers: Record<string, string> = {};
-    for (const [key, value] of Object.entries(options.headers ?? {})) headers[key] = String(value);
     const result = await this.#client.infer({
       modelName: this.modelName, modelVersion: this.modelVersion, inputs,
-      parameters: options.parameters, headers, timeoutMs: (this.#options.inferenceTimeoutS ?? 60) * 1000,
+      parameters: options.parameters, headers: stringValues(options.headers), timeoutMs: (this.#options.inferenceTimeoutS ?? 60) * 1000,
     });
     return result.outputs;
   }

@@ -59,6 +59,28 @@ export interface ClientInferResult {
   outputs: Record<string, NDArray>;
 }
 
+/**
+ * One response of a streamed request (ModelStreamInfer). `final` says whether it completes its
+ * request: Triton's `triton_final_response` parameter, or true when the response has none (a
+ * non-decoupled model answers each request once).
+ */
+export interface ClientStreamResult extends ClientInferResult {
+  final: boolean;
+  /** The response's parameters (`triton_final_response`, ...). */
+  parameters: Record<string, boolean | number | bigint | string>;
+}
+
+/** Options of `GrpcInferenceServerClient.streamInfer`. */
+export interface StreamInferOptions {
+  /** Aborting cancels the call, and so the request on the server (the model's generator stops). */
+  signal?: AbortSignal;
+  /**
+   * The longest wait for the next response (ms); past it the call is cancelled and the iterator
+   * throws ClientTimeoutError. Default: no bound (`request.timeoutMs` bounds the whole call).
+   */
+  responseTimeoutMs?: number;
+}
+
 /** What the load API may carry: a config (JSON text) and file overrides ("file:<version>/<name>"). */
 export interface LoadModelOptions {
   config?: string;
