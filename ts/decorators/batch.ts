@@ -5,10 +5,10 @@
 import type { NormalizedModelConfig } from '../config/normalize';
 import type { InferFunc, Request, ResponseOutputs, TritonContext } from '../request';
 import { NDArray, concatRows } from '../tensor';
-import type { BatchedInferFunc, Kwargs, NamedInputs } from './types';
+import type { Awaitable, BatchedInferFunc, Kwargs, NamedInputs, RequestsInferFunc, StreamedSteps } from './types';
 import {
-  asBatchArray, convertOutput, getInferenceRequestBatchSize, invalidArgError, mapSequential, modelOutputError,
-  shapeString, thenApply,
+  ENDED, applyPerStep, asBatchArray, convertOutput, getInferenceRequestBatchSize, invalidArgError, mapSequential,
+  modelOutputError, shapeString, decoupledSteps, thenApply, zipSteps, type Round,
 } from './util';
 
 /** Checks that every request carries the same input names; returns the first request's. */
@@ -81,6 +81,9 @@ function splitOutputs(config: NormalizedModelConfig, result: unknown, rows: read
  * PyTriton's `@batch`: concatenates each input of the requests along the batch axis, calls
  * `fn(inputs, context)` once for the whole batch, checks that every output has one row per
  * input row and splits the outputs back into one outputs object per request (zero-copy views).
+ * When `fn` is a generator or async generator (a decoupled model), each yielded result is
+ * checked and split the same way: the decorated callable yields, per step, one outputs object
+ * per request.
  *
  * The requests must all carry the same input names (INVALID_ARG otherwise; put `groupByKeys`
  * above `batch` when optional inputs vary). `fn` may return outputs by name or an array of
@@ -96,20 +99,23 @@ export function batch<K extends NamedInputs<K> = Kwargs>(fn: BatchedInferFunc<K>
     let total = 0;
     for (const r of rows) total += r;
     const result = fn(concatInputs(config, requests, names) as K, context);
-    return thenApply(result, (value) => splitOutputs(config, value, rows, total));
+    return applyPerStep(config, 'batch', result, (value) => splitOutputs(config, value, rows, total)) as ResponseOutputs[];
   };
 }
 
 /**
  * PyTriton's `@sample`: passes only the first request's inputs to `fn(inputs, context)` and
  * returns its result as the only response. For models that do not batch (one request per
- * execution). An array result is mapped onto the declared outputs in order.
+ * execution). An array result is mapped onto the declared outputs in order. A generator (a
+ * decoupled model) yields one result per step, each that step's response (PyTriton's decorator
+ * does not handle generators; this is infernode's extension).
  */
 export function sample<K extends NamedInputs<K> = Kwargs>(fn: BatchedInferFunc<K>): InferFunc {
   return (requests: Request[], context: TritonContext) => {
     if (requests.length === 0) return [];
     const result = fn({ ...requests[0].data } as K, context);
-    return thenApply(result, (value) => [convertOutput(value, context.modelConfig, 'sample')]);
+    const config = context.modelConfig;
+    return applyPerStep(config, 'sample', result, (value) => [convertOutput(value, config, 'sample')]) as ResponseOutputs[];
   };
 }
 
@@ -134,27 +140,69 @@ function compareNames(a: readonly string[], b: readonly string[]): number {
   return a.length - b.length;
 }
 
+/** The group results in the original request order: group `g` answered the requests `groups[g]`. */
+function reorder(config: NormalizedModelConfig, groups: readonly number[][], perGroup: readonly unknown[], count: number): ResponseOutputs[] {
+  const ordered = new Array<ResponseOutputs>(count);
+  groups.forEach((indices, g) => {
+    const outs = perGroup[g];
+    if (!Array.isArray(outs) || outs.length !== indices.length) {
+      throw modelOutputError(config, 'groupByKeys', `the callable must return one outputs object per ` +
+        `request of its group (${indices.length}), got ${Array.isArray(outs) ? `an array of ${outs.length}` : typeof outs}`);
+    }
+    indices.forEach((index, j) => { ordered[index] = outs[j] as ResponseOutputs; });
+  });
+  return ordered;
+}
+
+/**
+ * The groups' generators merged step by step: step k of the result holds, for each request, what
+ * step k of its group's generator yielded for it, or null (no response this step) once that
+ * group's generator has ended.
+ */
+function mergeGroupSteps(
+  config: NormalizedModelConfig, groups: readonly number[][], steps: readonly StreamedSteps<unknown>[], count: number,
+): unknown {
+  return zipSteps(steps, (round: Round, step) => {
+    const merged = new Array<ResponseOutputs | null>(count).fill(null);
+    round.forEach((list, g) => {
+      if (list === ENDED) return;
+      const indices = groups[g];
+      if (!Array.isArray(list) || list.length !== indices.length) {
+        throw modelOutputError(config, 'groupByKeys', `step ${step} of a group's generator must yield one outputs ` +
+          `object (or null) per request of its group (${indices.length}), got ` +
+          `${Array.isArray(list) ? `an array of ${list.length}` : list === null ? 'null' : typeof list}`);
+      }
+      indices.forEach((index, j) => { merged[index] = (list[j] ?? null) as ResponseOutputs | null; });
+    });
+    return merged;
+  });
+}
+
 /**
  * PyTriton's `@group_by_keys`: groups the requests by their (sorted) set of input names, calls
  * `fn` once per group (one after the other, each awaited when async) and reassembles the
  * results in the original request order. Use it above `batch` when optional inputs vary.
+ *
+ * When `fn` returns generators (a decoupled model), they are advanced together: each step
+ * yields one list in the original request order, holding what every group's generator yielded
+ * for its requests at that step (null for the requests of a group whose generator has ended).
+ * PyTriton's decorator does not handle generators; this is infernode's extension.
  */
-export function groupByKeys(fn: InferFunc): InferFunc {
+export function groupByKeys(fn: RequestsInferFunc): InferFunc {
   return (requests: Request[], context: TritonContext) => {
     const groups = groupIndicesByKeys(requests);
-    if (groups.length <= 1) return fn(requests, context);
-    const results = mapSequential(groups, (indices) => fn(indices.map((i) => requests[i]), context));
+    if (groups.length <= 1) return fn(requests, context) as ResponseOutputs[];
+    const config = context.modelConfig;
+    const results = mapSequential(groups, (indices) => fn(indices.map((i) => requests[i]), context) as Awaitable<unknown>);
     return thenApply(results, (perGroup) => {
-      const ordered = new Array<ResponseOutputs>(requests.length);
-      groups.forEach((indices, g) => {
-        const outs = perGroup[g];
-        if (!Array.isArray(outs) || outs.length !== indices.length) {
-          throw modelOutputError(context.modelConfig, 'groupByKeys', `the callable must return one outputs object per ` +
-            `request of its group (${indices.length}), got ${Array.isArray(outs) ? `an array of ${outs.length}` : typeof outs}`);
-        }
-        indices.forEach((index, j) => { ordered[index] = outs[j]; });
-      });
-      return ordered;
-    });
+      const steps = perGroup.map((value) => decoupledSteps(config, 'groupByKeys', value));
+      if (steps.every((s) => s === null)) return reorder(config, groups, perGroup, requests.length);
+      const plain = steps.findIndex((s) => s === null);
+      if (plain >= 0) {
+        throw modelOutputError(config, 'groupByKeys', `the callable returned a generator for some groups and a list for ` +
+          `group ${plain}; it must stream for every group or for none`);
+      }
+      return mergeGroupSteps(config, groups, steps as StreamedSteps<unknown>[], requests.length);
+    }) as ResponseOutputs[];
   };
 }

@@ -3,10 +3,10 @@
  */
 import type { NormalizedModelConfig } from '../config/normalize';
 import { InferenceServerError } from '../errors';
-import type { InferFunc, Request, TritonContext } from '../request';
+import type { InferFunc, Request, ResponseOutputs, TritonContext } from '../request';
 import { NDArray, type TypedArray } from '../tensor';
 import { tileRows } from './padding';
-import type { Kwargs, OptionalDefaults, RequestsDecorator } from './types';
+import type { Kwargs, OptionalDefaults, RequestsDecorator, RequestsInferFunc } from './types';
 import { arrayWithDeclaredDims, invalidArgError, shapeString, withData } from './util';
 
 function isTypedArray(value: unknown): value is TypedArray {
@@ -66,6 +66,7 @@ function fill(request: Request, defaults: readonly [string, NDArray][], batching
  * be declared inputs, their datatypes the declared ones and their shapes the declared dims
  * (-1 matches any size); requests fail with INVALID_ARG naming the input otherwise. Put it at
  * the top of the stack (it takes the request list), so that `groupByKeys` can form bigger groups.
+ * A decoupled model's generator passes through unchanged (as in PyTriton).
  */
 export function fillOptionals(defaults: OptionalDefaults): RequestsDecorator {
   if (defaults === null || typeof defaults !== 'object') {
@@ -78,7 +79,7 @@ export function fillOptionals(defaults: OptionalDefaults): RequestsDecorator {
     }
   }
   const verified = new WeakMap<NormalizedModelConfig, [string, NDArray][]>();
-  return (fn: InferFunc): InferFunc => (requests: Request[], context: TritonContext) => {
+  return (fn: RequestsInferFunc): InferFunc => (requests: Request[], context: TritonContext): ResponseOutputs[] => {
     const config = context.modelConfig;
     if (!Array.isArray(requests)) {
       throw invalidArgError(config, 'fillOptionals', 'it must sit above batch (it received named inputs, not a request list)');
@@ -88,8 +89,8 @@ export function fillOptionals(defaults: OptionalDefaults): RequestsDecorator {
       checked = verifyDefaults(config, defaults);
       verified.set(config, checked);
     }
-    if (checked.length === 0) return fn(requests, context);
+    if (checked.length === 0) return fn(requests, context) as ResponseOutputs[];
     const batching = config.maxBatchSize > 0;
-    return fn(requests.map((r) => fill(r, checked, batching)), context);
+    return fn(requests.map((r) => fill(r, checked, batching)), context) as ResponseOutputs[];
   };
 }

@@ -4,9 +4,11 @@
  */
 import type { NormalizedModelConfig } from '../config/normalize';
 import { InferenceServerError } from '../errors';
-import type { InferFunc, Request, TritonContext } from '../request';
+import type { Request, TritonContext } from '../request';
 import type { NDArray } from '../tensor';
-import { TRITON_CONTEXT_KEY, type AnyDecorator, type BatchedInferFunc, type FirstValueOptions, type Kwargs } from './types';
+import {
+  TRITON_CONTEXT_KEY, type AnyDecorator, type BatchedInferFunc, type FirstValueOptions, type Kwargs, type RequestsInferFunc,
+} from './types';
 import { checkDeclaredKeys, formatRow, invalidArgError, rowsEqual, splitKeysAndOptions, withData } from './util';
 
 /** The arguments of `firstValue`: input names, optionally followed by options. */
@@ -63,7 +65,8 @@ function replaceInputs(config: NormalizedModelConfig, inputs: Kwargs, settings: 
  * name `tritonContext` cannot be a key; a key that is not a declared input fails the requests
  * with INVALID_ARG, one that a request does not carry is skipped. In TypeScript, annotate a
  * request-list callable's parameter (`(requests: Request[]) => …`): an unannotated one is
- * typed as named inputs.
+ * typed as named inputs. What `fn` returns passes through unchanged (a decoupled model's
+ * generator included).
  */
 export function firstValue(...args: FirstValueArgs): AnyDecorator {
   const { keys, options } = splitKeysAndOptions<FirstValueOptions>('firstValue', args);
@@ -78,7 +81,7 @@ export function firstValue(...args: FirstValueArgs): AnyDecorator {
     strict: options?.strict ?? true,
   };
   const checked = new WeakSet<NormalizedModelConfig>();
-  const decorate = (fn: BatchedInferFunc | InferFunc) => (arg: Kwargs | Request[], context: TritonContext) => {
+  const decorate = (fn: BatchedInferFunc | RequestsInferFunc) => (arg: Kwargs | Request[], context: TritonContext) => {
     const config = context.modelConfig;
     if (config.maxBatchSize === 0) {
       throw invalidArgError(config, 'firstValue', 'it can only be used with models that batch (maxBatchSize > 0)');
@@ -89,7 +92,7 @@ export function firstValue(...args: FirstValueArgs): AnyDecorator {
         const data = replaceInputs(config, r.data, settings);
         return data ? withData(r, data) : r;
       });
-      return (fn as InferFunc)(requests, context);
+      return (fn as RequestsInferFunc)(requests, context);
     }
     return (fn as BatchedInferFunc)(replaceInputs(config, arg, settings) ?? arg, context);
   };

@@ -8,11 +8,12 @@ import { NDArray } from '../tensor';
 import { padArray } from './padding';
 import {
   TRITON_CONTEXT_KEY, type BatchedInferFunc, type GroupByValuesOptions, type KwargsDecorator, type Kwargs,
-  type NamedInputs, type PadFn, type SubBatchOutputs,
+  type NamedInputs, type PadFn, type StreamedSteps, type SubBatchOutputs,
 } from './types';
 import {
-  allocate, asBatchArray, checkDeclaredKeys, convertOutput, copyRow, invalidArgError, mapSequential, modelOutputError,
-  rowKey, rowSizeOf, shapeString, splitKeysAndOptions, takeRows, tensorEntries, thenApply,
+  ENDED, allocate, asBatchArray, checkDeclaredKeys, convertOutput, copyRow, invalidArgError, mapSequential,
+  modelOutputError, rowKey, rowSizeOf, shapeString, splitKeysAndOptions, decoupledSteps, takeRows, tensorEntries, thenApply,
+  zipSteps,
 } from './util';
 
 /** The arguments of `groupByValues`: input names, optionally followed by options. */
@@ -72,6 +73,45 @@ function scatter(
   return merged;
 }
 
+/** "1 row", "2 rows" */
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
+/** The sub-batches' results (one per group) as one outputs object for the whole batch of `size` rows. */
+function mergeSubBatches(
+  config: NormalizedModelConfig, groups: readonly number[][], values: readonly unknown[], size: number, padFn: PadFn | undefined,
+): Record<string, NDArray> {
+  let outputs = values.map((value, g): SubBatchOutputs => {
+    const named = convertOutput(value, config, 'groupByValues');
+    const arrays: SubBatchOutputs = {};
+    for (const name in named) arrays[name] = asBatchArray(config, 'groupByValues', name, named[name], groups[g].length);
+    return arrays;
+  });
+  if (padFn) outputs = applyPadFn(config, padFn, outputs);
+  return scatter(config, groups, outputs, size);
+}
+
+/**
+ * The sub-batches' generators advanced together: step k of the result merges step k of every
+ * sub-batch. Each step answers the whole batch, so every generator must yield as many steps.
+ */
+function mergeSubBatchSteps(
+  config: NormalizedModelConfig, groups: readonly number[][], steps: readonly StreamedSteps<unknown>[], size: number,
+  padFn: PadFn | undefined,
+): unknown {
+  return zipSteps(steps, (round, step) => {
+    const ended = round.indexOf(ENDED);
+    if (ended >= 0) {
+      const going = round.findIndex((value) => value !== ENDED);
+      throw modelOutputError(config, 'groupByValues', `the sub-batches' generators must yield the same number of steps ` +
+        `(each step answers the whole batch): sub-batch ${ended} (${plural(groups[ended].length, 'row')}) ended after ` +
+        `${plural(step, 'step')}, sub-batch ${going} (${plural(groups[going].length, 'row')}) yielded step ${step + 1}`);
+    }
+    return mergeSubBatches(config, groups, round, size, padFn);
+  });
+}
+
 /**
  * PyTriton's `@group_by_values(*keys, pad_fn=None)`: splits the batch into sub-batches whose
  * rows hold identical values (compared byte by byte) in the inputs named by `keys`, calls `fn`
@@ -82,6 +122,12 @@ function scatter(
  * requests with INVALID_ARG.
  *
  * It must sit below `batch`: it takes the kwargs object, not a request list.
+ *
+ * When `fn` is a generator (a decoupled model), the sub-batches' generators are advanced
+ * together and each step's results are padded and merged as above: the decorated callable
+ * yields one full-batch result per step. Every sub-batch's generator must yield the same number
+ * of steps (INTERNAL otherwise). PyTriton's decorator does not handle generators; this is
+ * infernode's extension.
  */
 export function groupByValues(...args: GroupByValuesArgs): KwargsDecorator {
   const { keys, options } = splitKeysAndOptions<GroupByValuesOptions>('groupByValues', args);
@@ -108,14 +154,14 @@ export function groupByValues(...args: GroupByValuesArgs): KwargsDecorator {
     });
     const results = mapSequential(subBatches, (sub) => fn(sub, context));
     return thenApply(results, (values) => {
-      let outputs = values.map((value, g): SubBatchOutputs => {
-        const named = convertOutput(value, config, 'groupByValues');
-        const arrays: SubBatchOutputs = {};
-        for (const name in named) arrays[name] = asBatchArray(config, 'groupByValues', name, named[name], groups[g].length);
-        return arrays;
-      });
-      if (padFn) outputs = applyPadFn(config, padFn, outputs);
-      return scatter(config, groups, outputs, size);
+      const steps = values.map((value) => decoupledSteps(config, 'groupByValues', value));
+      if (steps.every((s) => s === null)) return mergeSubBatches(config, groups, values, size, padFn);
+      const plain = steps.findIndex((s) => s === null);
+      if (plain >= 0) {
+        throw modelOutputError(config, 'groupByValues', `the callable returned a generator for some sub-batches and ` +
+          `outputs for sub-batch ${plain}; it must stream for every sub-batch or for none`);
+      }
+      return mergeSubBatchSteps(config, groups, steps as StreamedSteps<unknown>[], size, padFn) as Record<string, NDArray>;
     });
   };
   return decorate;

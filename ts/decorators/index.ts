@@ -11,6 +11,10 @@
  *   groupByKeys(batch(groupByValues('temperature')(firstValue('temperature')(
  *     tritonContext(({ prompt, temperature, tritonContext }) => generate(prompt, temperature, tritonContext)))))));
  * ```
+ *
+ * For a decoupled model the innermost function may be a generator or async generator: every
+ * decorator handles each yielded result as it handles a returned one, so the stack yields, per
+ * step, one outputs object per request (the form a decoupled model's callable yields).
  */
 export { batch, sample, groupByKeys } from './batch';
 export { groupByValues, ConstantPadder, type GroupByValuesArgs } from './group-by-values';
@@ -23,6 +27,6 @@ export {
   TRITON_CONTEXT_KEY,
   type AnyDecorator, type Awaitable, type BatchOutputs, type BatchedInferFunc, type ContextInferFunc,
   type ContextKwargs, type FirstValueOptions, type GroupByValuesOptions, type Kwargs, type KwargsDecorator,
-  type NamedInputs, type OptionalDefaults, type OutputValue, type PadFn, type RequestsDecorator,
-  type SubBatchOutputs,
+  type NamedInputs, type OptionalDefaults, type OutputValue, type PadFn, type RequestsDecorator, type RequestsInferFunc,
+  type StreamedSteps, type SubBatchOutputs,
 } from './types';

@@ -6,7 +6,7 @@ import type { TritonContext } from '../request';
 import { NDArray } from '../tensor';
 import { repeatLastRow } from './padding';
 import type { BatchedInferFunc, Kwargs, NamedInputs, OutputValue } from './types';
-import { convertOutput, invalidArgError, tensorEntries, thenApply } from './util';
+import { applyPerStep, convertOutput, invalidArgError, tensorEntries } from './util';
 
 /** The smallest of (preferred sizes ∪ {maxBatchSize}) that is ≥ `size`; `size` when none is. */
 export function paddedBatchSize(config: NormalizedModelConfig, size: number): number {
@@ -39,7 +39,8 @@ function trimOutputs(config: NormalizedModelConfig, result: unknown, padded: num
  * (`preferredBatchSize` ∪ {`maxBatchSize`}) that is ≥ the current batch size, so that `fn`
  * always sees one of those sizes. Unlike PyTriton, outputs that come back with the padded
  * number of rows are cut back to the original rows (views), so that `batch` above it can
- * split them into the clients' responses.
+ * split them into the clients' responses. A decoupled model's generator has each yielded
+ * result cut back the same way.
  *
  * It must sit below `batch` (it takes the kwargs object) and needs a batching model.
  */
@@ -58,6 +59,7 @@ export function padBatch<K extends NamedInputs<K> = Kwargs>(fn: BatchedInferFunc
     if (padded === rows) return fn(inputs, context);
     const bigger: Kwargs = { ...inputs };
     for (const [name, arr] of tensors) bigger[name] = repeatLastRow(arr, padded);
-    return thenApply(fn(bigger as K, context), (result) => trimOutputs(config, result, padded, rows));
+    return applyPerStep(config, 'padBatch', fn(bigger as K, context), (result) => trimOutputs(config, result, padded, rows)) as
+      Record<string, OutputValue>;
   };
 }

@@ -4,6 +4,7 @@
 import type { InferFunc, Request, TritonContext } from '../request';
 import {
   TRITON_CONTEXT_KEY, type BatchedInferFunc, type ContextInferFunc, type ContextKwargs, type Kwargs, type NamedInputs,
+  type RequestsInferFunc,
 } from './types';
 
 /**
@@ -18,13 +19,14 @@ import {
  * The context is always the second argument of every callable too, so in infernode this
  * decorator is a convenience; on a request-list callable it passes the call through unchanged
  * (annotate its parameter, `(requests: Request[]) => …`, to pick that overload). The kwargs
- * object is copied, never modified.
+ * object is copied, never modified. What `fn` returns passes through unchanged (a decoupled
+ * model's generator included).
  */
 export function tritonContext<K extends NamedInputs<K> = Kwargs>(fn: ContextInferFunc<K>): BatchedInferFunc<K>;
-export function tritonContext(fn: InferFunc): InferFunc;
-export function tritonContext(fn: ContextInferFunc | InferFunc): BatchedInferFunc | InferFunc {
+export function tritonContext(fn: RequestsInferFunc): InferFunc;
+export function tritonContext(fn: ContextInferFunc | RequestsInferFunc): BatchedInferFunc | InferFunc {
   const withContext = (arg: Kwargs | Request[], context: TritonContext): unknown => {
-    if (Array.isArray(arg)) return (fn as InferFunc)(arg, context);
+    if (Array.isArray(arg)) return (fn as RequestsInferFunc)(arg, context);
     const inputs = { ...arg, [TRITON_CONTEXT_KEY]: context } as ContextKwargs;
     return (fn as ContextInferFunc)(inputs, context);
   };

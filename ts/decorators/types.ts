@@ -3,7 +3,7 @@
  * object of named NDArrays (`Kwargs`), and the `TritonContext` always travels as the second
  * argument.
  */
-import type { InferFunc, ResponseOutputs, TritonContext } from '../request';
+import type { InferFunc, Request, ResponseOutputs, TritonContext } from '../request';
 import type { NDArray, TypedArray } from '../tensor';
 
 /** The key under which `tritonContext` puts the context into a kwargs object (PyTriton's `triton_context`). */
@@ -34,32 +34,52 @@ export type OutputValue = NDArray | TypedArray;
 export type BatchOutputs = ResponseOutputs | readonly OutputValue[];
 
 /**
+ * The steps of a decoupled (streaming) callable: a generator, async generator or any other
+ * (async) iterable, each item one step (PyTriton's generator form).
+ */
+export type StreamedSteps<T> = Iterable<T> | AsyncIterable<T>;
+
+/**
  * A callable below `batch` (or `sample`): named inputs (the whole batch, concatenated along the
- * batch axis) and the context in, outputs with the same number of rows out. Sync or async.
+ * batch axis) and the context in, outputs with the same number of rows out. Sync or async; for a
+ * decoupled model also a generator (or async generator) yielding such outputs once per step.
  */
 export type BatchedInferFunc<K extends NamedInputs<K> = Kwargs> = (
   inputs: K,
   context: TritonContext,
-) => Awaitable<BatchOutputs>;
+) => Awaitable<BatchOutputs> | Awaitable<StreamedSteps<BatchOutputs>>;
 
 /** A `BatchedInferFunc` that reads the context from `inputs.tritonContext` (see `tritonContext`). */
 export type ContextInferFunc<K extends NamedInputs<K> = Kwargs> = (
   inputs: ContextKwargs<K>,
   context: TritonContext,
-) => Awaitable<BatchOutputs>;
+) => Awaitable<BatchOutputs> | Awaitable<StreamedSteps<BatchOutputs>>;
+
+/**
+ * A request-list callable as the request-list decorators take it: an `InferFunc`, or for a
+ * decoupled model PyTriton's generator form, yielding per step one entry per request (null or
+ * undefined: no response for that request this step).
+ */
+export type RequestsInferFunc = (
+  requests: Request[],
+  context: TritonContext,
+) => Awaitable<ResponseOutputs[]> | Awaitable<StreamedSteps<readonly (ResponseOutputs | null | undefined)[]>>;
 
 /** A decorator of kwargs callables (`groupByValues(...)`, `padBatch`): the input type is kept. */
 export type KwargsDecorator = <K extends NamedInputs<K> = Kwargs>(fn: BatchedInferFunc<K>) => BatchedInferFunc<K>;
 
-/** A decorator of request-list callables (`fillOptionals(...)`, `groupByKeys`). */
-export type RequestsDecorator = (fn: InferFunc) => InferFunc;
+/**
+ * A decorator of request-list callables (`fillOptionals(...)`, `groupByKeys`). It returns an
+ * `InferFunc`, what `bind()` takes (a generator when `fn` returns one).
+ */
+export type RequestsDecorator = (fn: RequestsInferFunc) => InferFunc;
 
 /** A decorator that takes either kind of callable and returns the same kind (`firstValue(...)`). */
 export interface AnyDecorator {
   /** Decorates a kwargs callable (below `batch`). */
   <K extends NamedInputs<K> = Kwargs>(fn: BatchedInferFunc<K>): BatchedInferFunc<K>;
   /** Decorates a request-list callable (above `batch`, or undecorated). */
-  (fn: InferFunc): InferFunc;
+  (fn: RequestsInferFunc): InferFunc;
 }
 
 /** What a `padFn` of `groupByValues` receives and returns: one outputs object per sub-batch. */

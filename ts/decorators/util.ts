@@ -10,7 +10,7 @@ import {
   NDArray, dataTypeOfArray, elementCount, typedArrayFor, type DataType, type TypedArray,
   type TypedArrayConstructor,
 } from '../tensor';
-import { TRITON_CONTEXT_KEY, type Awaitable, type Kwargs, type OutputValue } from './types';
+import { TRITON_CONTEXT_KEY, type Awaitable, type Kwargs, type OutputValue, type StreamedSteps } from './types';
 
 /** True for promises and other thenables. */
 export function isPromiseLike<T>(value: Awaitable<T>): value is PromiseLike<T> {
@@ -42,6 +42,149 @@ async function continueSequential<T, R>(
   results[index] = await pending;
   for (let i = index + 1; i < items.length; i++) results[i] = await f(items[i], i);
   return results;
+}
+
+/**
+ * The steps of a callable's result when it streams (a decoupled model's generator, async
+ * generator or other (async) iterable), else null: outputs by name, an array (of outputs, or of
+ * per-request results), an NDArray or a TypedArray are plain results, never steps.
+ */
+export function asSteps(value: unknown): StreamedSteps<unknown> | null {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || ArrayBuffer.isView(value) ||
+    value instanceof NDArray) {
+    return null;
+  }
+  const v = value as { [Symbol.asyncIterator]?: unknown; [Symbol.iterator]?: unknown };
+  return typeof v[Symbol.asyncIterator] === 'function' || typeof v[Symbol.iterator] === 'function'
+    ? (value as StreamedSteps<unknown>) : null;
+}
+
+/** True when `steps` is iterated asynchronously (as driveDecoupled does, async wins when it is both). */
+export function isAsyncSteps(steps: StreamedSteps<unknown>): steps is AsyncIterable<unknown> {
+  return typeof (steps as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function';
+}
+
+/**
+ * `asSteps(value)`, refusing steps for a model that is not decoupled (only a decoupled model
+ * can send a stream of responses): INTERNAL naming the model and the decorator.
+ */
+export function decoupledSteps(config: NormalizedModelConfig, decorator: string, value: unknown): StreamedSteps<unknown> | null {
+  const steps = asSteps(value);
+  if (steps && !config.decoupled) {
+    throw modelOutputError(config, decorator, `the callable returned ${isAsyncSteps(steps) ? 'an async generator' : 'a generator'} ` +
+      '(a stream of responses), which only a decoupled model can send: bind the model with config: { decoupled: true }, ' +
+      'or return the outputs');
+  }
+  return steps;
+}
+
+/**
+ * `steps` with `f` applied to each step as it is yielded, as a generator of the same kind (async
+ * for async steps). Closing it early (a cancelled request) closes `steps`, and so does an error
+ * thrown by `f`: the wrapped generator's `finally` runs.
+ */
+export function mapSteps<R>(steps: StreamedSteps<unknown>, f: (step: unknown) => R): Generator<R, void> | AsyncGenerator<R, void> {
+  if (isAsyncSteps(steps)) {
+    return (async function* mapAsync() {
+      for await (const step of steps) yield f(step);
+    })();
+  }
+  return (function* mapSync() {
+    for (const step of steps) yield f(step);
+  })();
+}
+
+/**
+ * Applies `f` to a callable's result once its promise resolved: to the result itself, or, when
+ * the callable streams (a decoupled model's generator), to each step it yields (`mapSteps`).
+ * PyTriton's `@batch` does this for generators. The result's static type is the decorator's to
+ * state: `InferFunc` has no generator form, though `bind()` takes one for decoupled models.
+ */
+export function applyPerStep<R>(
+  config: NormalizedModelConfig, decorator: string, result: unknown, f: (value: unknown) => R,
+): unknown {
+  return thenApply(result, (value) => {
+    const steps = decoupledSteps(config, decorator, value);
+    return steps ? mapSteps(steps, f) : f(value);
+  });
+}
+
+/** Marks, in a round of `zipSteps`, a stream that has ended. */
+export const ENDED: unique symbol = Symbol('ended');
+
+/** One round of `zipSteps`: each stream's next step, or ENDED. */
+export type Round = (unknown | typeof ENDED)[];
+
+type AnyIterator = Iterator<unknown> | AsyncIterator<unknown>;
+
+/**
+ * Advances several streams in lockstep: each round takes the next step of every stream that has
+ * not ended (one after the other, in order) and yields `merge(round, index)`; it ends when every
+ * stream has ended. Async when any stream is. Closing it, or an error (a stream's or `merge`'s),
+ * closes the streams that have not ended.
+ */
+export function zipSteps<R>(all: readonly StreamedSteps<unknown>[], merge: (round: Round, index: number) => R):
+  Generator<R, void> | AsyncGenerator<R, void> {
+  const iterators: AnyIterator[] = all.map((s) => (isAsyncSteps(s) ? s[Symbol.asyncIterator]() : s[Symbol.iterator]()));
+  if (all.some(isAsyncSteps)) return zipAsync(iterators, merge);
+  return zipSync(iterators as Iterator<unknown>[], merge);
+}
+
+function* zipSync<R>(iterators: Iterator<unknown>[], merge: (round: Round, index: number) => R): Generator<R, void> {
+  // open[i]: stream i may still yield (a stream whose next() threw has finished).
+  const open = iterators.map(() => true);
+  try {
+    for (let index = 0; ; index++) {
+      const round: Round = iterators.map((it, i) => {
+        if (!open[i]) return ENDED;
+        open[i] = false;
+        const step = it.next();
+        open[i] = !step.done;
+        return step.done ? ENDED : step.value;
+      });
+      if (!open.some(Boolean)) return;
+      yield merge(round, index);
+    }
+  } finally {
+    iterators.forEach((it, i) => {
+      if (!open[i]) return;
+      try {
+        it.return?.();
+      } catch {
+        // closing is best effort: the stream's outcome is decided already
+      }
+    });
+  }
+}
+
+async function* zipAsync<R>(iterators: AnyIterator[], merge: (round: Round, index: number) => R): AsyncGenerator<R, void> {
+  const open = iterators.map(() => true);
+  try {
+    for (let index = 0; ; index++) {
+      const round: Round = [];
+      for (let i = 0; i < iterators.length; i++) {
+        if (!open[i]) {
+          round.push(ENDED);
+          continue;
+        }
+        open[i] = false;
+        const step = await iterators[i].next();
+        open[i] = !step.done;
+        round.push(step.done ? ENDED : step.value);
+      }
+      if (!open.some(Boolean)) return;
+      yield merge(round, index);
+    }
+  } finally {
+    for (let i = 0; i < iterators.length; i++) {
+      if (!open[i]) continue;
+      try {
+        await iterators[i].return?.();
+      } catch {
+        // closing is best effort: the stream's outcome is decided already
+      }
+    }
+  }
 }
 
 /** INVALID_ARG naming the model and the decorator: a request or a decorator was used wrongly. */
