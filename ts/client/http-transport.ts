@@ -53,7 +53,15 @@ export function errorFromResponse(res: HttpResponse): InferenceServerError {
   return new InferenceServerError(code, message);
 }
 
-/** One server: its base URL, a keep-alive agent, and `send`. */
+/** An answer whose body is still arriving (a server-sent event stream): status and headers are here. */
+export interface OpenResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** The body as it arrives; destroying it closes the connection (the server cancels the request). */
+  body: http.IncomingMessage;
+}
+
+/** One server: its base URL, a keep-alive agent, `send` (whole answers) and `open` (streamed answers). */
 export class HttpTransport {
   readonly url: URL;
   readonly #agent: http.Agent;
@@ -124,6 +132,60 @@ export class HttpTransport {
       }, request.timeoutMs);
       const onAbort = (): void => {
         fail(new InferenceServerError('CANCELLED', `${request.method} ${request.path} was cancelled`));
+        req.destroy();
+      };
+      if (request.signal?.aborted) return onAbort();
+      request.signal?.addEventListener('abort', onAbort, { once: true });
+      req.end(request.body);
+    });
+  }
+
+  /**
+   * Sends one request and resolves as soon as the answer's head arrived; the body is read by the
+   * caller. `timeoutMs` bounds the wait for the head. Aborting `signal` later destroys the body
+   * with a CANCELLED error (the connection closes: the server cancels the request).
+   */
+  open(request: TransportRequest): Promise<OpenResponse> {
+    if (this.#closed) return Promise.reject(new ClientClosedError());
+    const base = this.url.pathname.replace(/\/+$/, '');
+    const cancelled = (): InferenceServerError => new InferenceServerError('CANCELLED', `${request.method} ${request.path} was cancelled`);
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const fail = (err: Error): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        request.signal?.removeEventListener('abort', onAbort);
+        reject(err);
+      };
+      const req = this.#module.request({
+        agent: this.#agent, method: request.method, host: this.url.hostname, port: this.url.port || undefined,
+        path: base + request.path,
+        headers: { ...this.#headers, ...request.headers, 'Content-Length': request.body?.length ?? 0 },
+      }, (res) => {
+        settled = true;
+        clearTimeout(timer);
+        const { signal } = request;
+        if (signal) {
+          request.signal?.removeEventListener('abort', onAbort);
+          const abortBody = (): void => {
+            res.destroy(cancelled());
+          };
+          signal.addEventListener('abort', abortBody, { once: true });
+          res.once('close', () => signal.removeEventListener('abort', abortBody));
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res });
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        fail(this.#closed ? new ClientClosedError()
+          : new InferenceServerError('UNAVAILABLE', `cannot reach the server at ${this.url.origin}: ${err.code ?? err.message}`));
+      });
+      const timer = setTimeout(() => {
+        fail(new ClientTimeoutError(`${request.method} ${request.path} timed out after ${request.timeoutMs} ms`));
+        req.destroy();
+      }, request.timeoutMs);
+      const onAbort = (): void => {
+        fail(cancelled());
         req.destroy();
       };
       if (request.signal?.aborted) return onAbort();

@@ -9,14 +9,19 @@
  * const { outputs } = await client.infer({ modelName: 'add_sub', inputs: { INPUT0: a, INPUT1: b } });
  * await client.close();
  * ```
+ *
+ * Triton's generate extension: `generate()` resolves with the one response object;
+ * `generateStream()` yields each response as the server sends it (server-sent events).
  */
 import type { LoadModelOptions } from './types';
 import type {
   ClientInferRequest, ClientInferResult, InferenceServerClient, ModelMetadata, RepositoryIndexEntry, ServerMetadata,
 } from './types';
+import { generateResponse, serverSentData, type GenerateOptions, type GenerateResponse } from './http-generate';
 import { decodeInferResponse, encodeInferRequest } from './http-infer';
 import { errorFromResponse, HttpTransport, type HttpResponse } from './http-transport';
 import * as zlib from 'node:zlib';
+import { InferenceServerError } from '../errors';
 import { promisify } from 'node:util';
 
 export interface HttpClientOptions {
@@ -139,6 +144,69 @@ export class HttpInferenceServerClient implements InferenceServerClient {
     });
     if (res.status !== 200) throw errorFromResponse(res);
     return decodeInferResponse(res);
+  }
+
+  /**
+   * `POST .../generate`: the model's one response object (Triton's generate mapping: `body`'s
+   * keys that name inputs become inputs, the others parameters). Rejects with the server's error.
+   */
+  async generate(modelName: string, body: Record<string, unknown>, options: GenerateOptions = {}): Promise<GenerateResponse> {
+    const res = await this.#transport.send({
+      method: 'POST', path: `${modelPath(modelName, options.modelVersion)}/generate`, body: Buffer.from(JSON.stringify(body)),
+      headers: { 'Content-Type': 'application/json', ...options.headers },
+      timeoutMs: options.timeoutMs ?? this.#options.timeoutMs ?? 60_000,
+      signal: options.signal,
+    });
+    if (res.status !== 200) throw errorFromResponse(res);
+    let value: unknown;
+    try {
+      value = JSON.parse(res.body.toString('utf8'));
+    } catch (err) {
+      throw new InferenceServerError('INTERNAL', `the server's generate response is not JSON: ${(err as Error).message}`);
+    }
+    return generateResponse(value, res.status);
+  }
+
+  /**
+   * `POST .../generate_stream`: each response object as the server sends it; the iteration ends
+   * after the model's final response, or throws the server's error (an error event, or an error
+   * answer before the stream). Leaving the loop early, or aborting `signal`, closes the
+   * connection: the server cancels the request.
+   */
+  async *generateStream(
+    modelName: string, body: Record<string, unknown>, options: GenerateOptions = {},
+  ): AsyncGenerator<GenerateResponse> {
+    const res = await this.#transport.open({
+      method: 'POST', path: `${modelPath(modelName, options.modelVersion)}/generate_stream`, body: Buffer.from(JSON.stringify(body)),
+      headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream', ...options.headers },
+      timeoutMs: options.timeoutMs ?? this.#options.timeoutMs ?? 60_000,
+      signal: options.signal,
+    });
+    try {
+      if (!String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+        const chunks: Buffer[] = [];
+        for await (const chunk of res.body as AsyncIterable<Buffer>) chunks.push(chunk);
+        const whole = { status: res.status, headers: res.headers, body: Buffer.concat(chunks) };
+        if (res.status !== 200) throw errorFromResponse(whole);
+        throw new InferenceServerError('INTERNAL', `generate_stream answered ${res.headers['content-type']} instead of an event stream`);
+      }
+      for await (const data of serverSentData(res.body)) {
+        let value: unknown;
+        try {
+          value = JSON.parse(data);
+        } catch (err) {
+          throw new InferenceServerError('INTERNAL', `an event of the server's generate stream is not JSON: ${(err as Error).message}`);
+        }
+        yield generateResponse(value, res.status);
+      }
+    } catch (err) {
+      if (err instanceof InferenceServerError) throw err;
+      throw new InferenceServerError('UNAVAILABLE',
+        `the connection to ${this.#transport.url.origin} closed before the generate stream ended: ${(err as Error).message}`);
+    } finally {
+      // Left early (or failed): closing the connection tells the server to cancel the request.
+      if (!res.body.complete) res.body.destroy();
+    }
   }
 
   /** Closes the keep-alive sockets; later calls reject with ClientClosedError. */

@@ -20,6 +20,7 @@ export interface RouteParams {
 /** A route's handler name per method; handlers are looked up by name in server.ts. */
 export type RouteName =
   | 'serverMetadata' | 'live' | 'ready' | 'modelReady' | 'modelMetadata' | 'modelConfig' | 'infer'
+  | 'generate' | 'generateStream'
   | 'statistics' | 'repositoryIndex' | 'load' | 'unload'
   | 'systemStatus' | 'systemRegister' | 'systemUnregister' | 'cudaStatus' | 'cudaRegister' | 'cudaUnregister'
   | 'trace' | 'logging';
@@ -47,6 +48,8 @@ const R = {
   modelMetadata: route('modelMetadata', 'metadata', 'GET'),
   modelConfig: route('modelConfig', 'model-config', 'GET'),
   infer: route('infer', 'inference', 'POST'),
+  generate: route('generate', 'inference', 'POST'),
+  generateStream: route('generateStream', 'inference', 'POST'),
   statistics: route('statistics', 'statistics', 'GET'),
   repositoryIndex: route('repositoryIndex', 'model-repository', 'POST'),
   load: route('load', 'model-repository', 'POST'),
@@ -94,6 +97,8 @@ function matchModel(seg: string[]): Match | null {
       case 'ready': return { route: R.modelReady, params };
       case 'config': return { route: R.modelConfig, params };
       case 'infer': return { route: R.infer, params };
+      case 'generate': return { route: R.generate, params };
+      case 'generate_stream': return { route: R.generateStream, params };
       case 'stats': return { route: R.statistics, params };
       default: return null;
     }

@@ -17,6 +17,7 @@ import type { Handler, HttpCall, HttpSettings } from './call';
 import { compileForwardPattern, type RawInputSpec } from './infer-request';
 import { resolveModel } from '../inference-service';
 import { TurnQueue } from '../turn';
+import { generate, generateStream } from './handlers/generate';
 import { infer } from './handlers/infer';
 import {
   live, modelConfigRoute, modelMetadataRoute, modelReadyRoute, ready, serverMetadataRoute, statisticsRoute,
@@ -32,7 +33,7 @@ import { sendError, sendJson } from './respond';
 
 const HANDLERS: Record<RouteName, Handler> = {
   serverMetadata: serverMetadataRoute, live, ready, modelReady: modelReadyRoute, modelMetadata: modelMetadataRoute,
-  modelConfig: modelConfigRoute, infer, statistics: statisticsRoute, repositoryIndex, load, unload,
+  modelConfig: modelConfigRoute, infer, generate, generateStream, statistics: statisticsRoute, repositoryIndex, load, unload,
   systemStatus, systemRegister, systemUnregister, cudaStatus, cudaRegister, cudaUnregister, trace, logging,
 };
 

@@ -1,0 +1,195 @@
+/**
+ * `POST /v2/models/{m}[/versions/{v}]/generate` and `/generate_stream`: Triton's generate
+ * extension (generate-mapping.ts holds the JSON mapping), for decoupled and non-decoupled models.
+ *
+ * - `generate`: exactly one response, as `application/json`. A decoupled model that sends no
+ *   response or a second one fails with Triton's text (INTERNAL, 500); at the second response
+ *   the request is cancelled, since its answer can only be that error.
+ * - `generate_stream`: server-sent events, `data: {...}\n\n` per response, the stream ends
+ *   after the final response. An error after the first event is one more event,
+ *   `data: {"error": "..."}`, under the 200 already sent; an error as the model's first answer is
+ *   that event under the error's status (the status line goes out with the first event, as in
+ *   Triton). Errors before inference (parsing, mapping, validation when queued, unknown model)
+ *   are a plain JSON error with its status.
+ *
+ * Backpressure: the next response is taken from the model's response stream only once the
+ * previous event was written (`write()` returned true, or 'drain' came), so a client that reads
+ * slowly makes the stream's bounded queue fill, and past its bound the model cancels the request
+ * (an error event the client reads after the events before it). The server holds at most that
+ * queue and the socket's buffers for a stream.
+ *
+ * Cancellation: a client that closes its connection aborts the call's DisconnectSignal (the
+ * server's one 'close' listener): a queued request leaves the queue, a running decoupled
+ * request is cancelled (its generator is stopped at its next response), nothing more is written
+ * and the model counts the request as cancelled.
+ *
+ * Threads: everything here runs on the JS main thread.
+ */
+import type { ServerResponse } from 'node:http';
+import { InferenceServerError, boundMessage, toInferenceServerError, unavailable } from '../../../errors';
+import type { BoundModel } from '../../../model';
+import type { NDArray } from '../../../tensor';
+import type { InferenceCall } from '../../inference-service';
+import { resolveModel } from '../../inference-service';
+import { readBody } from '../body';
+import type { HttpCall } from '../call';
+import { DisconnectSignal } from '../disconnect';
+import { decodeGenerateRequest, encodeGenerateResponse, parseGenerateBody } from '../generate-mapping';
+import { sendBody } from '../respond';
+
+/** Triton's text (src/http_server.cc) when `generate` does not get exactly one response. */
+export const NOT_ONE_RESPONSE = 'generate expects model to produce exactly 1 response, use generate stream for model that ' +
+  'generates various number of responses';
+
+const SSE_HEADERS = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' };
+
+/** The responses of one request: each item one response's outputs. */
+type Responses = AsyncIterator<Record<string, NDArray>>;
+
+/** A decoded generate request (its signal aborted when the connection closes) and its model. */
+interface Prepared {
+  model: BoundModel;
+  request: InferenceCall;
+}
+
+export function generate(call: HttpCall): Promise<void> {
+  return serve(call, false);
+}
+
+export function generateStream(call: HttpCall): Promise<void> {
+  return serve(call, true);
+}
+
+async function serve(call: HttpCall, streaming: boolean): Promise<void> {
+  const { ctx } = call;
+  if (ctx.exiting) throw unavailable('Server exiting: new inference requests are refused');
+  const prepared = await prepare(call);
+  if (!prepared.model.config.decoupled) {
+    const answer = await call.settings.turn.run(() => ctx.inference.infer(prepared.request));
+    if (call.res.destroyed) return;
+    const outputs: Record<string, NDArray> = {};
+    for (const o of answer.outputs) if (o.data) outputs[o.name] = o.data;
+    const text = encodeGenerateResponse(prepared.model, prepared.request.id, outputs);
+    if (streaming) return sendEvents(call.res, [event(text)]);
+    return sendJsonBody(call, text);
+  }
+  const responses = openResponses(prepared);
+  // A request refused when queued (missing inputs, wrong shapes, model stopped) is refused
+  // before inference: a plain JSON error, as Triton's TRITONSERVER_ServerInferAsync failure.
+  if (responses.closed) await firstFailure(responses);
+  if (streaming) return streamEvents(call, prepared, responses);
+  return oneResponse(call, prepared, responses);
+}
+
+/** Reads the body and maps it onto the model's inputs and parameters. */
+async function prepare(call: HttpCall): Promise<Prepared> {
+  const { ctx, req, params, settings } = call;
+  const model = resolveModel(ctx.triton, params.model!, params.version);
+  const body = await readBody(req, settings.maxInputSize);
+  const request = decodeGenerateRequest(parseGenerateBody(body, model.name), model, params.version, settings.maxInputSize);
+  call.disconnect = new DisconnectSignal();
+  request.signal = call.disconnect;
+  return { model, request };
+}
+
+/** Queues a decoupled request; its responses come through the returned stream. */
+function openResponses({ model, request }: Prepared): ReturnType<BoundModel['inferStream']> {
+  const inputs: Record<string, NDArray> = {};
+  for (const { name, tensor } of request.inputs) inputs[name] = tensor;
+  return model.inferStream(inputs, {
+    parameters: request.parameters.custom,
+    signal: request.signal,
+    inputsOwned: true,  // tensors decoded from this request's body, held until the request settles
+  });
+}
+
+/** Rethrows the error a stream failed with before it was read. */
+async function firstFailure(responses: Responses): Promise<never> {
+  await responses.next();
+  throw new InferenceServerError('INTERNAL', 'a refused request stream ended without its error');
+}
+
+/** `generate` on a decoupled model: its only response, or Triton's error for none or more. */
+async function oneResponse(call: HttpCall, { model, request }: Prepared, responses: Responses): Promise<void> {
+  let only: Record<string, NDArray> | undefined;
+  for (;;) {
+    const step = await responses.next();
+    if (step.done) break;
+    if (only !== undefined) {
+      await responses.return?.();  // the answer can only be the error: stop the model's work now
+      throw new InferenceServerError('INTERNAL', NOT_ONE_RESPONSE);
+    }
+    only = step.value;
+  }
+  if (only === undefined) throw new InferenceServerError('INTERNAL', NOT_ONE_RESPONSE);
+  if (call.res.destroyed) return;
+  sendJsonBody(call, encodeGenerateResponse(model, request.id, only));
+}
+
+function sendJsonBody(call: HttpCall, text: string): void {
+  sendBody(call.req, call.res, 200, { 'Content-Type': 'application/json' }, Buffer.from(text, 'utf8'));
+}
+
+/** One server-sent event carrying a JSON object. */
+function event(json: string): string {
+  return `data: ${json}\n\n`;
+}
+
+function errorEvent(err: InferenceServerError): string {
+  return event(JSON.stringify({ error: boundMessage(err.message) }));
+}
+
+/**
+ * Writes one event; resolves true once the socket took it (at once, or after 'drain'), false
+ * when the connection closed first.
+ */
+function writeEvent(res: ServerResponse, text: string): Promise<boolean> {
+  if (res.destroyed) return Promise.resolve(false);
+  if (res.write(text)) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve(!res.destroyed);
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/** A complete event stream of known events (a non-decoupled model's one response). */
+function sendEvents(res: ServerResponse, events: string[]): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(200, SSE_HEADERS);
+  res.end(events.join(''));
+}
+
+/** `generate_stream` on a decoupled model: one event per response, pulled only after the last was written. */
+async function streamEvents(call: HttpCall, { model, request }: Prepared, responses: Responses): Promise<void> {
+  const { res } = call;
+  let started = false;
+  try {
+    for (;;) {
+      const step = await responses.next();
+      if (step.done) break;
+      if (res.destroyed) break;
+      const text = event(encodeGenerateResponse(model, request.id, step.value));
+      if (!started) res.writeHead(200, SSE_HEADERS);
+      started = true;
+      if (!(await writeEvent(res, text))) break;
+    }
+  } catch (err) {
+    // The model failed (or cancelled) the request, or a response could not be encoded.
+    await responses.return?.();
+    if (res.destroyed) return;
+    const error = toInferenceServerError(err);
+    if (!started) res.writeHead(error.httpStatus, SSE_HEADERS);
+    res.end(errorEvent(error));
+    return;
+  }
+  // Left early (the client went away): leaving cancels the request.
+  await responses.return?.();
+  if (res.destroyed) return;
+  if (!started) res.writeHead(200, SSE_HEADERS);
+  res.end();
+}
