@@ -1,16 +1,16 @@
 /**
  * ModelClient streaming (issue 9; PyTriton's DecoupledModelClient): inferSampleStream and
- * inferBatchStream over grpc:// against a real server on loopback, with the batch axis added and
+ * inferBatchStream over grpc:// (and http://) against a real server on loopback, with the batch axis added and
  * stripped for samples, parameters reaching the model, AbortSignal cancelling the model's
  * generator, a non-decoupled model answering once, the refusals (inferSample on a decoupled
- * model, inferBatchStream on a non-batching one, an http:// URL until HTTP streaming exists).
+ * model, inferBatchStream on a non-batching one), and the same over http:// through generate_stream.
  */
 import { ModelDoesntSupportBatchingError } from '../../ts/client/errors';
 import { ModelClient } from '../../ts/client/model-client';
 import { InferenceServerError } from '../../ts/errors';
 import type { Request } from '../../ts/request';
 import { NDArray } from '../../ts/tensor';
-import type { Triton } from '../../ts/triton';
+import { Triton } from '../../ts/triton';
 import { expectRejects, waitFor } from './helpers';
 import { identity, serve, type Served } from './grpc/helpers';
 
@@ -125,11 +125,54 @@ test('inferSample and inferBatch refuse a decoupled model, pointing at the strea
   await expectRejects(c.inferBatch({ IN: f32([1, 1], 1) }), 'UNSUPPORTED', text);
 });
 
-test('an http:// ModelClient cannot stream yet: UNSUPPORTED, before any network call', async () => {
-  const c = modelClient('counter', 'http://127.0.0.1:1');
-  await expectRejects(c.inferSampleStream({ IN: new Float32Array([1]) }).next(), 'UNSUPPORTED',
-    "ModelClient streaming (model 'counter') needs a grpc:// URL, got http://127.0.0.1:1: streaming over HTTP arrives with generate_stream");
-  await expectRejects(c.inferBatchStream({ IN: f32([1, 1], 1) }).next(), 'UNSUPPORTED', 'streaming over HTTP arrives with generate_stream');
+describe('over http:// (HTTP generate_stream)', () => {
+  let http: Triton;
+  beforeAll(async () => {
+    http = new Triton({ config: { httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: false, allowMetrics: false, logInfo: false } });
+    const IN2 = { name: 'IN', dtype: 'FP32' as const, shape: [2] };
+    const OUT2 = { name: 'OUT', dtype: 'FP32' as const, shape: [2] };
+    http.bind({ modelName: 'counter', inferFunc: counting as never, inputs: [IN2], outputs: [OUT2], config: { decoupled: true, maxBatchSize: 8 } });
+    http.bind({ modelName: 'endless', inferFunc: endless as never, inputs: [IN2], outputs: [OUT2], config: { decoupled: true, maxBatchSize: 8 } });
+    await http.run();
+  });
+  afterAll(() => http.stop());
+  const url = (): string => `http://127.0.0.1:${http.ports.http}`;
+
+  test('inferSampleStream: generate\'s JSON values in, NDArrays of the config\'s dtype and dims out', async () => {
+    const c = modelClient('counter', url());
+    expect(await collect(c.inferSampleStream({ IN: new Float32Array([3, 5]) }))).toEqual([
+      { shape: [2], values: [3, 5] }, { shape: [2], values: [4, 6] }, { shape: [2], values: [5, 7] },
+    ]);
+    expect(await collect(c.inferSampleStream({ IN: new Float32Array([1, 0]) }, { parameters: { offset: 10 } })))
+      .toEqual([{ shape: [2], values: [11, 10] }]);
+  });
+
+  test('inferBatchStream: rows come back with their batch axis', async () => {
+    const c = modelClient('counter', url());
+    expect(await collect(c.inferBatchStream({ IN: f32([2, 2], 2, 0, 7, 8) }))).toEqual([
+      { shape: [2, 2], values: [2, 0, 7, 8] }, { shape: [2, 2], values: [3, 1, 8, 9] },
+    ]);
+  });
+
+  test('an AbortSignal closes the stream: the server stops the model\'s generator', async () => {
+    const c = modelClient('endless', url());
+    const before = stoppedGenerators;
+    const controller = new AbortController();
+    let seen = 0;
+    await expect((async () => {
+      for await (const _ of c.inferSampleStream({ IN: new Float32Array([1, 2]) }, { signal: controller.signal })) {
+        if (++seen === 3) controller.abort();
+      }
+    })()).rejects.toThrow();
+    await waitFor(() => stoppedGenerators === before + 1 && http.model('endless').stats().pending === 0, 'the generator to stop');
+    expect(http.model('endless').stats().failures.CANCELED).toBe(1);
+  });
+
+  test('FP16 cannot travel as generate\'s JSON: refused before the call, pointing at grpc://', async () => {
+    const c = modelClient('counter', url());
+    await expect(c.inferSampleStream({ IN: new NDArray('FP16', [2], new Uint16Array(2)) }).next())
+      .rejects.toThrow("input 'IN' is FP16, which generate's JSON cannot carry: stream over a grpc:// URL");
+  });
 });
 
 test('an unknown model: the wait for it times out (as inferSample does)', async () => {

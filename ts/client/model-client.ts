@@ -23,7 +23,9 @@ import { InferenceServerError } from '../errors';
 import { NDArray, ndarray, parseDataType, type DataType, type TypedArray } from '../tensor';
 import { clientForUrl } from './connect';
 import { ClientClosedError, ClientTimeoutError, ClientValueError, ModelDoesntSupportBatchingError } from './errors';
+import { toGenerateValue, fromGenerateValue } from './generate-values';
 import { GrpcInferenceServerClient } from './grpc';
+import { HttpInferenceServerClient } from './http';
 import type { InferenceServerClient } from './types';
 
 /** A tensor of the model's config, as ModelClient reads it. */
@@ -250,14 +252,11 @@ export class ModelClient {
     return config;
   }
 
-  /** The gRPC client streaming calls go through; HTTP streaming is not there yet. */
-  #streamingClient(): GrpcInferenceServerClient {
+  /** The client streaming calls go through: ModelStreamInfer over gRPC, generate_stream over HTTP. */
+  #streamingClient(): GrpcInferenceServerClient | HttpInferenceServerClient {
     this.#checkOpen();
-    if (!(this.#client instanceof GrpcInferenceServerClient)) {
-      throw new InferenceServerError('UNSUPPORTED', `ModelClient streaming (model '${this.modelName}') needs a grpc:// URL, ` +
-        `got ${this.url}: streaming over HTTP arrives with generate_stream`);
-    }
-    return this.#client;
+    if (this.#client instanceof GrpcInferenceServerClient || this.#client instanceof HttpInferenceServerClient) return this.#client;
+    throw new InferenceServerError('UNSUPPORTED', `ModelClient streaming (model '${this.modelName}') needs an http:// or grpc:// URL, got ${this.url}`);
   }
 
   /**
@@ -271,6 +270,11 @@ export class ModelClient {
     const client = this.#streamingClient();
     const config = await this.#prepare(options);
     const named = this.#named(inputs, config);
+    if (client instanceof HttpInferenceServerClient) {
+      // generate's flat JSON: the server adds the batch axis from the model's metadata.
+      yield* this.#generateStream(client, named, config, undefined, options);
+      return;
+    }
     if (config.batching) for (const name in named) named[name] = named[name].reshape([1, ...named[name].shape]);
     for await (const outputs of this.#stream(client, named, options)) {
       if (config.batching) for (const name in outputs) outputs[name] = outputs[name].reshape(outputs[name].shape.slice(1));
@@ -285,7 +289,35 @@ export class ModelClient {
     if (!config.batching) {
       throw new ModelDoesntSupportBatchingError(`model '${this.modelName}' does not support batching (max_batch_size is 0): use inferSampleStream`);
     }
+    if (client instanceof HttpInferenceServerClient) {
+      yield* this.#generateStream(client, this.#named(inputs, config), config, -1, options);
+      return;
+    }
     yield* this.#stream(client, this.#named(inputs, config), options);
+  }
+
+  /**
+   * Streams over HTTP generate_stream: inputs as generate's flat JSON values, each response's
+   * values back as NDArrays of the config's datatypes and dims (after `rows` batch rows, -1 =
+   * from the element count; none for a sample).
+   */
+  async *#generateStream(
+    client: HttpInferenceServerClient, inputs: Record<string, NDArray>, config: ModelClientConfig, rows: number | undefined,
+    options: StreamCallOptions,
+  ): AsyncGenerator<Record<string, NDArray>, void, undefined> {
+    const body: Record<string, unknown> = {};
+    for (const name in inputs) body[name] = toGenerateValue(name, inputs[name]);
+    if (options.parameters) body.parameters = options.parameters;
+    const responses = client.generateStream(this.modelName, body, {
+      modelVersion: this.modelVersion, headers: stringValues(options.headers), signal: options.signal,
+    });
+    for await (const response of responses) {
+      const outputs: Record<string, NDArray> = {};
+      for (const spec of config.outputs) {
+        if (response[spec.name] !== undefined) outputs[spec.name] = fromGenerateValue(spec, response[spec.name], rows);
+      }
+      yield outputs;
+    }
   }
 
   async *#stream(

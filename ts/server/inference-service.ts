@@ -4,6 +4,7 @@
  * asked for (classification, shared memory). The frontends only translate to and from bytes.
  */
 import { InferenceServerError, clip, invalidArg } from '../errors';
+import type { ResponseStream } from '../decoupled';
 import type { BoundModel, CancelSignal, InferOptions } from '../model';
 import type { NDArray, DataType } from '../tensor';
 import type { Triton } from '../triton';
@@ -108,14 +109,28 @@ export class InferenceService {
   async *inferStream(call: InferenceCall): AsyncGenerator<InferenceAnswer> {
     const model = resolveModel(this.triton, call.modelName, call.modelVersion);
     const requested = call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null;
-    const responses = model.inferStream(this.#inputsOf(call, model), {
-      ...this.#optionsOf(call, requested), maxQueuedResponses: this.triton.config.maxQueuedResponses,
-    });
+    const responses = this.#open(call, model, requested);
     try {
       for await (const results of responses) yield this.#answer(call, model, requested, results);
     } finally {
       await responses.return();
     }
+  }
+
+  /**
+   * Queues one request of a decoupled model at once and returns its stream of responses (each
+   * one's outputs, as the model produced them): for frontends that shape responses themselves
+   * and must tell a refusal (the stream fails before its first response) from a model's error.
+   */
+  openStream(call: InferenceCall): ResponseStream {
+    const model = resolveModel(this.triton, call.modelName, call.modelVersion);
+    return this.#open(call, model, call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null);
+  }
+
+  #open(call: InferenceCall, model: BoundModel, requested: OutputRequest[] | null): ResponseStream {
+    return model.inferStream(this.#inputsOf(call, model), {
+      ...this.#optionsOf(call, requested), maxQueuedResponses: this.triton.config.maxQueuedResponses,
+    });
   }
 
   #inputsOf(call: InferenceCall, model: BoundModel): Record<string, NDArray> {

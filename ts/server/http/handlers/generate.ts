@@ -73,7 +73,7 @@ async function serve(call: HttpCall, streaming: boolean): Promise<void> {
     if (streaming) return sendEvents(call.res, [event(text)]);
     return sendJsonBody(call, text);
   }
-  const responses = openResponses(prepared);
+  const responses = ctx.inference.openStream(prepared.request);
   // A request refused when queued (missing inputs, wrong shapes, model stopped) is refused
   // before inference: a plain JSON error, as Triton's TRITONSERVER_ServerInferAsync failure.
   if (responses.closed) await firstFailure(responses);
@@ -90,17 +90,6 @@ async function prepare(call: HttpCall): Promise<Prepared> {
   call.disconnect = new DisconnectSignal();
   request.signal = call.disconnect;
   return { model, request };
-}
-
-/** Queues a decoupled request; its responses come through the returned stream. */
-function openResponses({ model, request }: Prepared): ReturnType<BoundModel['inferStream']> {
-  const inputs: Record<string, NDArray> = {};
-  for (const { name, tensor } of request.inputs) inputs[name] = tensor;
-  return model.inferStream(inputs, {
-    parameters: request.parameters.custom,
-    signal: request.signal,
-    inputsOwned: true,  // tensors decoded from this request's body, held until the request settles
-  });
 }
 
 /** Rethrows the error a stream failed with before it was read. */
