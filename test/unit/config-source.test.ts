@@ -347,12 +347,16 @@ response_cache { enable: false }`);
     ['platform ensemble', 'platform: "ensemble"', "model 'm': an ensemble (platform 'ensemble', ensemble_scheduling) is not supported by infernode yet"],
     ['decoupled', 'model_transaction_policy { decoupled: true }',
       "model 'm': model_transaction_policy.decoupled: true (decoupled models) is not supported by infernode yet"],
-    ['response cache', 'response_cache { enable: true }', "model 'm': response_cache.enable: true (the response cache) is not supported by infernode yet"],
     ['batch_input', 'max_batch_size: 4 batch_input { kind: BATCH_ELEMENT_COUNT target_name: "n" data_type: TYPE_INT32 source_input: "x" }',
       "model 'm': batch_input is not supported by infernode yet"],
     ['batch_output', 'max_batch_size: 4 batch_output { target_name: "y" source_input: "x" }', "model 'm': batch_output is not supported by infernode yet"],
   ])('%s is UNSUPPORTED', (_, text, message) => {
     expectError(() => fromPbtxt(`${IO}\n${text}`), 'UNSUPPORTED', message);
+  });
+
+  test('response_cache { enable: true } turns the model\'s responseCache on', () => {
+    expect(fromPbtxt(`${IO}\nresponse_cache { enable: true }`).responseCache).toBe(true);
+    expect(fromPbtxt(IO).responseCache).toBe(false);
   });
 
   describe('model_warmup', () => {
