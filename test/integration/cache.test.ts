@@ -8,6 +8,7 @@
  */
 import { InferenceServerError } from '../../ts/errors';
 import { responseCacheKey } from '../../ts/cache/key';
+import { ENTRY_OVERHEAD_BYTES, OUTPUT_OVERHEAD_BYTES } from '../../ts/cache/response-cache';
 import type { Request } from '../../ts/request';
 import { NDArray } from '../../ts/tensor';
 import type { Triton } from '../../ts/triton';
@@ -129,7 +130,7 @@ describe('hits and misses', () => {
 
   test('BYTES inputs and outputs are cached and answered byte-identically', async () => {
     computed = [];
-    triton = inProcessTriton({ cacheConfig: ['local,size=4096'] });
+    triton = inProcessTriton({ cacheConfig: ['local,size=65536'] });
     let runs = 0;
     triton.bind({
       modelName: 'strings', inferFunc: (requests: Request[]) => requests.map((r) => { runs++; return { OUT: r.data.IN }; }),
@@ -146,10 +147,13 @@ describe('hits and misses', () => {
   });
 });
 
+/** The bytes an answer of `values` input values takes in the cache: OUT (FP32) and RUN (one INT32) and the bookkeeping. */
+const answerBytes = (values: number): number => ENTRY_OVERHEAD_BYTES + 2 * OUTPUT_OVERHEAD_BYTES + 4 * values + 4;
+const budget = (bytes: number): TritonConfig => ({ cacheConfig: [`local,size=${bytes}`] });
+
 describe('the byte budget', () => {
-  // Each answer of a 2-value request: OUT 8 bytes + RUN 4 bytes = 12 bytes.
   test('least recently used answers are evicted to fit a new one; a hit makes an answer recent', async () => {
-    const t = await serve({ cacheConfig: ['local,size=24'] });  // room for two answers
+    const t = await serve(budget(2 * answerBytes(2)));  // room for two answers
     const run = async (v: number): Promise<number> => (await t.infer('cached', { IN: f32([v, v]) })).RUN.data[0] as number;
     expect(await run(1)).toBe(1);  // miss: [1]
     expect(await run(2)).toBe(2);  // miss: [1, 2]
@@ -158,16 +162,16 @@ describe('the byte budget', () => {
     expect(await run(1)).toBe(1);  // hit
     expect(await run(3)).toBe(3);  // hit
     expect(await run(2)).toBe(4);  // evicted: computed again
-    expect(t.responseCache).toMatchObject({ entryCount: 2, usedBytes: 24, evictions: 2 });
+    expect(t.responseCache).toMatchObject({ entryCount: 2, usedBytes: 2 * answerBytes(2), evictions: 2 });
   });
 
   test('an answer larger than the whole budget is not stored (and counts as a miss, as in Triton)', async () => {
-    const t = await serve({ cacheConfig: ['local,size=16'] });
-    await t.infer('cached', { IN: f32([1, 2, 3]) });  // 12 + 4 = 16 bytes: fits
-    await t.infer('cached', { IN: f32([1, 2, 3, 4]) });  // 20 bytes: never stored
+    const t = await serve(budget(answerBytes(3)));
+    await t.infer('cached', { IN: f32([1, 2, 3]) });  // fits exactly
+    await t.infer('cached', { IN: f32([1, 2, 3, 4]) });  // 4 bytes more than the budget: never stored
     await t.infer('cached', { IN: f32([1, 2, 3, 4]) });
     expect(computed).toEqual([[1, 2, 3], [1, 2, 3, 4], [1, 2, 3, 4]]);
-    expect(t.responseCache).toMatchObject({ entryCount: 1, usedBytes: 16, evictions: 0 });
+    expect(t.responseCache).toMatchObject({ entryCount: 1, usedBytes: answerBytes(3), evictions: 0 });
     await t.infer('cached', { IN: f32([1, 2, 3]) });
     expect(computed).toHaveLength(3);
     expect(stats().inference_stats).toMatchObject({ cache_hit: { count: 1 }, cache_miss: { count: 3 } });
@@ -182,7 +186,7 @@ describe('the byte budget', () => {
   });
 
   test('one cache is shared by every model of a Triton, and the model name is part of the key', async () => {
-    const t = await serve({ cacheConfig: ['local,size=24'] });
+    const t = await serve(budget(2 * answerBytes(2)));
     t.bind({ modelName: 'twin', inferFunc: stamping, ...TENSORS, config: { maxBatchSize: 8, responseCache: true } });
     await t.infer('cached', { IN: f32([1, 1]) });
     await t.infer('twin', { IN: f32([1, 1]) });
@@ -198,7 +202,7 @@ describe('concurrency and failures', () => {
     computed = [];
     const release = gate();
     let executing = 0;
-    triton = inProcessTriton({ cacheConfig: ['local,size=1024'] });
+    triton = inProcessTriton({ cacheConfig: ['local,size=65536'] });
     triton.bind({
       modelName: 'cached', ...TENSORS, config: { maxBatchSize: 1, responseCache: true },
       inferFunc: [async (requests: Request[]) => { executing++; await release.promise; return stamping(requests); },
@@ -223,7 +227,7 @@ describe('concurrency and failures', () => {
   test('failed requests are not cached and count no miss', async () => {
     computed = [];
     let fail = true;
-    triton = inProcessTriton({ cacheConfig: ['local,size=1024'] });
+    triton = inProcessTriton({ cacheConfig: ['local,size=65536'] });
     triton.bind({
       modelName: 'cached', ...TENSORS, config: { maxBatchSize: 4, responseCache: true },
       inferFunc: (requests: Request[]) => {
@@ -279,7 +283,7 @@ describe('statistics', () => {
 
 describe('switches', () => {
   test('a model that does not enable the cache is not cached on a server with one', async () => {
-    const t = await serve({ cacheConfig: ['local,size=1024'] }, {});
+    const t = await serve({ cacheConfig: ['local,size=65536'] }, {});
     await t.infer('cached', { IN: f32([1]) });
     await t.infer('cached', { IN: f32([1]) });
     expect(computed).toHaveLength(2);
@@ -314,7 +318,7 @@ describe('switches', () => {
   });
 
   test('a decoupled model asking for the cache is refused at bind, naming the model and why', () => {
-    triton = inProcessTriton({ cacheConfig: ['local,size=1024'] });
+    triton = inProcessTriton({ cacheConfig: ['local,size=65536'] });
     const err = expectThrows(() => triton!.bind({
       modelName: 'streamer', inferFunc: stamping, ...TENSORS, config: { decoupled: true, responseCache: true },
     }), 'INVALID_ARG', 'Response Cache does not currently support model streamer with \'decoupled\' transaction policy');
@@ -334,7 +338,7 @@ describe('repository models', () => {
   test('response_cache { enable: true } caches an ONNX model: a hit never reaches the engine', async () => {
     repo.onnx('add', 1, addConstModel(1));
     repo.config('add', 'platform: "onnxruntime_onnx"\nmax_batch_size: 4\nresponse_cache { enable: true }');
-    ({ triton } = await startRepoTriton(repo.root, { config: { cacheConfig: ['local,size=4096'] } }));
+    ({ triton } = await startRepoTriton(repo.root, { config: { cacheConfig: ['local,size=65536'] } }));
     const input = (): NDArray => f32([1, 2, 3, 4]);
     const first = await triton.infer('add', { INPUT0: input() });
     const hit = await triton.infer('add', { INPUT0: input() });
@@ -351,7 +355,7 @@ describe('repository models', () => {
   ])('a %s model with response_cache is a load error naming the model and why', async (_kind, setting, why) => {
     repo.onnx('m', 1, addConstModel(1));
     repo.config('m', `platform: "onnxruntime_onnx"\nmax_batch_size: 4\nresponse_cache { enable: true }\n${setting}`);
-    const served = await startRepoTriton(repo.root, { config: { cacheConfig: ['local,size=4096'] } });
+    const served = await startRepoTriton(repo.root, { config: { cacheConfig: ['local,size=65536'] } });
     triton = served.triton;
     const [entry] = triton.repositoryIndex();
     expect(entry).toMatchObject({ name: 'm', state: 'UNAVAILABLE' });

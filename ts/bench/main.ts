@@ -11,6 +11,7 @@ import { runInProcessBench, type InProcessResult } from './inprocess';
 import { grpcMarkdown, runGrpcBench } from './grpc';
 import { httpMarkdown, runHttpBench } from './http';
 import { BENCH_MODELS, onnxChart, onnxMarkdown, runOnnxBench } from './onnx';
+import { cacheMarkdown, runCacheBench } from './cache';
 
 const RESULTS_DIR = path.join(__dirname, '..', '..', 'bench', 'results');
 
@@ -65,6 +66,10 @@ async function main(): Promise<void> {
   if (want('grpc')) {
     const result = await runGrpcBench();
     write('grpc', result, grpcMarkdown(result, machineDescription()));
+  }
+  if (want('cache')) {
+    const result = await runCacheBench();
+    write('cache', result, cacheMarkdown(result, machineDescription()));
   }
   for (const model of BENCH_MODELS) {
     if (!want(model.scenario)) continue;

@@ -8,7 +8,7 @@
  * the datatype, shape, parameters and requested outputs out, so two requests with the same
  * bytes read as FP32[4] and INT32[2,2] share an answer there; here they do not.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import type { Parameters } from '../request';
 import { NDArray, serializeBytes } from '../tensor';
 
@@ -22,33 +22,56 @@ export interface KeyedRequest {
   parameters: Parameters;
 }
 
+/** Requests with at most this many input bytes are hashed in one call (cheaper than a Hash object). */
+const ONE_SHOT_BYTES = 4096;
+
 function bytesOf(arr: NDArray): Uint8Array {
   if (arr.dtype === 'BYTES') return serializeBytes(arr.data as Uint8Array[]);
   const view = arr.data as ArrayBufferView;
   return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 }
 
+/** A string with its length before it: a sequence of these reads back one way only. */
+const field = (text: string): string => `${text.length}:${text}`;
+
 /**
  * The key as a 32-character hex string. Throws (TypeError) when an input is not an NDArray:
  * such a request is not cached, and the model's own checks report what is wrong with it.
  */
 export function responseCacheKey(request: KeyedRequest): string {
-  const names = Object.keys(request.inputs).sort();
-  const data = names.map((name) => {
+  const names = Object.keys(request.inputs);
+  if (names.length > 1) names.sort();
+  // The structure as text, every part length-prefixed (unambiguous); each input's byte length
+  // in it delimits the raw bytes hashed after it. A parameter's value carries its type.
+  let header = `${field(request.model)}${request.version};${names.length};`;
+  const data: Uint8Array[] = [];
+  let dataBytes = 0;
+  for (const name of names) {
     const arr = request.inputs[name];
     if (!(arr instanceof NDArray)) throw new TypeError(`input '${name}' is not an NDArray`);
-    return bytesOf(arr);
-  });
-  // JSON of the structure is unambiguous (strings quoted, numbers and booleans typed), and
-  // each input's byte length in it delimits the raw bytes hashed after it.
-  const header = JSON.stringify([
-    request.model,
-    request.version,
-    names.map((name, i) => [name, request.inputs[name].dtype, request.inputs[name].shape, data[i].byteLength]),
-    request.outputs,
-    Object.keys(request.parameters).sort().map((k) => [k, request.parameters[k]]),
-  ]);
-  const hash = createHash('sha256').update(header);
-  for (const bytes of data) hash.update(bytes);
-  return hash.digest('hex').slice(0, 32);
+    const bytes = bytesOf(arr);
+    data.push(bytes);
+    dataBytes += bytes.byteLength;
+    header += `${field(name)}${arr.dtype};${arr.shape.join(',')};${bytes.byteLength};`;
+  }
+  header += request.outputs ? `${request.outputs.length};${request.outputs.map(field).join('')}` : '*;';
+  const keys = Object.keys(request.parameters);
+  if (keys.length > 1) keys.sort();
+  header += `${keys.length};`;
+  for (const k of keys) {
+    const v = request.parameters[k];
+    header += `${field(k)}${(typeof v)[0]}${field(String(v))}`;
+  }
+  if (dataBytes <= ONE_SHOT_BYTES) {
+    const all = Buffer.allocUnsafe(Buffer.byteLength(header) + dataBytes);
+    let at = all.write(header);
+    for (const bytes of data) {
+      all.set(bytes, at);
+      at += bytes.byteLength;
+    }
+    return hash('sha256', all, 'hex').slice(0, 32);
+  }
+  const h = createHash('sha256').update(header);
+  for (const bytes of data) h.update(bytes);
+  return h.digest('hex').slice(0, 32);
 }
