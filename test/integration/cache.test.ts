@@ -14,7 +14,11 @@ import { NDArray } from '../../ts/tensor';
 import type { Triton } from '../../ts/triton';
 import type { ModelConfig, TritonConfig } from '../../ts/config/types';
 import { statistics } from '../../ts/server/metadata';
+import { spawnSync } from 'node:child_process';
+import * as path from 'node:path';
+import { tritonConfigFromOptions, type ServeOptions } from '../../ts/cli/main';
 import { expectRejects, expectThrows, gate, inProcessTriton, waitFor } from './helpers';
+import { ensureLib, LIB } from './lib-build';
 import { TempRepo, addConstModel, startRepoTriton } from './repository/repo-helpers';
 
 let triton: Triton | undefined;
@@ -118,7 +122,7 @@ describe('hits and misses', () => {
   test('the key tells the datatype apart for the same bytes, and the model name and version', () => {
     const bytes = new Uint8Array(new Float32Array([1, 2]).buffer);
     const key = (dtype: 'FP32' | 'INT32', model = 'm', version = 1): string => responseCacheKey({
-      model, version, outputs: null, parameters: {},
+      model, version, generation: 1, outputs: null, parameters: {},
       inputs: { IN: new NDArray(dtype, [1, 2], dtype === 'FP32' ? new Float32Array(bytes.buffer) : new Int32Array(bytes.buffer)) },
     });
     expect(key('FP32')).not.toBe(key('INT32'));
@@ -349,6 +353,21 @@ describe('repository models', () => {
     expect(s.inference_stats).toMatchObject({ success: { count: 2 }, cache_hit: { count: 1 }, cache_miss: { count: 1 } });
   });
 
+  test('a model loaded again with new files never answers from its earlier load', async () => {
+    repo.onnx('add', 1, addConstModel(1));
+    repo.config('add', 'platform: "onnxruntime_onnx"\nmax_batch_size: 4\nresponse_cache { enable: true }');
+    ({ triton } = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['add'], config: { cacheConfig: ['local,size=65536'] } }));
+    const out = async (): Promise<number[]> => Array.from((await triton!.infer('add', { INPUT0: f32([1, 2, 3, 4]) })).OUTPUT0.data as Float32Array);
+    expect(await out()).toEqual([2, 3, 4, 5]);
+    expect(await out()).toEqual([2, 3, 4, 5]);
+    repo.onnx('add', 1, addConstModel(10));
+    await triton.loadModel('add');
+    expect(await out()).toEqual([11, 12, 13, 14]);
+    expect(stats('add').inference_stats).toMatchObject({ cache_hit: { count: 0 }, cache_miss: { count: 1 } });
+    expect(await out()).toEqual([11, 12, 13, 14]);
+    expect(stats('add').inference_stats.cache_hit.count).toBe(1);
+  });
+
   test.each([
     ['decoupled', 'model_transaction_policy { decoupled: true }', "with 'decoupled' transaction policy"],
     ['sequence', 'sequence_batching { }', 'with sequence batching scheduler'],
@@ -360,6 +379,32 @@ describe('repository models', () => {
     const [entry] = triton.repositoryIndex();
     expect(entry).toMatchObject({ name: 'm', state: 'UNAVAILABLE' });
     expect(entry.reason).toContain(`Response Cache does not currently support model m ${why}`);
+  });
+});
+
+describe('infernode serve', () => {
+  const cli = (...args: string[]) => spawnSync(process.execPath, [path.join(LIB, 'cli', 'main.js'), ...args], { encoding: 'utf8', timeout: 30_000 });
+
+  beforeAll(() => ensureLib(), 120_000);
+
+  test('--help explains --cache-config and --response-cache-byte-size', () => {
+    const help = cli('serve', '--help').stdout.replace(/\s+/g, ' ');
+    expect(help).toContain('--cache-config <cache,key=value> response cache as tritonserver: local,size=<bytes>');
+    expect(help).toContain('--response-cache-byte-size <bytes> deprecated: the same as --cache-config local,size=<bytes>');
+  });
+
+  test('the flags become cacheConfig and responseCacheByteSize; a cache other than local fails start-up', () => {
+    const config = tritonConfigFromOptions({ cacheConfig: ['local,size=64'], responseCacheByteSize: 32 } as ServeOptions);
+    expect(config).toMatchObject({ cacheConfig: ['local,size=64'], responseCacheByteSize: 32 });
+    const repo = new TempRepo('cache-cli');
+    try {
+      const r = cli('serve', '--model-repository', repo.root, '--allow-http=false', '--allow-grpc=false', '--allow-metrics=false',
+        '--cache-config', 'redis,host=localhost');
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain("infernode: cache 'redis' is not supported by infernode: only the 'local' cache is");
+    } finally {
+      repo.cleanup();
+    }
   });
 });
 

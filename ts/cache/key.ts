@@ -1,6 +1,6 @@
 /**
  * The response cache key of one request: a 128-bit hash (SHA-256, truncated) of everything that
- * can change the answer — the model's name and version, every input (sorted by name) with its
+ * can change the answer — the model's name, version and load, every input (sorted by name) with its
  * datatype, shape and bytes, the outputs the request asks for, and its custom parameters (the
  * ones the model sees; priority and timeout are the scheduler's and do not change results).
  *
@@ -16,6 +16,8 @@ import { NDArray, serializeBytes } from '../tensor';
 export interface KeyedRequest {
   model: string;
   version: number;
+  /** Which load of the model (a reloaded model never answers from an earlier load's entries). */
+  generation: number;
   inputs: Record<string, NDArray>;
   /** null = every output of the model. */
   outputs: readonly string[] | null;
@@ -43,7 +45,7 @@ export function responseCacheKey(request: KeyedRequest): string {
   if (names.length > 1) names.sort();
   // The structure as text, every part length-prefixed (unambiguous); each input's byte length
   // in it delimits the raw bytes hashed after it. A parameter's value carries its type.
-  let header = `${field(request.model)}${request.version};${names.length};`;
+  let header = `${field(request.model)}${request.version};${request.generation};${names.length};`;
   const data: Uint8Array[] = [];
   let dataBytes = 0;
   for (const name of names) {

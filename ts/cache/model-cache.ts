@@ -33,9 +33,18 @@ export interface CachedRequestOptions {
 
 type Outputs = Record<string, NDArray>;
 
+/** Numbers the models' uses of a cache: each load of a model gets its own (see `generation`). */
+let nextGeneration = 1;
+
 const nsSince = (startMs: number, endMs: number): number => Math.max(0, Math.round((endMs - startMs) * 1e6));
 
 export class ModelResponseCache {
+  /**
+   * Part of every key of this model: a model loaded again (the same name and version with new
+   * files, a poll-mode reload) never answers from the entries of its earlier load, which age
+   * out of the LRU instead. (Triton's key has no such part.)
+   */
+  readonly #generation = nextGeneration++;
   readonly #hit: NativeDuration = { count: 0, ns: 0 };
   readonly #miss: NativeDuration = { count: 0, ns: 0 };
   /** Request and queue durations of the hits, which native statistics never see. */
@@ -53,7 +62,7 @@ export class ModelResponseCache {
     let key: string;
     try {
       key = responseCacheKey({
-        model: this.config.name, version: this.config.version, inputs,
+        model: this.config.name, version: this.config.version, generation: this.#generation, inputs,
         outputs: options.outputs ?? null, parameters: options.parameters ?? {},
       });
     } catch {
