@@ -134,3 +134,25 @@ test("metrics: nv_cache_* per model with Triton's names and values; hits count a
   expect(metric(text, 'nv_inference_count', 'plain')).toBe(1);
   expect(metric(text, 'nv_cache_num_hits_per_model', 'plain')).toBeUndefined();
 });
+
+test('with summary_latencies, a model that enables the cache gets no request summary (as Triton)', async () => {
+  const t = new Triton({
+    config: {
+      httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: false, metricsPort: 0, logInfo: false,
+      cacheConfig: ['local,size=65536'], metricsConfig: ['summary_latencies=true'],
+    },
+  });
+  bind(t, 'sum_cached');
+  bind(t, 'sum_plain', false);
+  await t.run();
+  try {
+    for (const model of ['sum_cached', 'sum_plain']) {
+      expect((await post(t.ports.http!, `/v2/models/${model}/infer`, jsonBody([1]))).status).toBe(200);
+    }
+    const text = (await get(t.ports.metrics!, '/metrics')).body.toString();
+    expect(metric(text, 'nv_inference_request_summary_us_count', 'sum_plain')).toBe(1);
+    expect(metric(text, 'nv_inference_request_summary_us_count', 'sum_cached')).toBeUndefined();
+  } finally {
+    await t.stop();
+  }
+});

@@ -116,7 +116,9 @@ export class ModelMetrics {
   /** One successful request of `model` that took `durationMs` from receipt to response. */
   observe(model: BoundModel, durationMs: number): void {
     const labels = { model: model.name, version: String(model.version) };
-    this.#requestSummary?.observe(labels, durationMs * 1000);
+    // Triton publishes no request summary for a model whose config enables the response cache
+    // (metric_model_reporter.cc: hits and misses would make it misleading).
+    if (!model.config.responseCache) this.#requestSummary?.observe(labels, durationMs * 1000);
     this.#firstResponse?.observe(labels, durationMs);
   }
 
