@@ -151,7 +151,7 @@ export class BoundModel {
    */
   infer(inputs: Record<string, NDArray>, options: InferOptions = {}): Promise<Record<string, NDArray>> {
     const cache = this.#responseCache;
-    if (cache) return cache.infer(inputs, options, () => this.#inferQueued(inputs, options));
+    if (cache && !this.#stopped) return cache.infer(inputs, options, () => this.#inferQueued(inputs, options));
     return this.#inferQueued(inputs, options);
   }
 

@@ -249,6 +249,13 @@ describe('concurrency and failures', () => {
     expect(stats().inference_stats).toMatchObject({ fail: { count: 1 }, cache_hit: { count: 1 }, cache_miss: { count: 1 } });
   });
 
+  test('a stopped model answers no hits: UNAVAILABLE as without a cache', async () => {
+    const t = await serve();
+    await t.infer('cached', { IN: f32([1]) });
+    await t.stop();
+    await expectRejects(t.infer('cached', { IN: f32([1]) }), 'UNAVAILABLE');
+  });
+
   test('a request the model refuses (wrong datatype) is refused as without a cache, and not cached', async () => {
     const t = await serve();
     await expectRejects(t.infer('cached', { IN: new NDArray('INT32', [1, 1], new Int32Array([1])) }), 'INVALID_ARG', 'INT32');
