@@ -9,12 +9,14 @@
 import { InferenceServerError, invalidArg, toInferenceServerError, StatusCode } from './errors';
 import type { NormalizedModelConfig } from './config/normalize';
 import {
-  native, type Dispatch, type EnqueueInputs, type NativeModel, type NativeOutput, type NativeResponses, type NativeModelStats,
+  native, type Dispatch, type EnqueueInputs, type NativeModel, type NativeOutput, type NativeResponses,
 } from './native';
 import {
   DEFAULT_MAX_QUEUED_RESPONSES, ResponseSender, ResponseStream, driveDecoupled, type DecoupledSink,
 } from './decoupled';
 import { collectOutputs } from './outputs';
+import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelStats } from './cache/model-cache';
+import type { ResponseCache } from './cache/response-cache';
 import { Request, type InferFunc, type Parameters, type TritonContext } from './request';
 import {
   NDArray, checkTensorData, copyNDArray, dataTypeCode, deserializeBytes, elementCount, serializeBytes, typedArrayFor,
@@ -105,6 +107,8 @@ export class BoundModel {
   #stopped = false;
   #pumpScheduled = false;
   #drained: (() => void) | null = null;
+  /** The server's response cache as this model uses it; null when it uses none (ts/cache/). */
+  #responseCache: ModelResponseCache | null = null;
 
   constructor(config: NormalizedModelConfig, engine: ModelEngine) {
     this.config = config;
@@ -133,12 +137,31 @@ export class BoundModel {
     return this.#pending.size;
   }
 
-  /** Queues one request; resolves with its outputs or rejects with an InferenceServerError. */
+  /**
+   * Gives the model its Triton's response cache (null: none); the model uses it when its config
+   * enables the cache. Called by the Triton that serves the model, before requests arrive.
+   * @internal
+   */
+  useResponseCache(cache: ResponseCache | null): void {
+    if (this.#responseCache && this.#responseCache.cache === cache) return;  // published again: its statistics stay
+    this.#responseCache = modelCacheFor(this.config, cache);
+  }
+
+  /**
+   * Queues one request; resolves with its outputs or rejects with an InferenceServerError. With
+   * a response cache, a hit answers without entering the queue.
+   */
   infer(inputs: Record<string, NDArray>, options: InferOptions = {}): Promise<Record<string, NDArray>> {
+    const cache = this.#responseCache;
+    if (cache && !this.#stopped) return cache.infer(inputs, options, () => this.#inferQueued(inputs, options));
+    return this.#inferQueued(inputs, options);
+  }
+
+  #inferQueued(inputs: Record<string, NDArray>, options: InferOptions): Promise<Record<string, NDArray>> {
     return new Promise<Record<string, NDArray>>((resolve, reject) => {
       if (this.config.decoupled) {
         reject(new InferenceServerError('UNSUPPORTED', `model '${this.config.name}' is decoupled (0..N responses per ` +
-          'request): call inferStream() in process, or use gRPC ModelStreamInfer'));
+          'request): call inferStream() in process, or stream over gRPC ModelStreamInfer or HTTP generate_stream'));
         return;
       }
       this.#submit(inputs, options, resolve, reject, undefined);
@@ -465,9 +488,10 @@ export class BoundModel {
     return picked;
   }
 
-  /** Per-model statistics counters (Triton's statistics extension shape). */
-  stats(): NativeModelStats {
-    return this.#native.stats();
+  /** Per-model statistics counters (Triton's statistics extension shape), response cache included. */
+  stats(): ModelStats {
+    const stats = this.#native.stats();
+    return this.#responseCache ? this.#responseCache.addTo(stats) : withoutCacheStats(stats);
   }
 
   /**

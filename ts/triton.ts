@@ -10,6 +10,8 @@ import { BoundModel, type InferOptions, type StreamOptions } from './model';
 import type { InferFunc } from './request';
 import { NDArray, ndarray, type DataType, type TensorData } from './tensor';
 import { runWarmups } from './warmup';
+import { parseCacheConfig } from './cache/config';
+import { ResponseCache } from './cache/response-cache';
 import { Logger } from './log';
 import { checkModelNameLength } from './model-name';
 import { createServerContext, type ServerContext } from './server/context';
@@ -73,9 +75,16 @@ export class Triton {
   #exitTimeoutExpired = false;
   /** The server's log (Triton's logging extension). */
   readonly logger: Logger;
+  /**
+   * The response cache every model of this Triton shares (`cacheConfig`); null without one.
+   * @internal
+   */
+  readonly responseCache: ResponseCache | null;
 
   constructor(options: { config?: TritonConfig } = {}) {
     this.config = { ...options.config };
+    const cache = parseCacheConfig(this.config);
+    this.responseCache = cache ? new ResponseCache(cache.sizeBytes) : null;
     this.logger = new Logger(this.config);
   }
 
@@ -102,6 +111,7 @@ export class Triton {
       throw new InferenceServerError('ALREADY_EXISTS', `model '${config.name}' version ${config.version} is already bound`);
     }
     const model = new BoundModel(config, { kind: 'js', funcs, strict: options.strict ?? false });
+    model.useResponseCache(this.responseCache);
     versions.set(config.version, model);
     this.#bound.push(model);
     this.#models.set(key, versions);
@@ -128,6 +138,7 @@ export class Triton {
    */
   setModelVersions(name: string, versions: Map<number, BoundModel> | null): void {
     const key = name.toLowerCase();
+    for (const model of versions?.values() ?? []) model.useResponseCache(this.responseCache);
     if (versions && versions.size > 0) this.#models.set(key, versions);
     else this.#models.delete(key);
     this.#latest.clear();

@@ -345,7 +345,6 @@ response_cache { enable: false }`);
     ['ensemble_scheduling', 'ensemble_scheduling { step { model_name: "a" } }',
       "model 'm': an ensemble (platform 'ensemble', ensemble_scheduling) is not supported by infernode yet"],
     ['platform ensemble', 'platform: "ensemble"', "model 'm': an ensemble (platform 'ensemble', ensemble_scheduling) is not supported by infernode yet"],
-    ['response cache', 'response_cache { enable: true }', "model 'm': response_cache.enable: true (the response cache) is not supported by infernode yet"],
     ['batch_input', 'max_batch_size: 4 batch_input { kind: BATCH_ELEMENT_COUNT target_name: "n" data_type: TYPE_INT32 source_input: "x" }',
       "model 'm': batch_input is not supported by infernode yet"],
     ['batch_output', 'max_batch_size: 4 batch_output { target_name: "y" source_input: "x" }', "model 'm': batch_output is not supported by infernode yet"],
@@ -358,6 +357,11 @@ response_cache { enable: false }`);
     expectError(() => fromPbtxt(`${IO}\nbackend: "onnxruntime"\nmodel_transaction_policy { decoupled: true }`), 'INVALID_ARG',
       "model 'm': model_transaction_policy { decoupled: true } cannot be served by the onnxruntime backend, which produces " +
       'exactly one response per request; remove it, or stream from a JS model (model.js) that calls this model');
+  });
+
+  test('response_cache { enable: true } turns the model\'s responseCache on', () => {
+    expect(fromPbtxt(`${IO}\nresponse_cache { enable: true }`).responseCache).toBe(true);
+    expect(fromPbtxt(IO).responseCache).toBe(false);
   });
 
   describe('model_warmup', () => {

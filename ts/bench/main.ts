@@ -12,6 +12,7 @@ import { grpcMarkdown, runGrpcBench } from './grpc';
 import { httpMarkdown, runHttpBench } from './http';
 import { BENCH_MODELS, onnxChart, onnxMarkdown, runOnnxBench } from './onnx';
 import { runStreamBench, streamMarkdown } from './stream';
+import { cacheMarkdown, runCacheBench } from './cache';
 
 const RESULTS_DIR = path.join(__dirname, '..', '..', 'bench', 'results');
 
@@ -70,6 +71,10 @@ async function main(): Promise<void> {
   if (want('stream')) {
     const result = await runStreamBench();
     write('stream', result, streamMarkdown(result, machineDescription()));
+  }
+  if (want('cache')) {
+    const result = await runCacheBench();
+    write('cache', result, cacheMarkdown(result, machineDescription()));
   }
   for (const model of BENCH_MODELS) {
     if (!want(model.scenario)) continue;

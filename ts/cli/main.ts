@@ -78,6 +78,8 @@ export interface ServeOptions {
   metricsIntervalMs?: number;
   traceConfig?: string[];
   maxQueuedResponses?: number;
+  cacheConfig?: string[];
+  responseCacheByteSize?: number;
 }
 
 /** The TritonConfig a command line asks for. */
@@ -100,6 +102,7 @@ export function tritonConfigFromOptions(o: ServeOptions): TritonConfig {
     grpcInferResponseCompressionLevel: o.grpcInferResponseCompressionLevel,
     metricsConfig: o.metricsConfig, metricsIntervalMs: o.metricsIntervalMs, traceConfig: o.traceConfig,
     maxQueuedResponses: o.maxQueuedResponses,
+    cacheConfig: o.cacheConfig, responseCacheByteSize: o.responseCacheByteSize,
   };
 }
 
@@ -224,6 +227,8 @@ export function buildProgram(): Command {
     .option('--metrics-config <setting>', 'metrics settings as tritonserver: summary_latencies=true, histogram_latencies=true, summary_quantiles=0.5:0.05,0.99:0.001 (repeatable)', collect)
     .option('--metrics-interval-ms <ms>', 'how often CPU and memory metrics refresh (default 2000)', parseIntArg)
     .option('--trace-config <setting>', 'trace settings as tritonserver: [triton,]file=..., level=TIMESTAMPS, rate=1000, count=-1, log-frequency=0 (repeatable)', collect)
+    .option('--cache-config <cache,key=value>', 'response cache as tritonserver: local,size=<bytes> enables the local cache, an LRU of that many bytes of outputs shared by every model whose config has response_cache { enable: true } (repeatable)', collect)
+    .option('--response-cache-byte-size <bytes>', 'deprecated: the same as --cache-config local,size=<bytes> (0 = no cache)', parseIntArg)
     .addOption(boolOption('--log-info [bool]', 'log info messages', true))
     .addOption(boolOption('--log-warning [bool]', 'log warnings', true))
     .addOption(boolOption('--log-error [bool]', 'log errors', true))

@@ -219,6 +219,19 @@ export function normalizeBatcher(
   };
 }
 
+/**
+ * Triton's refusal of a response cache for a model whose answers it cannot cache
+ * (model_config_utils.cc): decoupled models (0..N responses) and the sequence batcher (answers
+ * depend on the sequence's state). `what` names the setting as the user wrote it.
+ */
+export function responseCacheRefused(model: string, kind: 'decoupled' | 'sequence', what: string): InferenceServerError {
+  const why = kind === 'decoupled'
+    ? `with 'decoupled' transaction policy (${what}): a decoupled model sends 0..N responses per request`
+    : `with sequence batching scheduler (${what}): its answers depend on the sequence's state`;
+  return invalidArg(`Response Cache does not currently support model ${model} ${why}. Please disable the response ` +
+    'cache.');
+}
+
 export interface BindSpec {
   modelName: string;
   modelVersion?: number;
@@ -239,11 +252,7 @@ export function normalizeBindConfig(spec: BindSpec): NormalizedModelConfig {
   const cfg = spec.config ?? {};
   const batching = cfg.batching ?? true;
   const maxBatchSize = batching ? checkInt(name, 'maxBatchSize', cfg.maxBatchSize ?? 4, 1) : 0;
-  // The response cache needs a cache implementation, which does not exist yet: refusing is
-  // honest (UNSUPPORTED), not silent.
-  if (cfg.responseCache) {
-    throw new InferenceServerError('UNSUPPORTED', `model '${name}': the response cache is not supported yet`);
-  }
+  if (cfg.responseCache && cfg.decoupled) throw responseCacheRefused(name, 'decoupled', 'config.decoupled');
   return {
     name,
     version,

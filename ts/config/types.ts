@@ -74,7 +74,11 @@ export interface ModelConfig {
   maxBatchSize?: number;
   /** Default `{}` (dynamic batching on whenever batching is). */
   batcher?: DynamicBatcher;
-  /** Default false. */
+  /**
+   * Default false. Cache this model's answers in the server's response cache (which needs
+   * `TritonConfig.cacheConfig`; without one the model is served uncached, as in Triton).
+   * Not for decoupled models.
+   */
   responseCache?: boolean;
   /** Default false. */
   decoupled?: boolean;
@@ -178,4 +182,12 @@ export interface TritonConfig {
    * past it the request is cancelled with UNAVAILABLE instead of the server buffering more.
    */
   maxQueuedResponses?: number;
+  /**
+   * `<cache>,<key>=<value>` entries (tritonserver's --cache-config, PyTriton's cache_config),
+   * e.g. `['local,size=1048576']`: the response cache shared by every model whose config
+   * enables it, an LRU within `size` bytes of outputs. Only the `local` cache exists. Default none.
+   */
+  cacheConfig?: string[];
+  /** Deprecated (tritonserver's --response-cache-byte-size): the same as `local,size=<n>`; 0 = no cache. */
+  responseCacheByteSize?: number;
 }

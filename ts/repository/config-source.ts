@@ -18,7 +18,7 @@
 import * as path from 'node:path';
 import { InferenceServerError, invalidArg } from '../errors';
 import {
-  DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT, checkInt, normalizeBatcher,
+  DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT, checkInt, normalizeBatcher, responseCacheRefused,
   type NormalizedDynamicBatching, type NormalizedInstanceGroup, type NormalizedModelConfig, type NormalizedVersionPolicy,
 } from '../config/normalize';
 import { parsePbtxt, validateModelConfigJson } from '../config/pbtxt';
@@ -75,9 +75,13 @@ function unsupported(model: string, what: string): InferenceServerError {
 }
 
 function rejectUnsupported(model: string, cfg: ProtoModelConfig): void {
+  // Triton's own refusals come first: they hold whatever else infernode supports.
+  if (cfg.response_cache?.enable && cfg.model_transaction_policy?.decoupled) {
+    throw responseCacheRefused(model, 'decoupled', 'model_transaction_policy { decoupled: true }');
+  }
+  if (cfg.response_cache?.enable && cfg.sequence_batching) throw responseCacheRefused(model, 'sequence', 'sequence_batching');
   if (cfg.sequence_batching) throw unsupported(model, 'sequence_batching (stateful models)');
   if (cfg.ensemble_scheduling || cfg.platform === 'ensemble') throw unsupported(model, "an ensemble (platform 'ensemble', ensemble_scheduling)");
-  if (cfg.response_cache?.enable) throw unsupported(model, 'response_cache.enable: true (the response cache)');
   if (cfg.batch_input?.length) throw unsupported(model, 'batch_input');
   if (cfg.batch_output?.length) throw unsupported(model, 'batch_output');
   if (cfg.instance_group?.some((g) => g.kind === 'KIND_MODEL')) throw unsupported(model, 'instance_group kind KIND_MODEL');
@@ -255,7 +259,7 @@ export function normalizeRawConfig(raw: RawModelConfig, options: NormalizeRawOpt
     outputs: normalizeRawTensors(model, cfg.output, 'output', maxBatchSize, modelDirectory),
     dynamicBatching: normalizeRawBatching(model, cfg.dynamic_batching, maxBatchSize),
     instanceGroup: normalizeInstanceGroups(model, cfg.instance_group, backend),
-    responseCache: false,
+    responseCache: cfg.response_cache?.enable ?? false,
     decoupled: Boolean(cfg.model_transaction_policy?.decoupled),
     modelWarmup: normalizeRawWarmups({ model, maxBatchSize, inputs, modelDirectory }, cfg.model_warmup),
     maxQueueSizeHardLimit: checkInt(

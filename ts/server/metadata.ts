@@ -67,7 +67,6 @@ export function modelReady(triton: Triton, name: string, version?: string): bool
 }
 
 const duration = (d: NativeDuration): { count: number; ns: number } => ({ count: d.count, ns: d.ns });
-const ZERO = { count: 0, ns: 0 };
 
 /** Triton's ModelStatistics of one model version (every field perf_analyzer reads). */
 export function modelStatistics(model: BoundModel): Record<string, unknown> {
@@ -85,8 +84,8 @@ export function modelStatistics(model: BoundModel): Record<string, unknown> {
       compute_input: duration(s.computeInput),
       compute_infer: duration(s.computeInfer),
       compute_output: duration(s.computeOutput),
-      cache_hit: ZERO,
-      cache_miss: ZERO,
+      cache_hit: duration(s.cacheHit),
+      cache_miss: duration(s.cacheMiss),
     },
     response_stats: {},
     batch_stats: s.batchStats.map((b) => ({

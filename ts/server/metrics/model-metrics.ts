@@ -8,7 +8,7 @@
  */
 import { Counter, Gauge, Histogram, Summary, type Registry } from 'prom-client';
 import type { BoundModel } from '../../model';
-import type { NativeModelStats } from '../../native';
+import type { ModelStats } from '../../cache/model-cache';
 import type { Triton } from '../../triton';
 import type { MetricsSettings } from './config';
 
@@ -17,7 +17,9 @@ type Labels = { model: string; version: string };
 
 interface Snapshot {
   labels: Labels;
-  stats: NativeModelStats;
+  stats: ModelStats;
+  /** The model's config enables the response cache (Triton reports nv_cache_* for it then). */
+  responseCache: boolean;
 }
 
 /** Triton's default buckets of nv_inference_first_response_histogram_ms. */
@@ -31,8 +33,10 @@ export class ModelMetrics {
   readonly #firstResponse: Histogram<'model' | 'version'> | null = null;
 
   constructor(private readonly triton: Triton, registry: Registry, settings: MetricsSettings) {
-    const counter = (name: string, help: string, value: (s: NativeModelStats) => number): void => {
-      const read = (): Snapshot[] => this.#snapshot;
+    const counter = (
+      name: string, help: string, value: (s: ModelStats) => number, only: (s: Snapshot) => boolean = () => true,
+    ): void => {
+      const read = (): Snapshot[] => this.#snapshot.filter(only);
       new Counter({
         name, help, labelNames: LABELS, registers: [registry],
         collect() {
@@ -53,6 +57,12 @@ export class ModelMetrics {
       counter('nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)', (s) => us(s.computeInput.ns));
       counter('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)', (s) => us(s.computeInfer.ns));
       counter('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)', (s) => us(s.computeOutput.ns));
+      // Triton reports these for the models whose config enables the cache, with the latency counters.
+      const cached = (s: Snapshot): boolean => s.responseCache;
+      counter('nv_cache_num_hits_per_model', 'Number of cache hits per model', (s) => s.cacheHit.count, cached);
+      counter('nv_cache_hit_duration_per_model', 'Total cache hit duration per model, in microseconds', (s) => us(s.cacheHit.ns), cached);
+      counter('nv_cache_num_misses_per_model', 'Number of cache misses per model', (s) => s.cacheMiss.count, cached);
+      counter('nv_cache_miss_duration_per_model', 'Total cache miss (insert+lookup) duration per model, in microseconds', (s) => us(s.cacheMiss.ns), cached);
     }
     const read = (): Snapshot[] => this.#snapshot;
     new Gauge({
@@ -106,7 +116,9 @@ export class ModelMetrics {
   /** One successful request of `model` that took `durationMs` from receipt to response. */
   observe(model: BoundModel, durationMs: number): void {
     const labels = { model: model.name, version: String(model.version) };
-    this.#requestSummary?.observe(labels, durationMs * 1000);
+    // Triton publishes no request summary for a model whose config enables the response cache
+    // (metric_model_reporter.cc: hits and misses would make it misleading).
+    if (!model.config.responseCache) this.#requestSummary?.observe(labels, durationMs * 1000);
     this.#firstResponse?.observe(labels, durationMs);
   }
 
@@ -115,6 +127,7 @@ export class ModelMetrics {
     this.#snapshot = this.triton.models().map((m) => ({
       labels: { model: m.name, version: String(m.version) },
       stats: m.stats(),
+      responseCache: m.config.responseCache,
     }));
   }
 }

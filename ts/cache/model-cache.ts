@@ -1,0 +1,120 @@
+/**
+ * One model's use of the server's response cache, in front of its scheduler: a hit answers at
+ * once (it never enters the queue), a miss is computed and its answer inserted. It also keeps
+ * the model's cache statistics as Triton's stats aggregator does (src/infer_stats.cc):
+ *  - a hit is a success: success += 1 with the request's duration, queue += 1 with the time
+ *    before the lookup (hashing the request), cache_hit += 1 with the lookup's duration
+ *    (finding the entry and copying it out); inference_count, execution_count and compute_*
+ *    do not change;
+ *  - a miss whose answer is inserted (or found too large to insert) is cache_miss += 1 with
+ *    lookup + insert duration, also added to the request's success duration; one whose key was
+ *    inserted meanwhile by an identical request counts neither (Triton's ALREADY_EXISTS);
+ *  - failed requests are not cached and count no miss.
+ * Runs on the main JS thread only (see response-cache.ts).
+ */
+import type { NormalizedModelConfig } from '../config/normalize';
+import type { NativeDuration, NativeModelStats } from '../native';
+import type { Parameters } from '../request';
+import type { NDArray } from '../tensor';
+import { responseCacheKey } from './key';
+import type { ResponseCache } from './response-cache';
+
+/** A model's statistics with its response cache's figures (zeros when it has none). */
+export interface ModelStats extends NativeModelStats {
+  cacheHit: NativeDuration;
+  cacheMiss: NativeDuration;
+}
+
+/** What the cache reads of a request's options (BoundModel's InferOptions). */
+export interface CachedRequestOptions {
+  parameters?: Parameters;
+  outputs?: string[];
+}
+
+type Outputs = Record<string, NDArray>;
+
+/** Numbers the models' uses of a cache: each load of a model gets its own (see `generation`). */
+let nextGeneration = 1;
+
+const nsSince = (startMs: number, endMs: number): number => Math.max(0, Math.round((endMs - startMs) * 1e6));
+
+export class ModelResponseCache {
+  /**
+   * Part of every key of this model: a model loaded again (the same name and version with new
+   * files, a poll-mode reload) never answers from the entries of its earlier load, which age
+   * out of the LRU instead. (Triton's key has no such part.)
+   */
+  readonly #generation = nextGeneration++;
+  readonly #hit: NativeDuration = { count: 0, ns: 0 };
+  readonly #miss: NativeDuration = { count: 0, ns: 0 };
+  /** Request and queue durations of the hits, which native statistics never see. */
+  #hitRequestNs = 0;
+  #hitQueueNs = 0;
+
+  constructor(private readonly config: NormalizedModelConfig, readonly cache: ResponseCache) {}
+
+  /**
+   * Answers from the cache, or through `compute` (the model's scheduler) and caches the
+   * answer. The answer is the caller's to keep and change.
+   */
+  infer(inputs: Outputs, options: CachedRequestOptions, compute: () => Promise<Outputs>): Promise<Outputs> {
+    const started = performance.now();
+    let key: string;
+    try {
+      key = responseCacheKey({
+        model: this.config.name, version: this.config.version, generation: this.#generation, inputs,
+        outputs: options.outputs ?? null, parameters: options.parameters ?? {},
+      });
+    } catch {
+      return compute();  // not hashable (not NDArrays): the model's checks say what is wrong
+    }
+    const lookupStarted = performance.now();
+    const cached = this.cache.lookup(key);
+    const lookupEnded = performance.now();
+    if (cached) {
+      this.#hit.count++;
+      this.#hit.ns += nsSince(lookupStarted, lookupEnded);
+      this.#hitQueueNs += nsSince(started, lookupStarted);
+      this.#hitRequestNs += nsSince(started, lookupEnded);  // the answer is ready when the lookup ends
+      return Promise.resolve(cached);
+    }
+    const lookupNs = nsSince(lookupStarted, lookupEnded);
+    return compute().then((outputs) => {
+      const insertStarted = performance.now();
+      const result = this.cache.insert(key, outputs);
+      if (result !== 'exists') {
+        this.#miss.count++;
+        this.#miss.ns += lookupNs + nsSince(insertStarted, performance.now());
+      }
+      return outputs;
+    });
+  }
+
+  /** The model's native statistics with the cache's hits and misses added as Triton counts them. */
+  addTo(stats: NativeModelStats): ModelStats {
+    return {
+      ...stats,
+      success: { count: stats.success.count + this.#hit.count, ns: stats.success.ns + this.#hitRequestNs + this.#miss.ns },
+      queue: { count: stats.queue.count + this.#hit.count, ns: stats.queue.ns + this.#hitQueueNs },
+      cacheHit: { ...this.#hit },
+      cacheMiss: { ...this.#miss },
+    };
+  }
+}
+
+/** Statistics of a model without a response cache: Triton's zeros for cache_hit and cache_miss. */
+export function withoutCacheStats(stats: NativeModelStats): ModelStats {
+  return { ...stats, cacheHit: { count: 0, ns: 0 }, cacheMiss: { count: 0, ns: 0 } };
+}
+
+/**
+ * The model's view of the server's cache, or null when it does not use one. Triton caches a
+ * model's answers only when both the server has a cache and the model enables it
+ * (`response_cache { enable: true }`); a model that enables it on a server without a cache is
+ * served uncached, without a warning, as in Triton (dynamic_batch_scheduler.cc). Decoupled
+ * models never reach here: their configs are refused when they enable the cache.
+ */
+export function modelCacheFor(config: NormalizedModelConfig, cache: ResponseCache | null): ModelResponseCache | null {
+  if (!cache || !config.responseCache || config.decoupled) return null;
+  return new ModelResponseCache(config, cache);
+}
