@@ -1,0 +1,128 @@
+/**
+ * Ensembles declared in code (issue 10): `triton.bind()` with `config.ensembleScheduling` over
+ * bound callables, served in process, over HTTP and over gRPC by the real frontends: inference,
+ * metadata (platform "ensemble"), config (ensemble_scheduling), statistics of the ensemble and
+ * of its steps, a failing step named in each protocol's error, and bind-time DAG errors.
+ */
+import { status } from '@grpc/grpc-js';
+import type { Request } from '../../ts/request';
+import { NDArray } from '../../ts/tensor';
+import { Triton } from '../../ts/triton';
+import { expectRejects } from './helpers';
+import { fails, fp32Bytes, ok, rawStub } from './grpc/helpers';
+import { closeAgent, get, post } from './http/http-helpers';
+
+let triton: Triton;
+
+afterEach(async () => {
+  await triton?.stop();
+});
+
+afterAll(() => closeAgent());
+
+const T = (name: string, dtype: 'FP32' | 'INT32' = 'FP32') => ({ name, dtype, shape: [2] });
+const map = (f: (v: number) => number) => (requests: Request[]) =>
+  requests.map((r) => ({ OUT: (r.data.IN.data as Float32Array).map(f) }));
+
+/** plus1 and times3 (bound callables), and `pipe`: Y = (X + 1) × 3, also X + 1 as Z. */
+function bindPipeline(t: Triton): void {
+  t.bind({ modelName: 'plus1', inferFunc: map((v) => v + 1), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  t.bind({ modelName: 'times3', inferFunc: map((v) => v * 3), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  t.bind({
+    modelName: 'boom', inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 },
+    inferFunc: () => { throw new Error('the device caught fire'); },
+  });
+  t.bind({
+    modelName: 'pipe', inputs: [T('X')], outputs: [T('Y'), T('Z')],
+    config: {
+      maxBatchSize: 8,
+      ensembleScheduling: {
+        step: [
+          { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'Z' } },
+          { modelName: 'times3', inputMap: { IN: 'Z' }, outputMap: { OUT: 'Y' } },
+        ],
+      },
+    },
+  });
+  t.bind({
+    modelName: 'broken', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 8, ensembleScheduling: { step: [{ modelName: 'boom', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }] } },
+  });
+}
+
+const row = (...values: number[]): NDArray => new NDArray('FP32', [1, values.length], Float32Array.from(values));
+
+test('in process: a bound ensemble over bound callables; statistics per ensemble and per step', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  bindPipeline(triton);
+  await triton.run();
+  const out = await triton.infer('pipe', { X: row(1, 2) });
+  expect(Array.from(out.Y.data as Float32Array)).toEqual([6, 9]);
+  expect(Array.from(out.Z.data as Float32Array)).toEqual([2, 3]);
+  const only = await triton.infer('pipe', { X: row(0, 0) }, { outputs: ['Y'] });
+  expect(Object.keys(only)).toEqual(['Y']);
+  expect(triton.model('pipe').stats()).toMatchObject({ success: { count: 2 }, inferenceCount: 2 });
+  expect(triton.model('times3').stats().success.count).toBe(2);
+  await expectRejects(triton.infer('broken', { X: row(0, 0) }), 'INTERNAL', /in ensemble 'broken', step 1 \(model 'boom'\) failed: .*the device caught fire/);
+});
+
+test('bind-time DAG errors name the step and the tensor', () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  triton.bind({ modelName: 'plus1', inferFunc: map((v) => v + 1), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  const bindEnsemble = (step: { modelName: string; inputMap: Record<string, string>; outputMap: Record<string, string> }[], inputs = [T('X')]) =>
+    triton.bind({ modelName: 'e', inputs, outputs: [T('Y')], config: { maxBatchSize: 8, ensembleScheduling: { step } } });
+  expect(() => bindEnsemble([{ modelName: 'ghost', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }]))
+    .toThrow(/ensemble 'e': step 1 \(model 'ghost'\): the step model is not available/);
+  expect(() => bindEnsemble([{ modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }], [T('X', 'INT32')]))
+    .toThrow(/ensemble tensor 'X': ensemble input 'X' has datatype INT32, but input 'IN' of step 1 \(model 'plus1'\) expects FP32/);
+  expect(() => triton.bind({ modelName: 'e', inferFunc: map((v) => v), inputs: [T('X')], outputs: [T('Y')],
+    config: { ensembleScheduling: { step: [{ modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }] } } }))
+    .toThrow(/an ensemble has no inferFunc/);
+});
+
+test('HTTP: infer, metadata, config and statistics of a bound ensemble; a failing step named', async () => {
+  triton = new Triton({ config: { httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: false, allowMetrics: false, logInfo: false } });
+  bindPipeline(triton);
+  await triton.run();
+  const port = triton.ports.http!;
+  const infer = await post(port, '/v2/models/pipe/infer', { inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 2], data: [1, 2] }] });
+  expect(infer.status).toBe(200);
+  expect(infer.json()).toMatchObject({
+    model_name: 'pipe', outputs: [{ name: 'Y', datatype: 'FP32', shape: [1, 2], data: [6, 9] }, { name: 'Z', data: [2, 3] }],
+  });
+  expect((await get(port, '/v2/models/pipe')).json()).toMatchObject({ name: 'pipe', platform: 'ensemble' });
+  expect((await get(port, '/v2/models/pipe/ready')).status).toBe(200);
+  const config = (await get(port, '/v2/models/pipe/config')).json() as Record<string, any>;
+  expect(config.platform).toBe('ensemble');
+  expect(config.ensemble_scheduling.step).toEqual([
+    expect.objectContaining({ model_name: 'plus1', model_version: -1, input_map: { IN: 'X' }, output_map: { OUT: 'Z' } }),
+    expect.objectContaining({ model_name: 'times3', input_map: { IN: 'Z' }, output_map: { OUT: 'Y' } }),
+  ]);
+  const stats = (await get(port, '/v2/models/pipe/stats')).json() as { model_stats: Record<string, any>[] };
+  expect(stats.model_stats[0]).toMatchObject({ name: 'pipe', inference_count: 1, inference_stats: { success: { count: 1 } } });
+  const stepStats = (await get(port, '/v2/models/times3/stats')).json() as { model_stats: Record<string, any>[] };
+  expect(stepStats.model_stats[0].inference_stats.success.count).toBe(1);
+  const failed = await post(port, '/v2/models/broken/infer', { inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 2], data: [1, 2] }] });
+  expect(failed.status).toBe(500);
+  expect((failed.json() as { error: string }).error).toMatch(/in ensemble 'broken', step 1 \(model 'boom'\) failed/);
+});
+
+test('gRPC: ModelInfer and ModelMetadata of a bound ensemble; a failing step named', async () => {
+  triton = new Triton({ config: { grpcAddress: '127.0.0.1', grpcPort: 0, allowHttp: false, allowMetrics: false, logInfo: false } });
+  bindPipeline(triton);
+  await triton.run();
+  const stub = rawStub(triton.ports.grpc!);
+  try {
+    const r = await ok(stub, 'ModelInfer', {
+      model_name: 'pipe', inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 2] }], raw_input_contents: [fp32Bytes([1, 2])],
+      outputs: [{ name: 'Y' }],
+    });
+    expect(r.raw_output_contents).toEqual([fp32Bytes([6, 9])]);
+    expect(await ok(stub, 'ModelMetadata', { name: 'pipe' })).toMatchObject({ name: 'pipe', platform: 'ensemble' });
+    await fails(stub, 'ModelInfer', {
+      model_name: 'broken', inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 2] }], raw_input_contents: [fp32Bytes([1, 2])],
+    }, status.INTERNAL, /in ensemble 'broken', step 1 \(model 'boom'\) failed/);
+  } finally {
+    stub.close();
+  }
+});
