@@ -8,7 +8,7 @@ import { status } from '@grpc/grpc-js';
 import type { Request } from '../../ts/request';
 import { NDArray } from '../../ts/tensor';
 import { Triton } from '../../ts/triton';
-import { expectRejects } from './helpers';
+import { expectRejects, waitFor } from './helpers';
 import { fails, fp32Bytes, ok, rawStub } from './grpc/helpers';
 import { closeAgent, get, post } from './http/http-helpers';
 
@@ -125,4 +125,92 @@ test('gRPC: ModelInfer and ModelMetadata of a bound ensemble; a failing step nam
   } finally {
     stub.close();
   }
+});
+
+test('an ensemble can be a step of another ensemble', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  bindPipeline(triton);
+  triton.bind({
+    modelName: 'outer', inputs: [T('A')], outputs: [T('B')],
+    config: {
+      maxBatchSize: 8,
+      ensembleScheduling: { step: [
+        { modelName: 'pipe', inputMap: { X: 'A' }, outputMap: { Y: 'mid' } },
+        { modelName: 'plus1', inputMap: { IN: 'mid' }, outputMap: { OUT: 'B' } },
+      ] },
+    },
+  });
+  await triton.run();
+  expect(Array.from((await triton.infer('outer', { A: row(1, 2) })).B.data as Float32Array)).toEqual([7, 10]);
+});
+
+test('maxInflightRequests bounds the requests in flight at a step; the rest wait in the ensemble', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => { release = resolve; });
+  let executions = 0;
+  triton.bind({
+    modelName: 'held', inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 },
+    inferFunc: async (requests: Request[]) => {
+      executions++;
+      await released;
+      return requests.map((r) => ({ OUT: r.data.IN.data }));
+    },
+  });
+  triton.bind({
+    modelName: 'bounded', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 8, ensembleScheduling: { step: [{ modelName: 'held', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }], maxInflightRequests: 1 } },
+  });
+  await triton.run();
+  const results = [triton.infer('bounded', { X: row(1, 1) }), triton.infer('bounded', { X: row(2, 2) })];
+  for (const r of results) r.catch(() => undefined);  // a failed expectation below must not leave them unhandled
+  await waitFor(() => executions === 1, 'the first step request to execute');
+  expect(triton.model('held').pendingCount).toBe(1);
+  expect(triton.model('bounded').pendingCount).toBe(2);
+  release();
+  const outs = await Promise.all(results);
+  expect(outs.map((o) => Array.from(o.Y.data as Float32Array))).toEqual([[1, 1], [2, 2]]);
+  expect(executions).toBe(2);
+});
+
+test('cancelling an ensemble request cancels its step in flight and starts no more', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  let started = 0;
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => { release = resolve; });
+  triton.bind({
+    modelName: 'slow', inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 },
+    inferFunc: async (requests: Request[]) => {
+      started++;
+      await released;
+      return requests.map((r) => ({ OUT: r.data.IN.data }));
+    },
+  });
+  triton.bind({ modelName: 'plus1', inferFunc: map((v) => v + 1), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  triton.bind({
+    modelName: 'chain', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 8, ensembleScheduling: { step: [
+      { modelName: 'slow', inputMap: { IN: 'X' }, outputMap: { OUT: 'a' } },
+      { modelName: 'plus1', inputMap: { IN: 'a' }, outputMap: { OUT: 'Y' } },
+    ] } },
+  });
+  await triton.run();
+  const controller = new AbortController();
+  const result = triton.infer('chain', { X: row(1, 1) }, { signal: controller.signal });
+  await waitFor(() => started === 1, 'the first step to execute');
+  controller.abort();
+  await expectRejects(result, 'CANCELLED');
+  release();
+  await waitFor(() => triton.model('slow').pendingCount === 0, 'the first step to finish');
+  expect(triton.model('plus1').stats().success.count + triton.model('plus1').stats().fail.count).toBe(0);
+});
+
+test('metrics: the ensemble and its steps each count their requests', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, metricsPort: 0, metricsAddress: '127.0.0.1', logInfo: false } });
+  bindPipeline(triton);
+  await triton.run();
+  await triton.infer('pipe', { X: row(1, 2) });
+  const text = (await get(triton.ports.metrics!, '/metrics')).body.toString();
+  expect(text).toMatch(/nv_inference_request_success\{model="pipe",version="1"\} 1/);
+  expect(text).toMatch(/nv_inference_request_success\{model="times3",version="1"\} 1/);
 });

@@ -209,8 +209,10 @@ export class ModelRepositoryManager {
     } catch {
       return;  // the load itself reports a bad config
     }
+    const steps = stepModelNames(raw as Record<string, unknown>);
+    if (steps.length === 0) return;
     const scanned = this.#safeScan();
-    await Promise.all(stepModelNames(raw as Record<string, unknown>).map(async (step) => {
+    await Promise.all(steps.map(async (step) => {
       if (chain.includes(step) || step === name || this.#serving(step) || !scanned.has(step)) return;
       await this.#enqueue(step, () => (this.#serving(step) ? Promise.resolve(null) : this.#load(step, scanned.get(step), undefined, [...chain, name])));
     }));
