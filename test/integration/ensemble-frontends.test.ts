@@ -119,6 +119,10 @@ test('gRPC: ModelInfer and ModelMetadata of a bound ensemble; a failing step nam
     });
     expect(r.raw_output_contents).toEqual([fp32Bytes([6, 9])]);
     expect(await ok(stub, 'ModelMetadata', { name: 'pipe' })).toMatchObject({ name: 'pipe', platform: 'ensemble' });
+    const { config } = await ok(stub, 'ModelConfig', { name: 'pipe' }) as { config: Record<string, any> };
+    expect(config.platform).toBe('ensemble');
+    expect(config.ensemble_scheduling.step.map((s: { model_name: string; input_map: object }) => [s.model_name, s.input_map]))
+      .toEqual([['plus1', { IN: 'X' }], ['times3', { IN: 'Z' }]]);
     await fails(stub, 'ModelInfer', {
       model_name: 'broken', inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 2] }], raw_input_contents: [fp32Bytes([1, 2])],
     }, status.INTERNAL, /in ensemble 'broken', step 1 \(model 'boom'\) failed/);
@@ -213,4 +217,38 @@ test('metrics: the ensemble and its steps each count their requests', async () =
   const text = (await get(triton.ports.metrics!, '/metrics')).body.toString();
   expect(text).toMatch(/nv_inference_request_success\{model="pipe",version="1"\} 1/);
   expect(text).toMatch(/nv_inference_request_success\{model="times3",version="1"\} 1/);
+});
+
+test("HTTP and gRPC: an ensemble's step request batches with a direct request to the step model", async () => {
+  triton = new Triton({ config: {
+    httpAddress: '127.0.0.1', httpPort: 0, grpcAddress: '127.0.0.1', grpcPort: 0, allowMetrics: false, logInfo: false,
+  } });
+  // A batch of 2 goes at once; a lone request would wait the (long) queue delay, then run alone.
+  triton.bind({
+    modelName: 'plus1', inferFunc: map((v) => v + 1), inputs: [T('IN')], outputs: [T('OUT')],
+    config: { maxBatchSize: 8, batcher: { preferredBatchSize: [2], maxQueueDelayMicroseconds: 5_000_000 } },
+  });
+  triton.bind({ modelName: 'times3', inferFunc: map((v) => v * 3), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  triton.bind({
+    modelName: 'pipe', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 8, ensembleScheduling: { step: [
+      { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'a' } },
+      { modelName: 'times3', inputMap: { IN: 'a' }, outputMap: { OUT: 'Y' } },
+    ] } },
+  });
+  await triton.run();
+  const stub = rawStub(triton.ports.grpc!);
+  try {
+    const [viaEnsemble, direct] = await Promise.all([
+      post(triton.ports.http!, '/v2/models/pipe/infer', { inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 2], data: [1, 2] }] }),
+      ok(stub, 'ModelInfer', {
+        model_name: 'plus1', inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 2] }], raw_input_contents: [fp32Bytes([10, 20])],
+      }),
+    ]);
+    expect(viaEnsemble.json()).toMatchObject({ outputs: [{ name: 'Y', data: [6, 9] }] });
+    expect(direct.raw_output_contents).toEqual([fp32Bytes([11, 21])]);
+    expect(triton.model('plus1').stats().batchStats.map((b) => [b.batchSize, b.computeInfer.count])).toEqual([[2, 1]]);
+  } finally {
+    stub.close();
+  }
 });

@@ -233,6 +233,18 @@ describe('load errors name the ensemble, the step and the tensor', () => {
     await loadFails(/ensemble tensor 'a': output 'OUT' of step 1 \(model 'double'\) has datatype FP32, but input 'IN' of step 2 \(model 'int'\) expects INT32/);
   });
 
+  test('a shape mismatch between the ensemble and a step', async () => {
+    repo.config('bad', `
+      platform: "ensemble"
+      max_batch_size: 8
+      input [ { name: "X", data_type: TYPE_FP32, dims: [ 3 ] } ]
+      output [ { name: "Y", data_type: TYPE_FP32, dims: [ ${WIDTH} ] } ]
+      ensemble_scheduling { step [ { model_name: "double" model_version: -1
+        input_map { key: "IN" value: "X" } output_map { key: "OUT" value: "Y" } } ] }`);
+    repo.mkdir('bad/1');
+    await loadFails(/ensemble tensor 'X': ensemble input 'X' has shape \[-1,3\], but input 'IN' of step 1 \(model 'double'\) expects \[-1,4\]/);
+  });
+
   test('instance_group on an ensemble', async () => {
     ensemble('bad', ['X'], ['Y'], [{ model: 'double', inputs: { IN: 'X' }, outputs: { OUT: 'Y' } }],
       'instance_group [ { count: 2, kind: KIND_CPU } ]');

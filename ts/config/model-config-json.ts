@@ -152,6 +152,8 @@ function configJson(config: NormalizedModelConfig): ProtoJsonObject {
       step: config.ensembleScheduling.steps.map((s) => ({
         model_name: s.modelName, model_version: s.modelVersion, input_map: { ...s.inputMap }, output_map: { ...s.outputMap },
       })),
+      // Field 2 has both names in the schema (see model-config-schema.ts): both print the value.
+      max_inflight_responses: config.ensembleScheduling.maxInflightRequests,
       max_inflight_requests: config.ensembleScheduling.maxInflightRequests,
     };
   }
