@@ -295,10 +295,12 @@ export class Triton {
     const deadline = Date.now() + timeoutMs;
     // Repository models are stopped by their manager, which finalizes each one after its last
     // request (stopping them here too would make its wait return early).
-    const drained = Promise.all([
-      ...this.#bound.map((m) => m.stop(timeoutMs)),
+    // Ensembles drain first: their requests in flight still send requests to their step models.
+    const ensembles = this.#bound.filter((m) => m instanceof EnsembleModel);
+    const drained = Promise.all(ensembles.map((m) => m.stop(timeoutMs))).then(() => Promise.all([
+      ...this.#bound.filter((m) => !(m instanceof EnsembleModel)).map((m) => m.stop(timeoutMs)),
       this.#repository?.stop(timeoutMs),
-    ]);
+    ]));
     let inTime = await settlesWithin(drained, timeoutMs);
     const closed = Promise.all(this.#frontends.map((f) => f.close()));
     if (inTime) inTime = await settlesWithin(closed, Math.max(0, deadline - Date.now()));

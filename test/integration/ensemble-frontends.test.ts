@@ -252,3 +252,34 @@ test("HTTP and gRPC: an ensemble's step request batches with a direct request to
     stub.close();
   }
 });
+
+test('stop() lets an ensemble request in flight finish its later steps before the step models stop', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  let started = 0;
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => { release = resolve; });
+  triton.bind({
+    modelName: 'slow', inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 },
+    inferFunc: async (requests: Request[]) => {
+      started++;
+      await released;
+      return requests.map((r) => ({ OUT: r.data.IN.data }));
+    },
+  });
+  triton.bind({ modelName: 'plus1', inferFunc: map((v) => v + 1), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  triton.bind({
+    modelName: 'chain', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 8, ensembleScheduling: { step: [
+      { modelName: 'slow', inputMap: { IN: 'X' }, outputMap: { OUT: 'a' } },
+      { modelName: 'plus1', inputMap: { IN: 'a' }, outputMap: { OUT: 'Y' } },
+    ] } },
+  });
+  await triton.run();
+  const result = triton.infer('chain', { X: row(1, 2) });
+  result.catch(() => undefined);
+  await waitFor(() => started === 1, 'the first step to execute');
+  const stopped = triton.stop();
+  release();
+  expect(Array.from((await result).Y.data as Float32Array)).toEqual([2, 3]);
+  await stopped;
+});

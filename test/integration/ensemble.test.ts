@@ -8,7 +8,7 @@
  */
 import { NDArray } from '../../ts/tensor';
 import { toModelConfigJson } from '../../ts/config/model-config-json';
-import { expectRejects } from './helpers';
+import { expectRejects, waitFor } from './helpers';
 import { TempRepo, addConstModel, startRepoTriton, type Served } from './repository/repo-helpers';
 
 declare global {
@@ -266,4 +266,25 @@ test('explicit mode: loading an ensemble loads its steps; unloading a step makes
   await served.triton.loadModel('double');
   expect(ready().pipeline).toBe('READY');
   expect(values((await served.triton.infer('pipeline', { X: row(0, 0, 0, 0) })).Y)).toEqual([12, 12, 12, 12]);
+});
+
+test('stop(): an ensemble request in flight finishes its later steps before the step models unload', async () => {
+  jsModel('held', ['IN'], `
+    const ev = globalThis.__ensembleEvents;
+    ev.started.push('held');
+    await ev.met;
+    return requests.map((r) => ({ OUT: r.data.IN.data }));`);
+  onnxAdd('add1', 1);
+  ensemble('chain', ['X'], ['Y'], [
+    { model: 'held', inputs: { IN: 'X' }, outputs: { OUT: 'a' } },
+    { model: 'add1', inputs: { INPUT0: 'a' }, outputs: { OUTPUT0: 'Y' } },
+  ]);
+  served = await startRepoTriton(repo.root);
+  const result = served.triton.infer('chain', { X: row(0, 1, 2, 3) });
+  result.catch(() => undefined);
+  await waitFor(() => globalThis.__ensembleEvents!.started.length === 1, 'the first step to execute');
+  const stopped = served.triton.stop();
+  globalThis.__ensembleEvents!.meet!();
+  expect(values((await result).Y)).toEqual([1, 2, 3, 4]);
+  await stopped;
 });

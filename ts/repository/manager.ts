@@ -98,7 +98,14 @@ export class ModelRepositoryManager {
   async stop(timeoutMs = 30_000): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
-    await Promise.all([...this.#records.keys()].map((name) => this.#enqueue(name, () => this.#unload(name, timeoutMs))));
+    // Ensembles unload first: their requests in flight still send requests to their step models.
+    const isEnsemble = (name: string): boolean =>
+      [...this.#records.get(name)!.versions.values()].some((v) => v.model instanceof EnsembleModel);
+    const names = [...this.#records.keys()];
+    const unload = (name: string): Promise<void> => this.#enqueue(name, () => this.#unload(name, timeoutMs));
+    const ensembles = names.filter(isEnsemble);
+    await Promise.all(ensembles.map(unload));
+    await Promise.all(names.filter((name) => !ensembles.includes(name)).map(unload));
   }
 
   /** Triton's repository index: one entry per loaded version, or per model when none is. */
