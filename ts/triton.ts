@@ -297,10 +297,12 @@ export class Triton {
     // request (stopping them here too would make its wait return early).
     // Ensembles drain first: their requests in flight still send requests to their step models.
     const ensembles = this.#bound.filter((m) => m instanceof EnsembleModel);
-    const drained = Promise.all(ensembles.map((m) => m.stop(timeoutMs))).then(() => Promise.all([
-      ...this.#bound.filter((m) => !(m instanceof EnsembleModel)).map((m) => m.stop(timeoutMs)),
+    // The repository's stop starts now (it refuses loads from this moment on).
+    const drained = Promise.all([
+      Promise.all(ensembles.map((m) => m.stop(timeoutMs)))
+        .then(() => Promise.all(this.#bound.filter((m) => !(m instanceof EnsembleModel)).map((m) => m.stop(timeoutMs)))),
       this.#repository?.stop(timeoutMs),
-    ]));
+    ]);
     let inTime = await settlesWithin(drained, timeoutMs);
     const closed = Promise.all(this.#frontends.map((f) => f.close()));
     if (inTime) inTime = await settlesWithin(closed, Math.max(0, deadline - Date.now()));

@@ -61,7 +61,10 @@ test('in process: a bound ensemble over bound callables; statistics per ensemble
   expect(Array.from(out.Z.data as Float32Array)).toEqual([2, 3]);
   const only = await triton.infer('pipe', { X: row(0, 0) }, { outputs: ['Y'] });
   expect(Object.keys(only)).toEqual(['Y']);
-  expect(triton.model('pipe').stats()).toMatchObject({ success: { count: 2 }, inferenceCount: 2 });
+  await expectRejects(triton.infer('pipe', { X: row(0, 0) }, { outputs: ['NOPE'] }), 'INVALID_ARG', "unexpected inference output 'NOPE' for model 'pipe'");
+  await expectRejects(triton.infer('pipe', {}), 'INVALID_ARG', "input 'X' is missing");
+  await expectRejects(triton.infer('pipe', { X: row(0, 0), W: row(0, 0) }), 'INVALID_ARG', "unexpected inference input 'W' for model 'pipe'");
+  expect(triton.model('pipe').stats()).toMatchObject({ success: { count: 2 }, fail: { count: 3 }, inferenceCount: 2 });
   expect(triton.model('times3').stats().success.count).toBe(2);
   await expectRejects(triton.infer('broken', { X: row(0, 0) }), 'INTERNAL', /in ensemble 'broken', step 1 \(model 'boom'\) failed: .*the device caught fire/);
 });

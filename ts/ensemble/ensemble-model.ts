@@ -164,6 +164,12 @@ export class EnsembleModel extends BoundModel {
         return Promise.reject(new InferenceServerError('INVALID_ARG', `unexpected inference input '${name}' for model '${this.name}'`));
       }
     }
+    const wanted = options.outputs ?? config.outputs.map((t) => t.name);
+    for (const name of wanted) {
+      if (!config.outputs.some((t) => t.name === name)) {
+        return Promise.reject(new InferenceServerError('INVALID_ARG', `unexpected inference output '${name}' for model '${this.name}'`));
+      }
+    }
     const signal = new StepSignal();
     if (options.signal) options.signal.addEventListener('abort', () => signal.abort(), { once: true });
     const waitingFor = this.#plan.needs.map((needs) => needs.filter((n) => !tensors.has(n) && this.#isProduced(n)).length);
@@ -180,15 +186,7 @@ export class EnsembleModel extends BoundModel {
         }
         if (--remaining > 0) return;
         const outputs: Record<string, NDArray> = {};
-        const wanted = options.outputs ?? config.outputs.map((t) => t.name);
-        for (const name of wanted) {
-          const arr = tensors.get(name);
-          if (!arr) {
-            reject(new InferenceServerError('INVALID_ARG', `unexpected inference output '${name}' for model '${this.name}'`));
-            return;
-          }
-          outputs[name] = arr;
-        }
+        for (const name of wanted) outputs[name] = tensors.get(name)!;
         resolve(outputs);
       };
       const start = (i: number): void => {
