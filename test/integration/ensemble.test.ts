@@ -288,3 +288,15 @@ test('stop(): an ensemble request in flight finishes its later steps before the 
   expect(values((await result).Y)).toEqual([1, 2, 3, 4]);
   await stopped;
 });
+
+test('ensembles that name each other fail to load instead of waiting for each other forever', async () => {
+  jsModel('double', ['IN'], DOUBLE);
+  ensemble('ping', ['X'], ['Y'], [{ model: 'pong', inputs: { X: 'X' }, outputs: { Y: 'Y' } }]);
+  ensemble('pong', ['X'], ['Y'], [{ model: 'ping', inputs: { X: 'X' }, outputs: { Y: 'Y' } }]);
+  ensemble('fine', ['X'], ['Y'], [{ model: 'double', inputs: { IN: 'X' }, outputs: { OUT: 'Y' } }]);
+  served = await startRepoTriton(repo.root);
+  const index = Object.fromEntries(served.triton.repositoryIndex().map((e) => [e.name, [e.state, e.reason]]));
+  expect(index.ping).toEqual(['UNAVAILABLE', expect.stringMatching(/step 1 \(model 'pong'\): the step model is not available/)]);
+  expect(index.pong).toEqual(['UNAVAILABLE', expect.stringMatching(/step 1 \(model 'ping'\): the step model is not available/)]);
+  expect(index.fine).toEqual(['READY', '']);
+});

@@ -221,6 +221,8 @@ export class ModelRepositoryManager {
     const scanned = this.#safeScan();
     await Promise.all(steps.map(async (step) => {
       if (chain.includes(step) || step === name || this.#serving(step) || !scanned.has(step)) return;
+      // Ensembles that name each other: waiting for the other's load would wait forever.
+      if (dependsOn(step, name, scanned)) return;
       await this.#enqueue(step, () => (this.#serving(step) ? Promise.resolve(null) : this.#load(step, scanned.get(step), undefined, [...chain, name])));
     }));
   }
@@ -347,6 +349,21 @@ export class ModelRepositoryManager {
     }
     await Promise.all(ops);
   }
+}
+
+/** Whether model `from` names `target` as a step, directly or through other ensembles. */
+function dependsOn(from: string, target: string, scanned: Map<string, ModelDirectory>, seen = new Set<string>()): boolean {
+  if (seen.has(from)) return false;
+  seen.add(from);
+  const dir = scanned.get(from);
+  if (!dir) return false;
+  let steps: string[];
+  try {
+    steps = stepModelNames(readRawConfig(dir) as Record<string, unknown>);
+  } catch {
+    return false;
+  }
+  return steps.some((step) => step === target || dependsOn(step, target, scanned, seen));
 }
 
 /**
