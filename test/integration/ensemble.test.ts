@@ -300,3 +300,20 @@ test('ensembles that name each other fail to load instead of waiting for each ot
   expect(index.pong).toEqual(['UNAVAILABLE', expect.stringMatching(/step 1 \(model 'ping'\): the step model is not available/)]);
   expect(index.fine).toEqual(['READY', '']);
 });
+
+test('poll mode: a new ensemble loads at a rescan; a reloaded step model serves its next request', async () => {
+  onnxAdd('add1', 1);
+  onnxAdd('add10', 10);
+  jsModel('double', ['IN'], DOUBLE);
+  served = await startRepoTriton(repo.root, { controlMode: 'poll' });
+  ensemble('pipeline', ['X'], ['Y'], [
+    { model: 'add1', inputs: { INPUT0: 'X' }, outputs: { OUTPUT0: 'a' } },
+    { model: 'double', inputs: { IN: 'a' }, outputs: { OUT: 'b' } },
+    { model: 'add10', inputs: { INPUT0: 'b' }, outputs: { OUTPUT0: 'Y' } },
+  ]);
+  await served.manager.poll();
+  expect(values((await served.triton.infer('pipeline', { X: row(0, 0, 0, 0) })).Y)).toEqual([12, 12, 12, 12]);
+  repo.onnx('add10', 1, addConstModel(100, WIDTH));
+  await served.manager.poll();
+  expect(values((await served.triton.infer('pipeline', { X: row(0, 0, 0, 0) })).Y)).toEqual([102, 102, 102, 102]);
+});
