@@ -12,6 +12,8 @@ import { NDArray, ndarray, type DataType, type TensorData } from './tensor';
 import { runWarmups } from './warmup';
 import { parseCacheConfig } from './cache/config';
 import { ResponseCache } from './cache/response-cache';
+import { EnsembleModel } from './ensemble/ensemble-model';
+import { normalizeEnsembleScheduling, validateEnsemble } from './ensemble/validate';
 import { Logger } from './log';
 import { checkModelNameLength } from './model-name';
 import { createServerContext, type ServerContext } from './server/context';
@@ -23,8 +25,11 @@ import {
 /** Arguments of `bind()` (PyTriton's `bind`, camelCased). */
 export interface BindOptions {
   modelName: string;
-  /** One callable per model instance; a list binds that many instances. */
-  inferFunc: InferFunc | InferFunc[];
+  /**
+   * One callable per model instance; a list binds that many instances. Absent for an ensemble
+   * (`config.ensembleScheduling`), whose steps do the work.
+   */
+  inferFunc?: InferFunc | InferFunc[];
   inputs: Tensor[];
   outputs: Tensor[];
   /** Default 1. */
@@ -92,7 +97,11 @@ export class Triton {
   bind(options: BindOptions): void {
     if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', 'this Triton was stopped');
     checkModelNameLength(options.modelName);
-    const funcs = Array.isArray(options.inferFunc) ? options.inferFunc : [options.inferFunc];
+    if (options.config?.ensembleScheduling) {
+      this.#bindEnsemble(options);
+      return;
+    }
+    const funcs = options.inferFunc === undefined ? [] : Array.isArray(options.inferFunc) ? options.inferFunc : [options.inferFunc];
     if (funcs.length === 0 || funcs.some((f) => typeof f !== 'function')) {
       throw new InferenceServerError('INVALID_ARG', `model '${options.modelName}': inferFunc must be a function or a non-empty list of functions`);
     }
@@ -105,18 +114,52 @@ export class Triton {
       instanceCount: funcs.length,
       maxQueueSizeHardLimit: this.config.maxQueueSizeHardLimit,
     });
-    const key = config.name.toLowerCase();
-    const versions = this.#models.get(key) ?? new Map<number, BoundModel>();
-    if (versions.has(config.version)) {
+    this.#checkFree(config);
+    this.#register(new BoundModel(config, { kind: 'js', funcs, strict: options.strict ?? false }));
+    this.#warmups.push(runWarmups(config, funcs));
+  }
+
+  /**
+   * Binds an ensemble declared in code: its steps must be bound (or loaded) already; the DAG is
+   * checked against them now, as a repository ensemble's is at load.
+   */
+  #bindEnsemble(options: BindOptions): void {
+    if (options.inferFunc !== undefined) {
+      throw new InferenceServerError('INVALID_ARG', `ensemble '${options.modelName}': an ensemble has no inferFunc; its steps do the work`);
+    }
+    const { ensembleScheduling, ...rest } = options.config!;
+    const base = normalizeBindConfig({
+      modelName: options.modelName, modelVersion: options.modelVersion, inputs: options.inputs, outputs: options.outputs,
+      config: { ...rest, batcher: undefined }, instanceCount: 1, maxQueueSizeHardLimit: this.config.maxQueueSizeHardLimit,
+    });
+    const config = {
+      ...base, backend: '', platform: 'ensemble', instanceGroup: [], dynamicBatching: null,
+      ensembleScheduling: normalizeEnsembleScheduling(base.name, ensembleScheduling!),
+    };
+    this.#checkFree(config);
+    const plan = validateEnsemble(config, (name, version) => this.#stepModel(name, version).config);
+    this.#register(new EnsembleModel(config, plan, (name, version) => this.#stepModel(name, version)));
+  }
+
+  /** A step model of an ensemble: version -1 is the latest. */
+  #stepModel(name: string, version: number): BoundModel {
+    return this.model(name, version < 0 ? undefined : version);
+  }
+
+  #checkFree(config: { name: string; version: number }): void {
+    if (this.#models.get(config.name.toLowerCase())?.has(config.version)) {
       throw new InferenceServerError('ALREADY_EXISTS', `model '${config.name}' version ${config.version} is already bound`);
     }
-    const model = new BoundModel(config, { kind: 'js', funcs, strict: options.strict ?? false });
+  }
+
+  #register(model: BoundModel): void {
     model.useResponseCache(this.responseCache);
-    versions.set(config.version, model);
+    const key = model.name.toLowerCase();
+    const versions = this.#models.get(key) ?? new Map<number, BoundModel>();
+    versions.set(model.version, model);
     this.#bound.push(model);
     this.#models.set(key, versions);
     this.#latest.clear();
-    this.#warmups.push(runWarmups(config, funcs));
   }
 
   /**
@@ -263,8 +306,12 @@ export class Triton {
     const deadline = Date.now() + timeoutMs;
     // Repository models are stopped by their manager, which finalizes each one after its last
     // request (stopping them here too would make its wait return early).
+    // Ensembles drain first: their requests in flight still send requests to their step models.
+    const ensembles = this.#bound.filter((m) => m instanceof EnsembleModel);
+    // The repository's stop starts now (it refuses loads from this moment on).
     const drained = Promise.all([
-      ...this.#bound.map((m) => m.stop(timeoutMs)),
+      Promise.all(ensembles.map((m) => m.stop(timeoutMs)))
+        .then(() => Promise.all(this.#bound.filter((m) => !(m instanceof EnsembleModel)).map((m) => m.stop(timeoutMs)))),
       this.#repository?.stop(timeoutMs),
     ]);
     let inTime = await settlesWithin(drained, timeoutMs);
@@ -307,17 +354,17 @@ export class Triton {
   model(name: string, version?: number): BoundModel {
     if (version === undefined) {
       const latest = this.#latest.get(name);  // the hot path: no lower-casing, no search
-      if (latest) return latest;
+      if (latest) return available(latest);
     }
     const versions = this.#versionsOf(name);
     if (version === undefined) {
       const latest = versions.get(Math.max(...versions.keys()))!;
       this.#latest.set(name, latest);
-      return latest;
+      return available(latest);
     }
     const model = versions.get(version);
     if (!model) throw notFound(`Request for unknown model: '${clip(name)}' version ${version} is not found`);
-    return model;
+    return available(model);
   }
 
   /**
@@ -379,6 +426,15 @@ export class Triton {
 export function serverShuttingDown(model: string): InferenceServerError {
   return new InferenceServerError('UNAVAILABLE',
     `Server is shutting down: model '${model}' no longer accepts requests here; retry on another server`);
+}
+
+/** An ensemble whose step model is not serving (unloaded) is UNAVAILABLE, not ready. */
+function available(model: BoundModel): BoundModel {
+  if (model instanceof EnsembleModel) {
+    const reason = model.unavailableReason();
+    if (reason) throw reason;
+  }
+  return model;
 }
 
 function stoppedDuringStart(): InferenceServerError {

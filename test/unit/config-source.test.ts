@@ -342,14 +342,22 @@ response_cache { enable: false }`);
 
   test.each([
     ['sequence_batching', 'max_batch_size: 4\nsequence_batching { }', "model 'm': sequence_batching (stateful models) is not supported by infernode yet"],
-    ['ensemble_scheduling', 'ensemble_scheduling { step { model_name: "a" } }',
-      "model 'm': an ensemble (platform 'ensemble', ensemble_scheduling) is not supported by infernode yet"],
-    ['platform ensemble', 'platform: "ensemble"', "model 'm': an ensemble (platform 'ensemble', ensemble_scheduling) is not supported by infernode yet"],
     ['batch_input', 'max_batch_size: 4 batch_input { kind: BATCH_ELEMENT_COUNT target_name: "n" data_type: TYPE_INT32 source_input: "x" }',
       "model 'm': batch_input is not supported by infernode yet"],
     ['batch_output', 'max_batch_size: 4 batch_output { target_name: "y" source_input: "x" }', "model 'm': batch_output is not supported by infernode yet"],
   ])('%s is UNSUPPORTED', (_, text, message) => {
     expectError(() => fromPbtxt(`${IO}\n${text}`), 'UNSUPPORTED', message);
+  });
+
+  // Ensembles are served (test/integration/ensemble.test.ts); a half-declared one is INVALID_ARG.
+  test.each([
+    ['ensemble_scheduling without platform', 'ensemble_scheduling { step { model_name: "a" } }',
+      "model 'm': ensemble_scheduling needs platform: \"ensemble\", got platform ''"],
+    ['platform ensemble without steps', 'platform: "ensemble"', "ensemble 'm': platform 'ensemble' needs ensemble_scheduling { step [...] }"],
+    ['instance_group on an ensemble', 'platform: "ensemble" ensemble_scheduling { step { model_name: "a" } } instance_group { count: 1 }',
+      "ensemble 'm': instance_group is not allowed on an ensemble (its steps run on their own models' instances); remove it"],
+  ])('%s is INVALID_ARG', (_, text, message) => {
+    expectError(() => fromPbtxt(`${IO}\n${text}`), 'INVALID_ARG', message);
   });
 
   test('model_transaction_policy { decoupled: true } makes a decoupled model; the onnxruntime backend refuses it', () => {

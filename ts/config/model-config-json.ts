@@ -147,6 +147,16 @@ function configJson(config: NormalizedModelConfig): ProtoJsonObject {
   if (config.modelOperations) out.model_operations = config.modelOperations;
   if (config.modelRepositoryAgents) out.model_repository_agents = config.modelRepositoryAgents;
   if (config.modelMetrics) out.model_metrics = config.modelMetrics;
+  if (config.ensembleScheduling) {
+    out.ensemble_scheduling = {
+      step: config.ensembleScheduling.steps.map((s) => ({
+        model_name: s.modelName, model_version: s.modelVersion, input_map: { ...s.inputMap }, output_map: { ...s.outputMap },
+      })),
+      // Field 2 has both names in the schema (see model-config-schema.ts): both print the value.
+      max_inflight_responses: config.ensembleScheduling.maxInflightRequests,
+      max_inflight_requests: config.ensembleScheduling.maxInflightRequests,
+    };
+  }
   return out;
 }
 

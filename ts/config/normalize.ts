@@ -106,6 +106,22 @@ export interface NormalizedModelConfig {
   modelMetrics?: ProtoJsonObject;
   /** The model's directory in its repository (warm-up files and label files live under it). */
   modelDirectory?: string;
+  /** Ensembles only (platform 'ensemble'): the steps; native code never sees such a config. */
+  ensembleScheduling?: NormalizedEnsembleScheduling;
+}
+
+/** An ensemble step; `modelVersion` -1 = the latest version when a request runs. */
+export interface NormalizedEnsembleStep {
+  modelName: string;
+  modelVersion: number;
+  inputMap: Record<string, string>;
+  outputMap: Record<string, string>;
+}
+
+export interface NormalizedEnsembleScheduling {
+  steps: NormalizedEnsembleStep[];
+  /** 0 = unbounded. */
+  maxInflightRequests: number;
 }
 
 export const MODEL_NAME_PATTERN = /^[a-zA-Z0-9._-]+$/;

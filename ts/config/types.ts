@@ -83,6 +83,29 @@ export interface ModelConfig {
   /** Default false. */
   decoupled?: boolean;
   modelWarmup?: ModelWarmup[];
+  /**
+   * Declares the model an ensemble (Triton's `ensemble_scheduling`): bind() it without an
+   * inferFunc; its steps are models bound (or loaded) before it.
+   */
+  ensembleScheduling?: EnsembleScheduling;
+}
+
+/** One step of an ensemble (Triton's `ModelEnsembling.Step`). */
+export interface EnsembleStep {
+  modelName: string;
+  /** Default -1: the latest version at request time. */
+  modelVersion?: number;
+  /** Step model input name → ensemble tensor name. */
+  inputMap: Record<string, string>;
+  /** Step model output name → ensemble tensor name. */
+  outputMap: Record<string, string>;
+}
+
+/** An ensemble's DAG (Triton's `ensemble_scheduling`). */
+export interface EnsembleScheduling {
+  step: EnsembleStep[];
+  /** Requests in flight at each step at once (0, the default: unbounded). */
+  maxInflightRequests?: number;
 }
 
 /** An input or output declaration (PyTriton's `Tensor`). `shape` excludes the batch axis. */

@@ -30,6 +30,8 @@ import type { RawModelConfig } from './autocomplete';
 import { normalizeRawTensors } from './config-tensors';
 import { normalizeRawWarmups } from './config-warmup';
 import { readConfigText, type ModelDirectory } from './layout';
+import { checkRawEnsemble, isEnsembleConfig } from '../ensemble/repository';
+import { normalizeRawEnsembleScheduling } from '../ensemble/validate';
 
 /** What `normalizeRawConfig` needs besides the config. */
 export interface NormalizeRawOptions {
@@ -81,7 +83,6 @@ function rejectUnsupported(model: string, cfg: ProtoModelConfig): void {
   }
   if (cfg.response_cache?.enable && cfg.sequence_batching) throw responseCacheRefused(model, 'sequence', 'sequence_batching');
   if (cfg.sequence_batching) throw unsupported(model, 'sequence_batching (stateful models)');
-  if (cfg.ensemble_scheduling || cfg.platform === 'ensemble') throw unsupported(model, "an ensemble (platform 'ensemble', ensemble_scheduling)");
   if (cfg.batch_input?.length) throw unsupported(model, 'batch_input');
   if (cfg.batch_output?.length) throw unsupported(model, 'batch_output');
   if (cfg.instance_group?.some((g) => g.kind === 'KIND_MODEL')) throw unsupported(model, 'instance_group kind KIND_MODEL');
@@ -216,6 +217,7 @@ export function precheckModelConfig(raw: RawModelConfig, options: NormalizeRawOp
   const cfg = validateModelConfigJson(raw, `model '${model}' config (${options.source})`) as ProtoModelConfig;
   checkName(cfg.name, model, options.source);
   rejectUnsupported(model, cfg);
+  checkRawEnsemble(model, cfg);
   return { ...backendAndPlatform(model, cfg), versionPolicy: normalizeVersionPolicy(model, cfg.version_policy) };
 }
 
@@ -248,6 +250,8 @@ export function normalizeRawConfig(raw: RawModelConfig, options: NormalizeRawOpt
   if (maxBatchSize < 0) throw invalidArg(`model '${model}': max_batch_size must be >= 0, got ${maxBatchSize}`);
   const { backend, platform } = backendAndPlatform(model, cfg);
   rejectDecoupledOnnx(model, cfg, backend);
+  checkRawEnsemble(model, cfg);
+  const ensemble = isEnsembleConfig(cfg);
   const modelDirectory = path.dirname(options.source);
   const inputs = normalizeRawTensors(model, cfg.input, 'input', maxBatchSize, modelDirectory);
   return {
@@ -258,7 +262,8 @@ export function normalizeRawConfig(raw: RawModelConfig, options: NormalizeRawOpt
     inputs,
     outputs: normalizeRawTensors(model, cfg.output, 'output', maxBatchSize, modelDirectory),
     dynamicBatching: normalizeRawBatching(model, cfg.dynamic_batching, maxBatchSize),
-    instanceGroup: normalizeInstanceGroups(model, cfg.instance_group, backend),
+    // An ensemble has no instances: its steps run on their own models'.
+    instanceGroup: ensemble ? [] : normalizeInstanceGroups(model, cfg.instance_group, backend),
     responseCache: cfg.response_cache?.enable ?? false,
     decoupled: Boolean(cfg.model_transaction_policy?.decoupled),
     modelWarmup: normalizeRawWarmups({ model, maxBatchSize, inputs, modelDirectory }, cfg.model_warmup),
@@ -276,5 +281,6 @@ export function normalizeRawConfig(raw: RawModelConfig, options: NormalizeRawOpt
     modelRepositoryAgents: cfg.model_repository_agents,
     modelMetrics: cfg.model_metrics,
     modelDirectory,
+    ensembleScheduling: ensemble ? normalizeRawEnsembleScheduling(model, cfg.ensemble_scheduling) : undefined,
   };
 }

@@ -15,6 +15,7 @@ import { warmupInputArray } from '../warmup';
 import { autoCompleteOnnxConfig, type RawModelConfig } from './autocomplete';
 import { precheckModelConfig, precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
 import { loadJsModel } from './js-model';
+import { loadEnsembleVersion, type StepModels } from '../ensemble/repository';
 import {
   findModelFile, modelFileNames, selectVersions, versionsOnDisk, type ModelDirectory, type ModelFileKind,
 } from './layout';
@@ -30,6 +31,8 @@ export interface LoadOptions {
   configOverride?: RawModelConfig;
   maxQueueSizeHardLimit?: number;
   log?: (line: string) => void;
+  /** The serving models an ensemble's steps resolve to (the server's model lookup). */
+  stepModels?: StepModels;
 }
 
 const ONNX_BACKENDS = new Set(['onnxruntime']);
@@ -216,17 +219,27 @@ export function hasVersionDirectory(modelDir: string): boolean {
   }
 }
 
+/** An ensemble version (its version directory holds no file): its DAG is checked against the serving step models. */
+function loadEnsemble(dir: ModelDirectory, raw: RawModelConfig, version: number, options: LoadOptions): LoadedVersion {
+  if (!options.stepModels) throw new InferenceServerError('UNAVAILABLE', `ensemble '${dir.name}': no step models can be resolved here`);
+  const config = normalize(raw, dir, version, options);
+  return { model: loadEnsembleVersion(config, options.stepModels), finalize: async () => {} };
+}
+
 /** Loads every version the policy selects; on any failure, what was loaded is stopped again. */
 export async function loadModel(dir: ModelDirectory, options: LoadOptions = {}): Promise<Map<number, LoadedVersion>> {
   const raw = options.configOverride ?? readRawConfig(dir);
   // The config is checked as a whole before versions are chosen or any model file is read.
   const { backend, platform, versionPolicy } = precheckModelConfig(raw, normalizeOptions(dir, 1, options));
-  const engine = configuredEngine(dir.name, backend, platform);
+  const ensemble = platform === 'ensemble';
+  const engine = ensemble ? undefined : configuredEngine(dir.name, backend, platform);
   const versions = selectVersions(versionsOnDisk(dir.dir), versionPolicy, dir.name);
   if (versions.length === 0) throw noVersionDirectory(dir);
   const loaded = new Map<number, LoadedVersion>();
   try {
-    for (const version of versions) loaded.set(version, await loadVersion(dir, raw, version, engine, options));
+    for (const version of versions) {
+      loaded.set(version, ensemble ? loadEnsemble(dir, raw, version, options) : await loadVersion(dir, raw, version, engine, options));
+    }
   } catch (err) {
     await Promise.all([...loaded.values()].map(async (v) => {
       await v.model.stop(0);

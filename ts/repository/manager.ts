@@ -16,6 +16,9 @@ import { checkModelName, fingerprint, scanRepositories, type ModelDirectory } fr
 import { hasVersionDirectory, loadModel, noVersionDirectory, type LoadedVersion } from './loader';
 import { removeOverrideDirectory, writeOverrideDirectory } from './override';
 import { validateModelConfigJson } from '../config/pbtxt';
+import { readRawConfig } from './config-source';
+import { EnsembleModel } from '../ensemble/ensemble-model';
+import { stepModelNames } from '../ensemble/repository';
 
 export type ControlMode = 'none' | 'poll' | 'explicit';
 export type ModelState = 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
@@ -30,6 +33,8 @@ export interface IndexEntry {
 /** Where loaded versions are published for serving (Triton implements it). */
 export interface ModelRegistry {
   setModelVersions(name: string, versions: Map<number, BoundModel> | null): void;
+  /** A serving model (latest version when none is given); throws when it is not serving. */
+  model(name: string, version?: number): BoundModel;
 }
 
 export interface RepositoryOptions {
@@ -93,7 +98,14 @@ export class ModelRepositoryManager {
   async stop(timeoutMs = 30_000): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
-    await Promise.all([...this.#records.keys()].map((name) => this.#enqueue(name, () => this.#unload(name, timeoutMs))));
+    // Ensembles unload first: their requests in flight still send requests to their step models.
+    const isEnsemble = (name: string): boolean =>
+      [...this.#records.get(name)!.versions.values()].some((v) => v.model instanceof EnsembleModel);
+    const names = [...this.#records.keys()];
+    const unload = (name: string): Promise<void> => this.#enqueue(name, () => this.#unload(name, timeoutMs));
+    const ensembles = names.filter(isEnsemble);
+    await Promise.all(ensembles.map(unload));
+    await Promise.all(names.filter((name) => !ensembles.includes(name)).map(unload));
   }
 
   /** Triton's repository index: one entry per loaded version, or per model when none is. */
@@ -105,7 +117,12 @@ export class ModelRepositoryManager {
       const record = this.#records.get(name);
       if (record && record.versions.size > 0) {
         for (const v of [...record.versions.keys()].sort((a, b) => a - b)) {
-          entries.push({ name, version: String(v), state: record.state, reason: record.reason });
+          // An ensemble whose step model stopped serving is unavailable until it serves again.
+          const model = record.versions.get(v)!.model;
+          const missing = record.state === 'READY' && model instanceof EnsembleModel ? model.unavailableReason() : null;
+          entries.push(missing
+            ? { name, version: String(v), state: 'UNAVAILABLE', reason: missing.message }
+            : { name, version: String(v), state: record.state, reason: record.reason });
         }
       } else if (!readyOnly) {
         entries.push({ name, version: '', state: record?.state ?? 'UNAVAILABLE', reason: record?.reason ?? 'unloaded' });
@@ -187,8 +204,40 @@ export class ModelRepositoryManager {
     return new Set([...this.#records.keys(), ...this.#queues.keys()]).size;
   }
 
+  /**
+   * Before an ensemble loads, the step models it names that are not serving are loaded (in
+   * every control mode: Triton loads an ensemble's composing models with it), each through its
+   * own queue. `chain`: the ensembles being loaded that led here (a cycle of ensembles stops).
+   */
+  async #loadSteps(name: string, dir: ModelDirectory, config: RawModelConfig | undefined, chain: string[]): Promise<void> {
+    let raw: RawModelConfig;
+    try {
+      raw = config ?? readRawConfig(dir);
+    } catch {
+      return;  // the load itself reports a bad config
+    }
+    const steps = stepModelNames(raw as Record<string, unknown>);
+    if (steps.length === 0) return;
+    const scanned = this.#safeScan();
+    await Promise.all(steps.map(async (step) => {
+      if (chain.includes(step) || step === name || this.#serving(step) || !scanned.has(step)) return;
+      // Ensembles that name each other: waiting for the other's load would wait forever.
+      if (dependsOn(step, name, scanned)) return;
+      await this.#enqueue(step, () => (this.#serving(step) ? Promise.resolve(null) : this.#load(step, scanned.get(step), undefined, [...chain, name])));
+    }));
+  }
+
+  #serving(name: string): boolean {
+    try {
+      this.#registry.model(name);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** Loads (or reloads) a model; resolves with the failure reason, or null when it loaded. */
-  async #load(name: string, dir: ModelDirectory | undefined, config?: RawModelConfig): Promise<string | null> {
+  async #load(name: string, dir: ModelDirectory | undefined, config?: RawModelConfig, chain: string[] = []): Promise<string | null> {
     // A load queued behind the stop's unload must not bring the model back.
     if (this.#stopped) {
       if (dir) removeOverrideDirectory(dir);
@@ -216,7 +265,11 @@ export class ModelRepositoryManager {
       return record.reason;
     }
     try {
-      const loaded = await loadModel(dir, { configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log });
+      await this.#loadSteps(name, dir, config, chain);
+      const loaded = await loadModel(dir, {
+        configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log,
+        stepModels: (step, version) => this.#registry.model(step, version < 0 ? undefined : version),
+      });
       if (this.#stopped) {
         // The server began stopping while this load ran (its exit timeout may have passed):
         // what loaded never serves.
@@ -296,6 +349,21 @@ export class ModelRepositoryManager {
     }
     await Promise.all(ops);
   }
+}
+
+/** Whether model `from` names `target` as a step, directly or through other ensembles. */
+function dependsOn(from: string, target: string, scanned: Map<string, ModelDirectory>, seen = new Set<string>()): boolean {
+  if (seen.has(from)) return false;
+  seen.add(from);
+  const dir = scanned.get(from);
+  if (!dir) return false;
+  let steps: string[];
+  try {
+    steps = stepModelNames(readRawConfig(dir) as Record<string, unknown>);
+  } catch {
+    return false;
+  }
+  return steps.some((step) => step === target || dependsOn(step, target, scanned, seen));
 }
 
 /**

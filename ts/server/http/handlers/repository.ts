@@ -64,7 +64,8 @@ export async function unload(call: HttpCall): Promise<void> {
   const body = await readJsonObject(call.req, call.settings.maxInputSize);
   const params = parameters(body, `unload of model '${model}'`);
   for (const [key, value] of Object.entries(params)) {
-    // There are no ensembles yet, so a model has no dependents to unload with it.
+    // Accepted; an ensemble's composing models are not unloaded with it (they may serve direct
+    // traffic): unload them by name (docs/http.md).
     if (key !== 'unload_dependents') throw invalidArg(`unload of model '${model}': unknown parameter '${key}'`);
     if (typeof value !== 'boolean') throw invalidArg(`unload of model '${model}': 'unload_dependents' must be a boolean`);
   }

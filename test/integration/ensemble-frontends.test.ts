@@ -1,0 +1,288 @@
+/**
+ * Ensembles declared in code (issue 10): `triton.bind()` with `config.ensembleScheduling` over
+ * bound callables, served in process, over HTTP and over gRPC by the real frontends: inference,
+ * metadata (platform "ensemble"), config (ensemble_scheduling), statistics of the ensemble and
+ * of its steps, a failing step named in each protocol's error, and bind-time DAG errors.
+ */
+import { status } from '@grpc/grpc-js';
+import type { Request } from '../../ts/request';
+import { NDArray } from '../../ts/tensor';
+import { Triton } from '../../ts/triton';
+import { expectRejects, waitFor } from './helpers';
+import { fails, fp32Bytes, ok, rawStub } from './grpc/helpers';
+import { closeAgent, get, post } from './http/http-helpers';
+
+let triton: Triton;
+
+afterEach(async () => {
+  await triton?.stop();
+});
+
+afterAll(() => closeAgent());
+
+const T = (name: string, dtype: 'FP32' | 'INT32' = 'FP32') => ({ name, dtype, shape: [2] });
+const map = (f: (v: number) => number) => (requests: Request[]) =>
+  requests.map((r) => ({ OUT: (r.data.IN.data as Float32Array).map(f) }));
+
+/** plus1 and times3 (bound callables), and `pipe`: Y = (X + 1) × 3, also X + 1 as Z. */
+function bindPipeline(t: Triton): void {
+  t.bind({ modelName: 'plus1', inferFunc: map((v) => v + 1), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  t.bind({ modelName: 'times3', inferFunc: map((v) => v * 3), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  t.bind({
+    modelName: 'boom', inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 },
+    inferFunc: () => { throw new Error('the device caught fire'); },
+  });
+  t.bind({
+    modelName: 'pipe', inputs: [T('X')], outputs: [T('Y'), T('Z')],
+    config: {
+      maxBatchSize: 8,
+      ensembleScheduling: {
+        step: [
+          { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'Z' } },
+          { modelName: 'times3', inputMap: { IN: 'Z' }, outputMap: { OUT: 'Y' } },
+        ],
+      },
+    },
+  });
+  t.bind({
+    modelName: 'broken', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 8, ensembleScheduling: { step: [{ modelName: 'boom', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }] } },
+  });
+}
+
+const row = (...values: number[]): NDArray => new NDArray('FP32', [1, values.length], Float32Array.from(values));
+
+test('in process: a bound ensemble over bound callables; statistics per ensemble and per step', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  bindPipeline(triton);
+  await triton.run();
+  const out = await triton.infer('pipe', { X: row(1, 2) });
+  expect(Array.from(out.Y.data as Float32Array)).toEqual([6, 9]);
+  expect(Array.from(out.Z.data as Float32Array)).toEqual([2, 3]);
+  const only = await triton.infer('pipe', { X: row(0, 0) }, { outputs: ['Y'] });
+  expect(Object.keys(only)).toEqual(['Y']);
+  await expectRejects(triton.infer('pipe', { X: row(0, 0) }, { outputs: ['NOPE'] }), 'INVALID_ARG', "unexpected inference output 'NOPE' for model 'pipe'");
+  await expectRejects(triton.infer('pipe', {}), 'INVALID_ARG', "input 'X' is missing");
+  await expectRejects(triton.infer('pipe', { X: row(0, 0), W: row(0, 0) }), 'INVALID_ARG', "unexpected inference input 'W' for model 'pipe'");
+  expect(triton.model('pipe').stats()).toMatchObject({ success: { count: 2 }, fail: { count: 3 }, inferenceCount: 2 });
+  expect(triton.model('times3').stats().success.count).toBe(2);
+  await expectRejects(triton.infer('broken', { X: row(0, 0) }), 'INTERNAL', /in ensemble 'broken', step 1 \(model 'boom'\) failed: .*the device caught fire/);
+});
+
+test('bind-time DAG errors name the step and the tensor', () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  triton.bind({ modelName: 'plus1', inferFunc: map((v) => v + 1), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  const bindEnsemble = (step: { modelName: string; inputMap: Record<string, string>; outputMap: Record<string, string> }[], inputs = [T('X')]) =>
+    triton.bind({ modelName: 'e', inputs, outputs: [T('Y')], config: { maxBatchSize: 8, ensembleScheduling: { step } } });
+  expect(() => bindEnsemble([{ modelName: 'ghost', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }]))
+    .toThrow(/ensemble 'e': step 1 \(model 'ghost'\): the step model is not available/);
+  expect(() => bindEnsemble([{ modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }], [T('X', 'INT32')]))
+    .toThrow(/ensemble tensor 'X': ensemble input 'X' has datatype INT32, but input 'IN' of step 1 \(model 'plus1'\) expects FP32/);
+  expect(() => triton.bind({ modelName: 'e', inferFunc: map((v) => v), inputs: [T('X')], outputs: [T('Y')],
+    config: { ensembleScheduling: { step: [{ modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }] } } }))
+    .toThrow(/an ensemble has no inferFunc/);
+});
+
+test('HTTP: infer, metadata, config and statistics of a bound ensemble; a failing step named', async () => {
+  triton = new Triton({ config: { httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: false, allowMetrics: false, logInfo: false } });
+  bindPipeline(triton);
+  await triton.run();
+  const port = triton.ports.http!;
+  const infer = await post(port, '/v2/models/pipe/infer', { inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 2], data: [1, 2] }] });
+  expect(infer.status).toBe(200);
+  expect(infer.json()).toMatchObject({
+    model_name: 'pipe', outputs: [{ name: 'Y', datatype: 'FP32', shape: [1, 2], data: [6, 9] }, { name: 'Z', data: [2, 3] }],
+  });
+  expect((await get(port, '/v2/models/pipe')).json()).toMatchObject({ name: 'pipe', platform: 'ensemble' });
+  expect((await get(port, '/v2/models/pipe/ready')).status).toBe(200);
+  const config = (await get(port, '/v2/models/pipe/config')).json() as Record<string, any>;
+  expect(config.platform).toBe('ensemble');
+  expect(config.ensemble_scheduling.step).toEqual([
+    expect.objectContaining({ model_name: 'plus1', model_version: -1, input_map: { IN: 'X' }, output_map: { OUT: 'Z' } }),
+    expect.objectContaining({ model_name: 'times3', input_map: { IN: 'Z' }, output_map: { OUT: 'Y' } }),
+  ]);
+  const stats = (await get(port, '/v2/models/pipe/stats')).json() as { model_stats: Record<string, any>[] };
+  expect(stats.model_stats[0]).toMatchObject({ name: 'pipe', inference_count: 1, inference_stats: { success: { count: 1 } } });
+  const stepStats = (await get(port, '/v2/models/times3/stats')).json() as { model_stats: Record<string, any>[] };
+  expect(stepStats.model_stats[0].inference_stats.success.count).toBe(1);
+  const failed = await post(port, '/v2/models/broken/infer', { inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 2], data: [1, 2] }] });
+  expect(failed.status).toBe(500);
+  expect((failed.json() as { error: string }).error).toMatch(/in ensemble 'broken', step 1 \(model 'boom'\) failed/);
+});
+
+test('gRPC: ModelInfer and ModelMetadata of a bound ensemble; a failing step named', async () => {
+  triton = new Triton({ config: { grpcAddress: '127.0.0.1', grpcPort: 0, allowHttp: false, allowMetrics: false, logInfo: false } });
+  bindPipeline(triton);
+  await triton.run();
+  const stub = rawStub(triton.ports.grpc!);
+  try {
+    const r = await ok(stub, 'ModelInfer', {
+      model_name: 'pipe', inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 2] }], raw_input_contents: [fp32Bytes([1, 2])],
+      outputs: [{ name: 'Y' }],
+    });
+    expect(r.raw_output_contents).toEqual([fp32Bytes([6, 9])]);
+    expect(await ok(stub, 'ModelMetadata', { name: 'pipe' })).toMatchObject({ name: 'pipe', platform: 'ensemble' });
+    const { config } = await ok(stub, 'ModelConfig', { name: 'pipe' }) as { config: Record<string, any> };
+    expect(config.platform).toBe('ensemble');
+    expect(config.ensemble_scheduling.step.map((s: { model_name: string; input_map: object }) => [s.model_name, s.input_map]))
+      .toEqual([['plus1', { IN: 'X' }], ['times3', { IN: 'Z' }]]);
+    await fails(stub, 'ModelInfer', {
+      model_name: 'broken', inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 2] }], raw_input_contents: [fp32Bytes([1, 2])],
+    }, status.INTERNAL, /in ensemble 'broken', step 1 \(model 'boom'\) failed/);
+  } finally {
+    stub.close();
+  }
+});
+
+test('an ensemble can be a step of another ensemble', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  bindPipeline(triton);
+  triton.bind({
+    modelName: 'outer', inputs: [T('A')], outputs: [T('B')],
+    config: {
+      maxBatchSize: 8,
+      ensembleScheduling: { step: [
+        { modelName: 'pipe', inputMap: { X: 'A' }, outputMap: { Y: 'mid' } },
+        { modelName: 'plus1', inputMap: { IN: 'mid' }, outputMap: { OUT: 'B' } },
+      ] },
+    },
+  });
+  await triton.run();
+  expect(Array.from((await triton.infer('outer', { A: row(1, 2) })).B.data as Float32Array)).toEqual([7, 10]);
+});
+
+test('maxInflightRequests bounds the requests in flight at a step; the rest wait in the ensemble', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => { release = resolve; });
+  let executions = 0;
+  triton.bind({
+    modelName: 'held', inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 },
+    inferFunc: async (requests: Request[]) => {
+      executions++;
+      await released;
+      return requests.map((r) => ({ OUT: r.data.IN }));
+    },
+  });
+  triton.bind({
+    modelName: 'bounded', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 8, ensembleScheduling: { step: [{ modelName: 'held', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }], maxInflightRequests: 1 } },
+  });
+  await triton.run();
+  const results = [triton.infer('bounded', { X: row(1, 1) }), triton.infer('bounded', { X: row(2, 2) })];
+  for (const r of results) r.catch(() => undefined);  // a failed expectation below must not leave them unhandled
+  await waitFor(() => executions === 1, 'the first step request to execute');
+  expect(triton.model('held').pendingCount).toBe(1);
+  expect(triton.model('bounded').pendingCount).toBe(2);
+  release();
+  const outs = await Promise.all(results);
+  expect(outs.map((o) => Array.from(o.Y.data as Float32Array))).toEqual([[1, 1], [2, 2]]);
+  expect(executions).toBe(2);
+});
+
+test('cancelling an ensemble request cancels its step in flight and starts no more', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  let started = 0;
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => { release = resolve; });
+  triton.bind({
+    modelName: 'slow', inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 },
+    inferFunc: async (requests: Request[]) => {
+      started++;
+      await released;
+      return requests.map((r) => ({ OUT: r.data.IN }));
+    },
+  });
+  triton.bind({ modelName: 'plus1', inferFunc: map((v) => v + 1), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  triton.bind({
+    modelName: 'chain', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 8, ensembleScheduling: { step: [
+      { modelName: 'slow', inputMap: { IN: 'X' }, outputMap: { OUT: 'a' } },
+      { modelName: 'plus1', inputMap: { IN: 'a' }, outputMap: { OUT: 'Y' } },
+    ] } },
+  });
+  await triton.run();
+  const controller = new AbortController();
+  const result = triton.infer('chain', { X: row(1, 1) }, { signal: controller.signal });
+  await waitFor(() => started === 1, 'the first step to execute');
+  controller.abort();
+  await expectRejects(result, 'CANCELLED');
+  release();
+  await waitFor(() => triton.model('slow').pendingCount === 0, 'the first step to finish');
+  expect(triton.model('plus1').stats().success.count + triton.model('plus1').stats().fail.count).toBe(0);
+});
+
+test('metrics: the ensemble and its steps each count their requests', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, metricsPort: 0, metricsAddress: '127.0.0.1', logInfo: false } });
+  bindPipeline(triton);
+  await triton.run();
+  await triton.infer('pipe', { X: row(1, 2) });
+  const text = (await get(triton.ports.metrics!, '/metrics')).body.toString();
+  expect(text).toMatch(/nv_inference_request_success\{model="pipe",version="1"\} 1/);
+  expect(text).toMatch(/nv_inference_request_success\{model="times3",version="1"\} 1/);
+});
+
+test("HTTP and gRPC: an ensemble's step request batches with a direct request to the step model", async () => {
+  triton = new Triton({ config: {
+    httpAddress: '127.0.0.1', httpPort: 0, grpcAddress: '127.0.0.1', grpcPort: 0, allowMetrics: false, logInfo: false,
+  } });
+  // A batch of 2 goes at once; a lone request would wait the (long) queue delay, then run alone.
+  triton.bind({
+    modelName: 'plus1', inferFunc: map((v) => v + 1), inputs: [T('IN')], outputs: [T('OUT')],
+    config: { maxBatchSize: 8, batcher: { preferredBatchSize: [2], maxQueueDelayMicroseconds: 5_000_000 } },
+  });
+  triton.bind({ modelName: 'times3', inferFunc: map((v) => v * 3), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  triton.bind({
+    modelName: 'pipe', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 8, ensembleScheduling: { step: [
+      { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'a' } },
+      { modelName: 'times3', inputMap: { IN: 'a' }, outputMap: { OUT: 'Y' } },
+    ] } },
+  });
+  await triton.run();
+  const stub = rawStub(triton.ports.grpc!);
+  try {
+    const [viaEnsemble, direct] = await Promise.all([
+      post(triton.ports.http!, '/v2/models/pipe/infer', { inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 2], data: [1, 2] }] }),
+      ok(stub, 'ModelInfer', {
+        model_name: 'plus1', inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 2] }], raw_input_contents: [fp32Bytes([10, 20])],
+      }),
+    ]);
+    expect(viaEnsemble.json()).toMatchObject({ outputs: [{ name: 'Y', data: [6, 9] }] });
+    expect(direct.raw_output_contents).toEqual([fp32Bytes([11, 21])]);
+    expect(triton.model('plus1').stats().batchStats.map((b) => [b.batchSize, b.computeInfer.count])).toEqual([[2, 1]]);
+  } finally {
+    stub.close();
+  }
+});
+
+test('stop() lets an ensemble request in flight finish its later steps before the step models stop', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  let started = 0;
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => { release = resolve; });
+  triton.bind({
+    modelName: 'slow', inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 },
+    inferFunc: async (requests: Request[]) => {
+      started++;
+      await released;
+      return requests.map((r) => ({ OUT: r.data.IN }));
+    },
+  });
+  triton.bind({ modelName: 'plus1', inferFunc: map((v) => v + 1), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  triton.bind({
+    modelName: 'chain', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 8, ensembleScheduling: { step: [
+      { modelName: 'slow', inputMap: { IN: 'X' }, outputMap: { OUT: 'a' } },
+      { modelName: 'plus1', inputMap: { IN: 'a' }, outputMap: { OUT: 'Y' } },
+    ] } },
+  });
+  await triton.run();
+  const result = triton.infer('chain', { X: row(1, 2) });
+  result.catch(() => undefined);
+  await waitFor(() => started === 1, 'the first step to execute');
+  const stopped = triton.stop();
+  release();
+  expect(Array.from((await result).Y.data as Float32Array)).toEqual([2, 3]);
+  await stopped;
+});

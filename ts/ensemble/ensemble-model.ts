@@ -1,0 +1,288 @@
+/**
+ * An ensemble (Triton's `platform: "ensemble"`): a model to the frontends (name, version, config,
+ * infer, stats, stop, pendingCount), whose requests run a DAG of steps. Each step is an ordinary
+ * request to the step model's own queue (BoundModel.infer), so it batches with direct traffic to
+ * that model; a step starts as soon as the tensors it reads exist, so independent branches run
+ * concurrently. Tensors pass between steps as they are: a native engine's outputs are views of
+ * native memory and become the next step's inputs without a copy (`inputsOwned`).
+ *
+ * It extends BoundModel so that it registers and prints like any model (every frontend takes a
+ * BoundModel); its own native model has no instances and never sees a request: it only exists
+ * because BoundModel's constructor makes one. Everything runs on the JS thread.
+ */
+import { InferenceServerError, toInferenceServerError } from '../errors';
+import type { NormalizedModelConfig } from '../config/normalize';
+import { BoundModel, type CancelSignal, type InferOptions, type StreamOptions } from '../model';
+import type { ModelStats } from '../cache/model-cache';
+import { ResponseStream } from '../decoupled';
+import { NDArray, copyNDArray } from '../tensor';
+import { stepLabel, type EnsemblePlan } from './validate';
+
+/** Resolves a step's model when a request runs (version -1: the latest). */
+export type StepModelLookup = (name: string, version: number) => BoundModel;
+
+/** A cancel signal the ensemble aborts itself (a step failed) or forwards (the caller's). */
+class StepSignal implements CancelSignal {
+  aborted = false;
+  readonly #listeners: (() => void)[] = [];
+  addEventListener(_type: 'abort', listener: () => void): void {
+    if (this.aborted) listener();
+    else this.#listeners.push(listener);
+  }
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    for (const l of this.#listeners.splice(0)) l();
+  }
+}
+
+/** Counts in flight per step and queues what waits (max_inflight_requests); 0 = unbounded. */
+class StepGate {
+  #inflight = 0;
+  readonly #waiting: (() => void)[] = [];
+  constructor(private readonly limit: number) {}
+  enter(run: () => void): void {
+    if (this.limit === 0 || this.#inflight < this.limit) {
+      this.#inflight++;
+      run();
+    } else {
+      this.#waiting.push(run);
+    }
+  }
+  leave(): void {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#inflight--;
+  }
+}
+
+interface Counter { count: number; ns: number }
+
+export class EnsembleModel extends BoundModel {
+  readonly #plan: EnsemblePlan;
+  readonly #lookup: StepModelLookup;
+  readonly #gates: StepGate[];
+  #pending = 0;
+  #stopped = false;
+  #drained: (() => void) | null = null;
+  readonly #success: Counter = { count: 0, ns: 0 };
+  readonly #fail: Counter = { count: 0, ns: 0 };
+  #inferenceCount = 0;
+  #lastInferenceMs = 0;
+
+  constructor(config: NormalizedModelConfig, plan: EnsemblePlan, lookup: StepModelLookup) {
+    super({ ...config, instanceGroup: [], dynamicBatching: null }, { kind: 'js', funcs: [], strict: false });
+    this.#plan = plan;
+    this.#lookup = lookup;
+    const limit = config.ensembleScheduling!.maxInflightRequests;
+    this.#gates = config.ensembleScheduling!.steps.map(() => new StepGate(limit));
+  }
+
+  override get pendingCount(): number {
+    return this.#pending;
+  }
+
+  /**
+   * Whether every step model is serving; when one is not (unloaded), the ensemble is not
+   * available. Returns the first missing step's error, or null.
+   */
+  unavailableReason(): InferenceServerError | null {
+    const steps = this.config.ensembleScheduling!.steps;
+    for (let i = 0; i < steps.length; i++) {
+      try {
+        this.#lookup(steps[i].modelName, steps[i].modelVersion);
+      } catch (err) {
+        return this.#stepUnavailable(i, err);
+      }
+    }
+    return null;
+  }
+
+  #stepUnavailable(i: number, err: unknown): InferenceServerError {
+    const step = this.config.ensembleScheduling!.steps[i];
+    return new InferenceServerError('UNAVAILABLE', `ensemble '${this.name}' is not available: its ${stepLabel(i, step)} is not ` +
+      `serving (${toInferenceServerError(err).message}); load model '${step.modelName}' again`);
+  }
+
+  override inferStream(_inputs: Record<string, NDArray>, _options: StreamOptions = {}): ResponseStream {
+    const stream = new ResponseStream(0, () => undefined);
+    stream.fail(new InferenceServerError('UNSUPPORTED', `ensemble '${this.name}' is not decoupled: call infer()`));
+    return stream;
+  }
+
+  override infer(inputs: Record<string, NDArray>, options: InferOptions = {}): Promise<Record<string, NDArray>> {
+    if (this.#stopped) {
+      return Promise.reject(new InferenceServerError('UNAVAILABLE', `model '${this.name}' is not ready: it was stopped`));
+    }
+    const started = performance.now();
+    this.#pending++;
+    return this.#run(inputs, options).then((outputs) => {
+      this.#count(this.#success, started);
+      this.#inferenceCount += this.#rows(inputs);
+      return outputs;
+    }, (err: unknown) => {
+      this.#count(this.#fail, started);
+      throw toInferenceServerError(err);
+    }).finally(() => {
+      this.#pending--;
+      if (this.#pending === 0 && this.#drained) this.#drained();
+    });
+  }
+
+  #count(counter: Counter, started: number): void {
+    counter.count++;
+    counter.ns += Math.round((performance.now() - started) * 1e6);
+    this.#lastInferenceMs = Date.now();
+  }
+
+  #rows(inputs: Record<string, NDArray>): number {
+    if (this.config.maxBatchSize === 0) return 1;
+    for (const name in inputs) return inputs[name].rows;
+    return 1;
+  }
+
+  /** One request through the DAG; rejects with the failing step named. */
+  #run(given: Record<string, NDArray>, options: InferOptions): Promise<Record<string, NDArray>> {
+    const config = this.config;
+    const steps = config.ensembleScheduling!.steps;
+    const tensors = new Map<string, NDArray>();
+    for (const t of config.inputs) {
+      const arr = given[t.name];
+      if (arr === undefined) {
+        if (!t.optional) {
+          return Promise.reject(new InferenceServerError('INVALID_ARG',
+            `expected ${config.inputs.length} inputs but got ${Object.keys(given).length} inputs for model '${this.name}': input '${t.name}' is missing`));
+        }
+        continue;
+      }
+      if (!(arr instanceof NDArray)) return Promise.reject(new InferenceServerError('INVALID_ARG', `input '${t.name}' for model '${this.name}' must be an NDArray`));
+      // Steps may run after infer() returned: a caller's arrays are copied once, here.
+      tensors.set(t.name, options.inputsOwned ? arr : copyNDArray(arr));
+    }
+    for (const name in given) {
+      if (!config.inputs.some((t) => t.name === name)) {
+        return Promise.reject(new InferenceServerError('INVALID_ARG', `unexpected inference input '${name}' for model '${this.name}'`));
+      }
+    }
+    const wanted = options.outputs ?? config.outputs.map((t) => t.name);
+    for (const name of wanted) {
+      if (!config.outputs.some((t) => t.name === name)) {
+        return Promise.reject(new InferenceServerError('INVALID_ARG', `unexpected inference output '${name}' for model '${this.name}'`));
+      }
+    }
+    const signal = new StepSignal();
+    if (options.signal) options.signal.addEventListener('abort', () => signal.abort(), { once: true });
+    const waitingFor = this.#plan.needs.map((needs) => needs.filter((n) => !tensors.has(n) && this.#isProduced(n)).length);
+    return new Promise((resolve, reject) => {
+      let remaining = steps.length;
+      let failed = false;
+      const finish = (err: InferenceServerError | null): void => {
+        if (failed) return;
+        if (err) {
+          failed = true;
+          signal.abort();  // the other steps in flight are cancelled (or their results dropped)
+          reject(err);
+          return;
+        }
+        if (--remaining > 0) return;
+        const outputs: Record<string, NDArray> = {};
+        for (const name of wanted) outputs[name] = tensors.get(name)!;
+        resolve(outputs);
+      };
+      const start = (i: number): void => {
+        this.#gates[i].enter(() => this.#runStep(i, tensors, options, signal).then((produced) => {
+          this.#gates[i].leave();
+          if (failed) return;
+          for (const [tensor, arr] of produced) {
+            tensors.set(tensor, arr);
+            for (const reader of this.#plan.readers.get(tensor) ?? []) if (--waitingFor[reader] === 0) start(reader);
+          }
+          finish(null);
+        }, (err: InferenceServerError) => {
+          this.#gates[i].leave();
+          finish(err);
+        }));
+      };
+      if (signal.aborted) {
+        finish(new InferenceServerError('CANCELLED', `request for model '${this.name}' was cancelled`));
+        return;
+      }
+      waitingFor.forEach((n, i) => { if (n === 0) start(i); });
+    });
+  }
+
+  #isProduced(tensor: string): boolean {
+    return !this.config.inputs.some((t) => t.name === tensor);
+  }
+
+  /** Runs step `i` as an ordinary request to its model; resolves with ensemble tensor → output. */
+  async #runStep(i: number, tensors: Map<string, NDArray>, options: InferOptions, signal: StepSignal): Promise<[string, NDArray][]> {
+    const step = this.config.ensembleScheduling!.steps[i];
+    if (signal.aborted) throw new InferenceServerError('CANCELLED', `request for model '${this.name}' was cancelled before ${stepLabel(i, step)}`);
+    let model: BoundModel;
+    try {
+      model = this.#lookup(step.modelName, step.modelVersion);
+    } catch (err) {
+      throw this.#stepUnavailable(i, err);
+    }
+    const inputs: Record<string, NDArray> = {};
+    for (const [input, tensor] of Object.entries(step.inputMap)) {
+      const arr = tensors.get(tensor);
+      if (arr) inputs[input] = arr;  // absent: an optional ensemble input the request left out
+    }
+    let outputs: Record<string, NDArray>;
+    try {
+      outputs = await model.infer(inputs, {
+        inputsOwned: true,  // ensemble tensors are held by this request until it settles
+        priority: options.priority,
+        timeoutMicroseconds: options.timeoutMicroseconds,
+        parameters: options.parameters,
+        outputs: Object.keys(step.outputMap),
+        signal,
+      });
+    } catch (err) {
+      const e = toInferenceServerError(err);
+      throw new InferenceServerError(e.code, `in ensemble '${this.name}', ${stepLabel(i, step)} failed: ${e.message}`);
+    }
+    return Object.entries(step.outputMap).map(([output, tensor]) => [tensor, outputs[output]]);
+  }
+
+  /** The ensemble's own counters (Triton's per-ensemble statistics); each step model keeps its own. */
+  override stats(): ModelStats {
+    const zero = { count: 0, ns: 0 };
+    return {
+      cacheHit: zero,
+      cacheMiss: zero,
+      success: { ...this.#success },
+      fail: { ...this.#fail },
+      queue: zero,
+      computeInput: zero,
+      computeInfer: zero,
+      computeOutput: zero,
+      inferenceCount: this.#inferenceCount,
+      executionCount: this.#success.count,
+      lastInferenceMs: this.#lastInferenceMs,
+      failures: { REJECTED: 0, CANCELED: 0, BACKEND: this.#fail.count, OTHER: 0 },
+      pending: this.#pending,
+      queued: 0,
+      batchStats: [],
+    };
+  }
+
+  /** Refuses new requests and waits (up to timeoutMs) for those running; the step models are not stopped. */
+  override async stop(timeoutMs = 30_000): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    if (this.#pending > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, timeoutMs);
+        this.#drained = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    this.#drained = null;
+    await super.stop(0);
+  }
+}
