@@ -321,7 +321,9 @@ export class BoundModel {
       this.#runDecoupled(instance, token, Array.from(ids), entries);
       return;
     }
-    const context: TritonContext = { modelConfig: this.config, instanceIndex: instance };
+    const context: TritonContext = {
+      modelConfig: this.config, instanceIndex: instance, isCancelled: (index = 0) => entries[index]?.settled ?? false,
+    };
     const started = performance.now();
     let result: unknown;
     try {
@@ -373,7 +375,9 @@ export class BoundModel {
    * request ends on its own (finishRequest), whenever its iteration or its sender ends it.
    */
   #runDecoupled(instance: number, token: number, ids: number[], entries: PendingRequest[]): void {
-    const context: TritonContext = { modelConfig: this.config, instanceIndex: instance };
+    const context: TritonContext = {
+      modelConfig: this.config, instanceIndex: instance, isCancelled: (index = 0) => sink.closed(index),
+    };
     const what = `model '${this.config.name}'`;
     // Per request: undefined while it runs; null (ended) or its error once it ended.
     const ended: (InferenceServerError | null | undefined)[] = new Array(entries.length).fill(undefined);

@@ -43,6 +43,13 @@ export interface TritonContext {
   readonly modelConfig: NormalizedModelConfig;
   /** Which instance (0-based index into the bound callables) runs this call. */
   readonly instanceIndex: number;
+  /**
+   * True once request `index` of this call (0 = the first) was cancelled — its client went
+   * away, aborted, or (decoupled) fell too far behind — or, for a decoupled model, ended: a
+   * callable that works long may poll it and stop early. Absent where nothing can be cancelled
+   * (warm-up).
+   */
+  readonly isCancelled?: (index?: number) => boolean;
 }
 
 /**

@@ -353,6 +353,29 @@ describe('gRPC ModelStreamInfer', () => {
   });
 });
 
+test('context.isCancelled() tells a polling callable that its request was cancelled', async () => {
+  let sawCancel = false;
+  triton = inProcessTriton();
+  triton.bind({
+    modelName: 'worker', inputs: [IN], outputs: [OUT], config: { maxBatchSize: 1 },
+    // Works until cancelled (bounded, so a broken isCancelled fails the test instead of hanging it).
+    inferFunc: (async (requests: Request[], context: { isCancelled?: (i?: number) => boolean }) => {
+      const until = Date.now() + 10_000;
+      while (!context.isCancelled!(0) && Date.now() < until) await new Promise((resolve) => setImmediate(resolve));
+      sawCancel = context.isCancelled!(0);
+      return requests.map((r) => ({ OUT: r.data.IN }));
+    }) as never,
+  });
+  await triton.run();
+  const controller = new AbortController();
+  const pending = triton.infer('worker', { IN: f32(1) }, { signal: controller.signal });
+  await waitFor(() => triton.model('worker').stats().queued === 0 && triton.model('worker').stats().pending === 1, 'the callable to run');
+  controller.abort();
+  await expectRejects(pending, 'CANCELLED', 'cancelled');
+  await waitFor(() => triton.model('worker').stats().pending === 0, 'the callable to stop early');
+  expect(sawCancel).toBe(true);
+});
+
 describe('execution and completion are separate', () => {
   test('an instance takes the next batch as soon as the callable returned; earlier requests keep streaming', async () => {
     const release = gate();
