@@ -134,6 +134,13 @@ function errorEvent(err: InferenceServerError): string {
  */
 function writeEvent(res: ServerResponse, text: string): Promise<boolean> {
   if (res.destroyed) return Promise.resolve(false);
+  // Events written in one turn of the event loop (a generator's steps arrive within one) leave
+  // in one write: corked until the turn's ticks run. One small write per event cost more than
+  // the rest of the response's path.
+  if (!res.writableCorked) {
+    res.cork();
+    process.nextTick(uncork, res);
+  }
   if (res.write(text)) return Promise.resolve(true);
   return new Promise((resolve) => {
     const done = (): void => {
@@ -144,6 +151,10 @@ function writeEvent(res: ServerResponse, text: string): Promise<boolean> {
     res.on('drain', done);
     res.on('close', done);
   });
+}
+
+function uncork(res: ServerResponse): void {
+  res.uncork();
 }
 
 /** A complete event stream of known events (a non-decoupled model's one response). */
