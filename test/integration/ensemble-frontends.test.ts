@@ -180,15 +180,19 @@ test('maxInflightRequests bounds the requests in flight at a step; the rest wait
   expect(executions).toBe(2);
 });
 
-test('cancelling an ensemble request cancels its step in flight and starts no more', async () => {
+/**
+ * `chain` = `slow` (held until `release()`; `started()` counts its executions) then `plus1`:
+ * an ensemble with a request in flight at its first step, for as long as the test wants.
+ */
+async function heldChain(): Promise<{ started: () => number; release: () => void }> {
   triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
-  let started = 0;
+  let executions = 0;
   let release: () => void = () => undefined;
   const released = new Promise<void>((resolve) => { release = resolve; });
   triton.bind({
     modelName: 'slow', inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 },
     inferFunc: async (requests: Request[]) => {
-      started++;
+      executions++;
       await released;
       return requests.map((r) => ({ OUT: r.data.IN }));
     },
@@ -202,9 +206,14 @@ test('cancelling an ensemble request cancels its step in flight and starts no mo
     ] } },
   });
   await triton.run();
+  return { started: () => executions, release };
+}
+
+test('cancelling an ensemble request cancels its step in flight and starts no more', async () => {
+  const { started, release } = await heldChain();
   const controller = new AbortController();
   const result = triton.infer('chain', { X: row(1, 1) }, { signal: controller.signal });
-  await waitFor(() => started === 1, 'the first step to execute');
+  await waitFor(() => started() === 1, 'the first step to execute');
   controller.abort();
   await expectRejects(result, 'CANCELLED');
   release();
@@ -257,30 +266,10 @@ test("HTTP and gRPC: an ensemble's step request batches with a direct request to
 });
 
 test('stop() lets an ensemble request in flight finish its later steps before the step models stop', async () => {
-  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
-  let started = 0;
-  let release: () => void = () => undefined;
-  const released = new Promise<void>((resolve) => { release = resolve; });
-  triton.bind({
-    modelName: 'slow', inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 },
-    inferFunc: async (requests: Request[]) => {
-      started++;
-      await released;
-      return requests.map((r) => ({ OUT: r.data.IN }));
-    },
-  });
-  triton.bind({ modelName: 'plus1', inferFunc: map((v) => v + 1), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
-  triton.bind({
-    modelName: 'chain', inputs: [T('X')], outputs: [T('Y')],
-    config: { maxBatchSize: 8, ensembleScheduling: { step: [
-      { modelName: 'slow', inputMap: { IN: 'X' }, outputMap: { OUT: 'a' } },
-      { modelName: 'plus1', inputMap: { IN: 'a' }, outputMap: { OUT: 'Y' } },
-    ] } },
-  });
-  await triton.run();
+  const { started, release } = await heldChain();
   const result = triton.infer('chain', { X: row(1, 2) });
   result.catch(() => undefined);
-  await waitFor(() => started === 1, 'the first step to execute');
+  await waitFor(() => started() === 1, 'the first step to execute');
   const stopped = triton.stop();
   release();
   expect(Array.from((await result).Y.data as Float32Array)).toEqual([2, 3]);
