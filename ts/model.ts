@@ -45,6 +45,16 @@ export interface InferOptions {
   /** Aborting cancels the request: removed from the queue, or its result dropped. */
   signal?: CancelSignal;
   /**
+   * Sequence batcher models: the correlation id of the request's sequence (a non-zero unsigned
+   * 64-bit integer, as a number or bigint, or a non-empty string). Ignored by other models, as
+   * Triton ignores `sequence_id` there.
+   */
+  sequenceId?: number | bigint | string;
+  /** The first request of its sequence (Triton's `sequence_start`). */
+  sequenceStart?: boolean;
+  /** The last request of its sequence (Triton's `sequence_end`). */
+  sequenceEnd?: boolean;
+  /**
    * The inputs belong to infernode until the request settles (the frontends' received buffers,
    * warm-up data): they are read in place. Without it the inputs are copied when the request is
    * queued, so the caller may reuse, change or transfer its arrays as soon as infer() returns.

@@ -50,6 +50,57 @@ export interface NormalizedDynamicBatching {
   priorityQueuePolicy: Record<number, NormalizedQueuePolicy>;
 }
 
+/** A control input the sequence batcher synthesizes (Triton's `ModelSequenceBatching.ControlInput`). */
+export interface NormalizedSequenceControl {
+  kind: 'CONTROL_SEQUENCE_START' | 'CONTROL_SEQUENCE_END' | 'CONTROL_SEQUENCE_READY' | 'CONTROL_SEQUENCE_CORRID';
+  /** The model input it is delivered as. */
+  name: string;
+  /**
+   * START/END/READY: INT32, FP32 or BOOL (from `int32_false_true`, `fp32_false_true`,
+   * `bool_false_true`); CORRID: its `data_type` (UINT64, INT64, UINT32, INT32 or STRING → BYTES).
+   */
+  dtype: DataType;
+  /** START/END/READY: the [false, true] values (BOOL as 0/1); absent for CORRID. */
+  falseTrue?: [number, number];
+}
+
+/** One implicit state tensor (Triton's `ModelSequenceBatching.State`). */
+export interface NormalizedSequenceState {
+  inputName: string;
+  outputName: string;
+  dtype: DataType;
+  /** Without the batch axis; -1 is dynamic (the state takes the shape of the output that replaces it). */
+  dims: number[];
+  /**
+   * What a sequence's state holds at START: the bytes of `initial_state` (zeros, or the
+   * contents of its `data_file` as read at load) with its dims; absent = zeros of `dims`
+   * (which then must be fully known) — or, for dynamic dims, an empty state.
+   */
+  initialState?: { name: string; dims: number[]; data: Uint8Array; dataFile?: string };
+  useSameBufferForInputOutput: boolean;
+  useGrowableMemory: boolean;
+}
+
+/** Sequence batcher settings (Triton's `ModelSequenceBatching`), Triton's defaults filled in. */
+export interface NormalizedSequenceBatching {
+  strategy: 'direct' | 'oldest';
+  /** Default 1,000,000 (Triton: 0 means the default). */
+  maxSequenceIdleMicroseconds: number;
+  /** Both strategies: how long a batch may wait to fill (default 0). */
+  maxQueueDelayMicroseconds: number;
+  /** direct only (default 0). */
+  minimumSlotUtilization: number;
+  /** oldest only: candidate sequences per instance (default 0 → 1). */
+  maxCandidateSequences: number;
+  /** oldest only: never empty (default [maxBatchSize], at least [1]). */
+  preferredBatchSize: number[];
+  /** oldest only. */
+  preserveOrdering: boolean;
+  controls: NormalizedSequenceControl[];
+  states: NormalizedSequenceState[];
+  iterativeSequence: boolean;
+}
+
 export interface NormalizedInstanceGroup {
   /** Instances of this group (Triton: per listed GPU for KIND_GPU). */
   count: number;
@@ -82,6 +133,8 @@ export interface NormalizedModelConfig {
   outputs: NormalizedTensor[];
   /** null = the default scheduler: one request per execution, FIFO. */
   dynamicBatching: NormalizedDynamicBatching | null;
+  /** The sequence batcher (stateful models); when set, dynamicBatching is null. */
+  sequenceBatching?: NormalizedSequenceBatching | null;
   instanceGroup: NormalizedInstanceGroup[];
   responseCache: boolean;
   decoupled: boolean;
