@@ -25,13 +25,35 @@ struct InputTensor {
   const uint8_t* data = nullptr;
   uint64_t byte_size = 0;
   std::shared_ptr<const void> owner;  // keeps `data` alive when it is a copy; may be null
+  bool implicit = false;              // added by the sequence batcher (control or state input)
 };
+
+// A sequence's correlation id: an unsigned integer or a string; 0 / "" = not in a sequence.
+struct CorrelationId {
+  bool is_string = false;
+  uint64_t number = 0;
+  std::string text;
+
+  bool InSequence() const { return is_string ? !text.empty() : number != 0; }
+  std::string ToString() const { return is_string ? text : std::to_string(number); }
+  // A map key that keeps 7 and "7" apart.
+  std::string Key() const { return is_string ? "s" + text : "u" + std::to_string(number); }
+};
+
+// Request flags (Triton's TRITONSERVER_REQUEST_FLAG_SEQUENCE_*).
+constexpr uint32_t kSequenceStart = 1;
+constexpr uint32_t kSequenceEnd = 2;
 
 struct InferenceRequest {
   uint64_t id = 0;
   std::vector<InputTensor> inputs;
   uint32_t priority = 0;       // as the client sent it; 0 = the model's default level
   uint64_t timeout_us = 0;     // the client's timeout; 0 = none
+  CorrelationId correlation_id;  // sequence batcher models only
+  uint32_t flags = 0;            // kSequenceStart | kSequenceEnd
+  // A row the direct sequence batcher adds to keep other rows in their slots (READY = 0): it
+  // has no client, gets no response and is not counted.
+  bool is_null = false;
 
   // Filled in by validation and the queue.
   int64_t batch_size = 1;      // rows this request adds to a batch (1 when not batching)

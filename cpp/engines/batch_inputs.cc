@@ -41,7 +41,11 @@ Status GatherBatchInputs(const ModelConfig& config, const Batch& batch, BufferPo
                          std::vector<GatheredInput>* out) {
   out->clear();
   if (batch.requests.empty()) return Status::Success();
-  for (const TensorConfig& spec : config.inputs) {
+  std::vector<const TensorConfig*> specs;
+  for (const TensorConfig& spec : config.inputs) specs.push_back(&spec);
+  for (const TensorConfig& spec : config.implicit_inputs) specs.push_back(&spec);  // sequence controls, state
+  for (const TensorConfig* spec_ptr : specs) {
+    const TensorConfig& spec = *spec_ptr;
     std::vector<const InputTensor*> parts;
     uint64_t total = 0;
     for (const auto& request : batch.requests) {

@@ -80,6 +80,97 @@ DynamicBatchingConfig BatchingFromJs(const Napi::Value& value) {
   return b;
 }
 
+ControlKind ControlKindFromName(const std::string& kind) {
+  if (kind == "CONTROL_SEQUENCE_END") return ControlKind::kEnd;
+  if (kind == "CONTROL_SEQUENCE_READY") return ControlKind::kReady;
+  if (kind == "CONTROL_SEQUENCE_CORRID") return ControlKind::kCorrId;
+  return ControlKind::kStart;
+}
+
+DataType DataTypeOf(const Napi::Object& obj, const char* key, const std::string& what) {
+  const DataType dtype = DataTypeFromName(obj.Get(key).ToString().Utf8Value());
+  if (dtype == DataType::kInvalid) throw Napi::TypeError::New(obj.Env(), what + " has an invalid dtype");
+  return dtype;
+}
+
+std::vector<uint8_t> BytesFromJs(const Napi::Value& value) {
+  if (!value.IsTypedArray()) return {};
+  Napi::TypedArray array = value.As<Napi::TypedArray>();
+  const auto* begin = static_cast<const uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset();
+  return std::vector<uint8_t>(begin, begin + array.ByteLength());
+}
+
+StateConfig StateFromJs(const Napi::Object& s) {
+  StateConfig state;
+  state.input_name = s.Get("inputName").ToString().Utf8Value();
+  state.output_name = s.Get("outputName").ToString().Utf8Value();
+  state.dtype = DataTypeOf(s, "dtype", "state '" + state.input_name + "'");
+  state.dims = ShapeFromJs(s.Get("dims"));
+  Napi::Value initial = s.Get("initialState");
+  if (initial.IsObject()) {
+    state.initial_dims = ShapeFromJs(initial.As<Napi::Object>().Get("dims"));
+    state.initial_data = BytesFromJs(initial.As<Napi::Object>().Get("data"));
+    return state;
+  }
+  // No initial_state: zeros of the declared dims (a dynamic dim starts empty).
+  state.initial_dims = state.dims;
+  int64_t count = 1;
+  for (int64_t& d : state.initial_dims) {
+    if (d < 0) d = 0;
+    count *= d;
+  }
+  const size_t element = state.dtype == DataType::kBytes ? 4 : DataTypeByteSize(state.dtype);
+  state.initial_data.assign(static_cast<size_t>(count) * element, 0);
+  return state;
+}
+
+TensorConfig ImplicitInput(const std::string& name, DataType dtype, const Shape& dims) {
+  TensorConfig tensor;
+  tensor.name = name;
+  tensor.dtype = dtype;
+  tensor.dims = dims;
+  return tensor;
+}
+
+// sequenceBatching (NormalizedSequenceBatching in ts/config/normalize.ts); also lists the
+// inputs it adds in config->implicit_inputs.
+void SequenceFromJs(const Napi::Value& value, ModelConfig* config) {
+  SequenceBatchingConfig& q = config->sequence;
+  if (!value.IsObject()) return;
+  Napi::Object obj = value.As<Napi::Object>();
+  q.enabled = true;
+  q.strategy = obj.Get("strategy").ToString().Utf8Value() == "oldest" ? SequenceStrategy::kOldest
+                                                                       : SequenceStrategy::kDirect;
+  q.max_sequence_idle_us = static_cast<uint64_t>(NumberOr(obj, "maxSequenceIdleMicroseconds", 1000000));
+  q.max_queue_delay_us = static_cast<uint64_t>(NumberOr(obj, "maxQueueDelayMicroseconds", 0));
+  q.minimum_slot_utilization = static_cast<float>(NumberOr(obj, "minimumSlotUtilization", 0));
+  q.max_candidate_sequences = static_cast<uint32_t>(NumberOr(obj, "maxCandidateSequences", 1));
+  q.preferred_batch_sizes = ShapeFromJs(obj.Get("preferredBatchSize"));
+  q.preserve_ordering = BoolOr(obj, "preserveOrdering", false);
+  q.iterative = BoolOr(obj, "iterativeSequence", false);
+  Napi::Value controls = obj.Get("controls");
+  for (uint32_t i = 0; controls.IsArray() && i < controls.As<Napi::Array>().Length(); ++i) {
+    Napi::Object c = controls.As<Napi::Array>().Get(i).As<Napi::Object>();
+    ControlConfig control;
+    control.kind = ControlKindFromName(c.Get("kind").ToString().Utf8Value());
+    control.name = c.Get("name").ToString().Utf8Value();
+    control.dtype = DataTypeOf(c, "dtype", "control input '" + control.name + "'");
+    Napi::Value false_true = c.Get("falseTrue");
+    if (false_true.IsArray()) {
+      control.false_value = false_true.As<Napi::Array>().Get(uint32_t{0}).ToNumber().DoubleValue();
+      control.true_value = false_true.As<Napi::Array>().Get(uint32_t{1}).ToNumber().DoubleValue();
+    }
+    q.controls.push_back(control);
+    config->implicit_inputs.push_back(ImplicitInput(control.name, control.dtype, Shape{1}));
+  }
+  Napi::Value states = obj.Get("states");
+  for (uint32_t i = 0; states.IsArray() && i < states.As<Napi::Array>().Length(); ++i) {
+    StateConfig state = StateFromJs(states.As<Napi::Array>().Get(i).As<Napi::Object>());
+    config->implicit_inputs.push_back(ImplicitInput(state.input_name, state.dtype, state.dims));
+    q.states.push_back(std::move(state));
+  }
+}
+
 }  // namespace
 
 ModelConfig ModelConfigFromJs(const Napi::Object& js) {
@@ -90,6 +181,7 @@ ModelConfig ModelConfigFromJs(const Napi::Object& js) {
   config.inputs = TensorsFromJs(js.Get("inputs"));
   config.outputs = TensorsFromJs(js.Get("outputs"));
   config.batching = BatchingFromJs(js.Get("dynamicBatching"));
+  SequenceFromJs(js.Get("sequenceBatching"), &config);
   uint32_t instances = 0;
   Napi::Array groups = js.Get("instanceGroup").As<Napi::Array>();
   for (uint32_t i = 0; i < groups.Length(); ++i) {

@@ -1,5 +1,6 @@
 #include "napi/native_model.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -146,6 +147,7 @@ Napi::Function NativeModel::Define(Napi::Env env) {
                      {InstanceMethod<&NativeModel::Enqueue>("enqueue"),
                       InstanceMethod<&NativeModel::CompleteBatch>("completeBatch"),
                       InstanceMethod<&NativeModel::FinishRequest>("finishRequest"),
+                      InstanceMethod<&NativeModel::AddedInputs>("addedInputs"),
                       InstanceMethod<&NativeModel::Cancel>("cancel"),
                       InstanceMethod<&NativeModel::Pump>("pump"),
                       InstanceMethod<&NativeModel::Drain>("drain"),
@@ -163,7 +165,7 @@ NativeModel::NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Nati
   on_complete_ = Napi::Persistent(info[2].As<Napi::Function>());
   channel_ = std::make_unique<JsChannel>(env, this);
   pool_ = std::make_unique<BufferPool>(MakeDefaultHostAllocator(), kPoolCacheBytes);
-  scheduler_ = std::make_unique<DynamicBatchScheduler>(std::move(config), channel_.get());
+  scheduler_ = std::make_unique<ModelScheduler>(std::move(config), channel_.get());
   scheduler_->Start(MakeInstances(env, info.Length() > 3 ? info[3] : env.Undefined()));
   cleanup_hook_ = env.AddCleanupHook(&NativeModel::CleanupHook, this);
 }
@@ -215,11 +217,25 @@ void CopyInput(Napi::Env env, BufferPool* pool, InputTensor* in) {
   in->owner = std::move(copy);
 }
 
+// [correlationId: bigint | string, flags]: a sequence batcher request's id and START/END flags.
+void SequenceFromJs(Napi::Env env, const Napi::Array& sequence, InferenceRequest* request) {
+  Napi::Value id = sequence.Get(uint32_t{0});
+  if (id.IsString()) {
+    request->correlation_id.is_string = true;
+    request->correlation_id.text = id.As<Napi::String>().Utf8Value();
+  } else if (id.IsBigInt()) {
+    bool lossless = true;
+    request->correlation_id.number = id.As<Napi::BigInt>().Uint64Value(&lossless);
+    if (!lossless) ThrowStatus(env, InvalidArg("sequence id must be an unsigned 64-bit integer or a string"));
+  }
+  request->flags = sequence.Get(uint32_t{1}).As<Napi::Number>().Uint32Value();
+}
+
 }  // namespace
 
 Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  // enqueue(id, [name, dtypeCode, shape, data, ...], priority, timeoutUs, copyInputs)
+  // enqueue(id, [name, dtypeCode, shape, data, ...], priority, timeoutUs, copyInputs, sequence?)
   auto request = std::make_unique<InferenceRequest>();
   request->id = static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value());
   Napi::Array inputs = info[1].As<Napi::Array>();
@@ -232,6 +248,7 @@ Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   }
   request->priority = info[2].IsNumber() ? info[2].As<Napi::Number>().Uint32Value() : 0;
   request->timeout_us = info[3].IsNumber() ? static_cast<uint64_t>(info[3].As<Napi::Number>().Int64Value()) : 0;
+  if (info[5].IsArray()) SequenceFromJs(env, info[5].As<Napi::Array>(), request.get());
   if (stopped_) ThrowStatus(env, Unavailable("model '" + scheduler_->Config().name + "' is stopped"));
   Status status = scheduler_->Enqueue(request, /*caller_pumps=*/true);
   if (!status.IsOk()) ThrowStatus(env, status);
@@ -256,12 +273,37 @@ BatchTimings TimingsFromJs(const Napi::Value& value) {
   return timings;
 }
 
+// The state outputs a JS callable returned, per request of the batch: each entry undefined or
+// [name, dtypeCode, shape, data, ...] (enqueue's input form), copied (the scheduler keeps them).
+std::vector<std::vector<OutputTensor>> StateOutputsFromJs(Napi::Env env, const Napi::Array& rows) {
+  std::vector<std::vector<OutputTensor>> out(rows.Length());
+  for (uint32_t r = 0; r < rows.Length(); ++r) {
+    Napi::Value row = rows.Get(r);
+    if (!row.IsArray()) continue;
+    Napi::Array flat = row.As<Napi::Array>();
+    for (uint32_t at = 0; at + 3 < flat.Length(); at += 4) {
+      InputTensor in = InputFromJs(env, flat, at);
+      auto bytes = std::make_shared<std::vector<uint8_t>>(in.data, in.data + in.byte_size);
+      OutputTensor tensor;
+      tensor.name = in.name;
+      tensor.dtype = in.dtype;
+      tensor.shape = in.shape;
+      tensor.data = bytes->data();
+      tensor.byte_size = bytes->size();
+      tensor.owner = std::move(bytes);
+      out[r].push_back(std::move(tensor));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Napi::Value NativeModel::CompleteBatch(const Napi::CallbackInfo& info) {
-  // completeBatch(instance, token, code, message, timings?, open?) for the whole batch, or
-  // completeBatch(instance, token, codes: Int32Array, messages: string[], timings?, open?) per
-  // request; `open` (Uint8Array, decoupled models): 1 for requests that have not ended yet.
+  // completeBatch(instance, token, code, message, timings?, release?, states?) for the whole
+  // batch, or completeBatch(instance, token, codes: Int32Array, messages: string[], ...) per
+  // request; `release` (Uint8Array): per request 0 ended, 1 open (decoupled, not ended yet),
+  // 2 reschedule (iterative sequence); `states`: per request its state outputs (sequence models).
   Napi::Env env = info.Env();
   const uint32_t instance = info[0].As<Napi::Number>().Uint32Value();
   const uint64_t token = static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value());
@@ -277,14 +319,16 @@ Napi::Value NativeModel::CompleteBatch(const Napi::CallbackInfo& info) {
     const auto code = static_cast<StatusCode>(info[2].As<Napi::Number>().Int32Value());
     statuses.emplace_back(code, code == StatusCode::kSuccess ? "" : info[3].ToString().Utf8Value());
   }
-  std::vector<bool> still_open;
+  std::vector<Release> release;
   if (info[5].IsTypedArray()) {
     Napi::Uint8Array open = info[5].As<Napi::Uint8Array>();
-    for (size_t i = 0; i < open.ElementLength(); ++i) still_open.push_back(open[i] != 0);
+    for (size_t i = 0; i < open.ElementLength(); ++i) release.push_back(static_cast<Release>(std::min<uint8_t>(open[i], 2)));
   }
+  std::vector<std::vector<OutputTensor>> states;
+  if (info[6].IsArray()) states = StateOutputsFromJs(env, info[6].As<Napi::Array>());
   if (stopped_) return env.Null();
   return ResponsesToJs(env, scheduler_->CompleteBatch(instance, token, std::move(statuses), /*caller_pumps=*/true,
-                                                      TimingsFromJs(info[4]), still_open));
+                                                      TimingsFromJs(info[4]), release, std::move(states)));
 }
 
 Napi::Value NativeModel::FinishRequest(const Napi::CallbackInfo& info) {
@@ -294,6 +338,32 @@ Napi::Value NativeModel::FinishRequest(const Napi::CallbackInfo& info) {
   const auto code = static_cast<StatusCode>(info[1].As<Napi::Number>().Int32Value());
   if (stopped_) return env.Null();
   return ResponsesToJs(env, scheduler_->FinishOpen(id, Status(code, code == StatusCode::kSuccess ? "" : info[2].ToString().Utf8Value())));
+}
+
+Napi::Value NativeModel::AddedInputs(const Napi::CallbackInfo& info) {
+  // addedInputs(instance, token): per request of that batch, the inputs the scheduler added
+  // (sequence models: controls and state; all inputs of a null row), as { name: {dtype, shape,
+  // data} } over the scheduler's buffers (no copy: each view holds its buffer).
+  Napi::Env env = info.Env();
+  const uint32_t instance = info[0].As<Napi::Number>().Uint32Value();
+  const uint64_t token = static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value());
+  std::vector<std::vector<InputTensor>> added = scheduler_->AddedInputs(instance, token);
+  Napi::Array out = Napi::Array::New(env, added.size());
+  for (size_t i = 0; i < added.size(); ++i) {
+    std::vector<OutputTensor> views;
+    for (const InputTensor& in : added[i]) {
+      OutputTensor view;
+      view.name = in.name;
+      view.dtype = in.dtype;
+      view.shape = in.shape;
+      view.owner = in.owner;
+      view.data = in.data;
+      view.byte_size = in.byte_size;
+      views.push_back(std::move(view));
+    }
+    out.Set(static_cast<uint32_t>(i), OutputsToJs(env, views));
+  }
+  return out;
 }
 
 Napi::Value NativeModel::Cancel(const Napi::CallbackInfo& info) {

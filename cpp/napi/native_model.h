@@ -11,7 +11,7 @@
 
 #include "memory/buffer_pool.h"
 #include "napi/js_channel.h"
-#include "scheduling/dynamic_batch_scheduler.h"
+#include "scheduling/model_scheduler.h"
 
 namespace infernode {
 
@@ -31,6 +31,7 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
   Napi::Value Enqueue(const Napi::CallbackInfo& info);
   Napi::Value CompleteBatch(const Napi::CallbackInfo& info);
   Napi::Value FinishRequest(const Napi::CallbackInfo& info);
+  Napi::Value AddedInputs(const Napi::CallbackInfo& info);
   Napi::Value Cancel(const Napi::CallbackInfo& info);
   Napi::Value Pump(const Napi::CallbackInfo& info);
   Napi::Value Drain(const Napi::CallbackInfo& info);
@@ -48,7 +49,7 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
   // the pool and the channel) goes first.
   std::unique_ptr<JsChannel> channel_;
   std::unique_ptr<BufferPool> pool_;
-  std::unique_ptr<DynamicBatchScheduler> scheduler_;
+  std::unique_ptr<ModelScheduler> scheduler_;
   Napi::FunctionReference on_execute_;
   Napi::FunctionReference on_complete_;
   Napi::Env::CleanupHook<void (*)(NativeModel*), NativeModel> cleanup_hook_;

@@ -42,6 +42,43 @@ struct DynamicBatchingConfig {
   std::map<uint32_t, QueuePolicy> priority_queue_policy;  // 1-based level → policy
 };
 
+// A control input the sequence batcher synthesizes per batch row.
+enum class ControlKind : int32_t { kStart = 0, kReady = 1, kEnd = 2, kCorrId = 3 };
+
+struct ControlConfig {
+  ControlKind kind = ControlKind::kStart;
+  std::string name;
+  DataType dtype = DataType::kInvalid;  // START/END/READY: INT32, FP32 or BOOL; CORRID: its data_type
+  double false_value = 0;               // START/END/READY
+  double true_value = 1;
+};
+
+// One implicit state tensor: fed as `input_name`, replaced by `output_name` after each step.
+struct StateConfig {
+  std::string input_name;
+  std::string output_name;
+  DataType dtype = DataType::kInvalid;
+  Shape dims;                          // without the batch axis; -1 = takes the output's shape
+  Shape initial_dims;                  // the state at START: these dims ...
+  std::vector<uint8_t> initial_data;   // ... and bytes (zeros or initial_state's data_file)
+};
+
+enum class SequenceStrategy : int32_t { kDirect = 0, kOldest = 1 };
+
+struct SequenceBatchingConfig {
+  bool enabled = false;
+  SequenceStrategy strategy = SequenceStrategy::kDirect;
+  uint64_t max_sequence_idle_us = 1000000;
+  uint64_t max_queue_delay_us = 0;
+  float minimum_slot_utilization = 0;      // direct
+  uint32_t max_candidate_sequences = 1;    // oldest: slots per instance
+  std::vector<int64_t> preferred_batch_sizes;  // oldest
+  bool preserve_ordering = false;          // oldest
+  std::vector<ControlConfig> controls;
+  std::vector<StateConfig> states;
+  bool iterative = false;
+};
+
 struct ModelConfig {
   std::string name;
   int64_t version = 1;
@@ -49,6 +86,10 @@ struct ModelConfig {
   std::vector<TensorConfig> inputs;
   std::vector<TensorConfig> outputs;
   DynamicBatchingConfig batching;
+  SequenceBatchingConfig sequence;
+  // The inputs the scheduler adds to requests (control inputs, state inputs): engines gather
+  // them like the declared ones; clients may not send them.
+  std::vector<TensorConfig> implicit_inputs;
   uint32_t instance_count = 1;
   uint32_t max_queue_size_hard_limit = 65536;
 };

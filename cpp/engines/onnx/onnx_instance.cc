@@ -1,5 +1,7 @@
 #include "engines/onnx/onnx_instance.h"
 
+#include <algorithm>
+
 #include "core/bytes_tensor.h"
 #include "core/clock.h"
 #include "core/thread_priority.h"
@@ -11,6 +13,12 @@ OnnxInstance::OnnxInstance(std::unique_ptr<OnnxSession> session, const ModelConf
                            BatchCompleter* completer, CompletionSink* sink)
     : session_(std::move(session)), config_(config), pool_(pool), completer_(completer), sink_(sink) {
   for (const TensorConfig& output : config_->outputs) served_outputs_.push_back(output.name);
+  // Implicit state: the session also computes each state's next value (the scheduler takes it).
+  for (const StateConfig& state : config_->sequence.states) {
+    if (std::find(served_outputs_.begin(), served_outputs_.end(), state.output_name) == served_outputs_.end()) {
+      served_outputs_.push_back(state.output_name);
+    }
+  }
   thread_ = std::thread([this] { Loop(); });
 }
 

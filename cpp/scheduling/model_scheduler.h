@@ -1,4 +1,5 @@
-// One model's scheduler: its queue, its batcher thread, its instances.
+// One model's scheduler: its request source (the dynamic batcher's queue or the sequence
+// batcher's slot table, request_source.h), its batcher thread, its instances, its statistics.
 //
 // Threads: Enqueue/Cancel/Stop are called from the main thread; CompleteBatch from whichever
 // thread an instance finishes on; the batcher thread forms batches and hands them to idle
@@ -15,21 +16,20 @@
 #include <vector>
 
 #include "engines/engine.h"
-#include "scheduling/batch_former.h"
 #include "scheduling/completion_sink.h"
 #include "scheduling/model_config.h"
 #include "scheduling/model_stats.h"
-#include "scheduling/priority_queue.h"
+#include "scheduling/request_source.h"
 #include "scheduling/response_orderer.h"
 
 namespace infernode {
 
-class DynamicBatchScheduler final : public BatchCompleter {
+class ModelScheduler final : public BatchCompleter {
  public:
-  DynamicBatchScheduler(ModelConfig config, CompletionSink* sink);
-  ~DynamicBatchScheduler() override;
-  DynamicBatchScheduler(const DynamicBatchScheduler&) = delete;
-  DynamicBatchScheduler& operator=(const DynamicBatchScheduler&) = delete;
+  ModelScheduler(ModelConfig config, CompletionSink* sink);
+  ~ModelScheduler() override;
+  ModelScheduler(const ModelScheduler&) = delete;
+  ModelScheduler& operator=(const ModelScheduler&) = delete;
 
   // Takes the instances (one batch at a time each) and starts the batcher thread.
   void Start(std::vector<std::unique_ptr<ModelInstance>> instances);
@@ -51,12 +51,20 @@ class DynamicBatchScheduler final : public BatchCompleter {
   // An instance finished the batch of `token`. `statuses` holds one status per request, or
   // one for the whole batch; `timings` the phases the instance measured (if it did). Returns
   // the responses that may be released now (ordering).
-  // Decoupled models: the requests marked in `still_open` have not sent their final response;
-  // they stay open (pending, outside the orderer) until FinishOpen, and the instance is free.
+  // `release` says per request how it left (empty: all ended): decoupled requests marked kOpen
+  // have not sent their final response and stay open (pending, outside the orderer) until
+  // FinishOpen; iterative sequences' kReschedule ones go back to the source for another step.
+  // `outputs` (JS engines: the state outputs of a sequence model; may be empty) per request.
   std::vector<InferenceResponse> CompleteBatch(uint32_t instance, uint64_t token,
                                                std::vector<Status> statuses, bool caller_pumps = false,
                                                const BatchTimings& timings = BatchTimings{},
-                                               const std::vector<bool>& still_open = {});
+                                               const std::vector<Release>& release = {},
+                                               std::vector<std::vector<OutputTensor>> outputs = {});
+
+  // The inputs the scheduler added to the requests of the batch in flight on `instance` (its
+  // `token`): per request, the implicit ones (controls, state), or all of a null row's. Empty
+  // when that batch is no longer in flight. For JS engines, which get requests by id.
+  std::vector<std::vector<InputTensor>> AddedInputs(uint32_t instance, uint64_t token) const;
 
   // A request CompleteBatch left open ended (its final response, or an error): its response,
   // or nothing when it is not open (it was failed by Stop()).
@@ -90,20 +98,21 @@ class DynamicBatchScheduler final : public BatchCompleter {
   // True when the batcher thread must look at the queue now. With `caller_pumps`, instances
   // on the caller's thread are left to Pump(); timeouts and other instances still need it.
   bool ThreadNeededLocked(bool caller_pumps) const;
-  std::vector<PendingRequest> PendingView() const;
   // Counts a finished batch; failed requests count under `failure_reason` (CANCELLED ones
   // under kCanceled).
-  // Requests marked in `still_open` move to open_ instead (their outcome is FinishOpen's).
+  // Requests released kOpen move to open_ instead (their outcome is FinishOpen's); null rows
+  // and requests the source took back (rescheduled) get no response.
   void RecordCompletion(Batch& batch, const std::vector<Status>& statuses,
                         std::vector<std::vector<OutputTensor>>* outputs, uint64_t now_ns,
                         const BatchTimings& timings, FailureReason failure_reason,
-                        std::vector<InferenceResponse>* out, const std::vector<bool>& still_open = {});
+                        std::vector<InferenceResponse>* out, const std::vector<Release>& release = {});
+  void RecordRejected(std::vector<Rejected> rejected, uint64_t now_ns, std::vector<InferenceResponse>* out);
   // Counts one request's end: success with its batch's phases, or a failure.
   void RecordRequest(const InferenceRequest& request, const Status& status, uint64_t dispatch_ns, uint64_t now_ns,
                      const BatchTimings& t, FailureReason failure_reason);
   std::vector<InferenceResponse> Complete(uint32_t instance, uint64_t token, std::vector<Status> statuses,
                                           std::vector<std::vector<OutputTensor>>* outputs, bool caller_pumps,
-                                          const BatchTimings& timings, const std::vector<bool>& still_open);
+                                          const BatchTimings& timings, const std::vector<Release>& release);
 
   // A decoupled request whose batch executed but which has not ended: what its end is counted with.
   struct OpenRequest {
@@ -117,7 +126,7 @@ class DynamicBatchScheduler final : public BatchCompleter {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  PriorityQueue queue_;
+  std::unique_ptr<RequestSource> source_;
   ResponseOrderer orderer_;
   std::vector<std::unique_ptr<ModelInstance>> instances_;
   std::vector<std::unique_ptr<Batch>> in_flight_;  // per instance; null when idle
@@ -129,6 +138,10 @@ class DynamicBatchScheduler final : public BatchCompleter {
   // run yet: until it does, the batcher thread leaves caller-thread instances to it, so a batch
   // for them never takes the thread hop when the caller is about to dispatch it anyway.
   bool pump_pending_ = false;
+  // When the batcher thread will look at the source again by itself: 0 while it is awake,
+  // its wake-up time while it waits (UINT64_MAX: only when notified). A deadline earlier than
+  // this needs a notify; a later one does not.
+  uint64_t thread_wake_ns_ = 0;
   bool draining_ = false;
   bool stopping_ = false;
   bool started_ = false;

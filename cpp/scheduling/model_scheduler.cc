@@ -1,10 +1,11 @@
-#include "scheduling/dynamic_batch_scheduler.h"
+#include "scheduling/model_scheduler.h"
 
 #include <utility>
 
 #include "core/clock.h"
-#include "scheduling/batch_former.h"
+#include "scheduling/queue_source.h"
 #include "scheduling/request_validator.h"
+#include "scheduling/sequence_source.h"
 
 namespace infernode {
 
@@ -17,17 +18,22 @@ InferenceResponse Fail(const InferenceRequest& request, const Status& status) {
   return response;
 }
 
+std::unique_ptr<RequestSource> MakeSource(const ModelConfig& config) {
+  if (config.sequence.enabled) return std::make_unique<SequenceSource>(config);
+  return std::make_unique<QueueSource>(config);
+}
+
 }  // namespace
 
-DynamicBatchScheduler::DynamicBatchScheduler(ModelConfig config, CompletionSink* sink)
+ModelScheduler::ModelScheduler(ModelConfig config, CompletionSink* sink)
     : config_(std::move(config)),
       sink_(sink),
-      queue_(config_),
-      orderer_(config_.batching.preserve_ordering) {}
+      source_(MakeSource(config_)),
+      orderer_(source_->PreservesOrdering()) {}
 
-DynamicBatchScheduler::~DynamicBatchScheduler() { Stop(); }
+ModelScheduler::~ModelScheduler() { Stop(); }
 
-void DynamicBatchScheduler::Start(std::vector<std::unique_ptr<ModelInstance>> instances) {
+void ModelScheduler::Start(std::vector<std::unique_ptr<ModelInstance>> instances) {
   std::lock_guard<std::mutex> lock(mu_);
   instances_ = std::move(instances);
   in_flight_.resize(instances_.size());
@@ -35,7 +41,7 @@ void DynamicBatchScheduler::Start(std::vector<std::unique_ptr<ModelInstance>> in
   thread_ = std::thread([this] { Run(); });
 }
 
-Status DynamicBatchScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request, bool caller_pumps) {
+Status ModelScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request, bool caller_pumps) {
   Status valid = ValidateRequest(config_, request.get());
   bool wake = false;
   {
@@ -48,9 +54,10 @@ Status DynamicBatchScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request
       stats_.Failed(FailureReason::kOther, 0);
       return Unavailable("model '" + config_.name + "' is not accepting requests: it is shutting down");
     }
-    Status status = queue_.Enqueue(request, SteadyNowNs());
+    Status status = source_->Enqueue(request, SteadyNowNs());
     if (!status.IsOk()) {
-      stats_.Failed(FailureReason::kRejected, 0);
+      // A full queue is a rejection; a sequence request the batcher refuses is invalid.
+      stats_.Failed(status.Code() == StatusCode::kUnavailable ? FailureReason::kRejected : FailureReason::kOther, 0);
       return status;
     }
     ++stats_.pending;
@@ -61,16 +68,17 @@ Status DynamicBatchScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request
   return Status::Success();
 }
 
-bool DynamicBatchScheduler::ThreadNeededLocked(bool caller_pumps) const {
-  if (queue_.Size() == 0) return false;
-  if (queue_.NextDeadline() != 0) return true;
+bool ModelScheduler::ThreadNeededLocked(bool caller_pumps) const {
+  const uint64_t deadline = source_->NextDeadline();
+  if (deadline != 0 && deadline < thread_wake_ns_) return true;
+  if (source_->Size() == 0) return false;
   for (size_t i = 0; i < in_flight_.size(); ++i) {
     if (!in_flight_[i] && !(caller_pumps && instances_[i]->RunsOnCallerThread())) return true;
   }
   return false;
 }
 
-void DynamicBatchScheduler::Pump(InlineDispatch* dispatch) {
+void ModelScheduler::Pump(InlineDispatch* dispatch) {
   dispatch->instance = -1;
   bool wake = false;
   {
@@ -83,10 +91,11 @@ void DynamicBatchScheduler::Pump(InlineDispatch* dispatch) {
   if (wake) cv_.notify_one();
 }
 
-void DynamicBatchScheduler::DispatchInlineLocked(InlineDispatch* dispatch) {
+void ModelScheduler::DispatchInlineLocked(InlineDispatch* dispatch) {
   const uint64_t now = SteadyNowNs();
   // Expired requests are the batcher thread's to reject; leave everything to it then.
-  if (queue_.NextDeadline() != 0 && now >= queue_.NextDeadline()) return;
+  const uint64_t deadline = source_->NextDeadline();
+  if (deadline != 0 && now >= deadline) return;
   uint64_t wait_ns = 0;
   const int instance = DispatchLocked(now, Pick::kCallerThreadOnly, &wait_ns);
   if (instance < 0) return;
@@ -97,20 +106,24 @@ void DynamicBatchScheduler::DispatchInlineLocked(InlineDispatch* dispatch) {
   for (const auto& r : batch.requests) dispatch->request_ids.push_back(r->id);
 }
 
-std::vector<InferenceResponse> DynamicBatchScheduler::Cancel(uint64_t request_id) {
+std::vector<InferenceResponse> ModelScheduler::Cancel(uint64_t request_id) {
   std::vector<InferenceResponse> out;
   std::lock_guard<std::mutex> lock(mu_);
-  std::unique_ptr<InferenceRequest> request = queue_.Remove(request_id);
-  if (request) {
-    --stats_.pending;
-    stats_.Failed(FailureReason::kCanceled, SteadyNowNs() - request->enqueue_ns);
-    out.push_back(Fail(*request, Status(StatusCode::kCancelled, "Request for model '" + config_.name +
-                                                                   "' was cancelled")));
-  }
+  const Status cancelled(StatusCode::kCancelled, "Request for model '" + config_.name + "' was cancelled");
+  RecordRejected(source_->Remove(request_id, cancelled), SteadyNowNs(), &out);
   return out;
 }
 
-int DynamicBatchScheduler::IdleInstance(Pick pick) const {
+void ModelScheduler::RecordRejected(std::vector<Rejected> rejected, uint64_t now_ns,
+                                    std::vector<InferenceResponse>* out) {
+  for (Rejected& r : rejected) {
+    --stats_.pending;
+    stats_.Failed(r.reason, now_ns > r.request->enqueue_ns ? now_ns - r.request->enqueue_ns : 0);
+    out->push_back(Fail(*r.request, r.status));
+  }
+}
+
+int ModelScheduler::IdleInstance(Pick pick) const {
   for (size_t i = 0; i < in_flight_.size(); ++i) {
     if (in_flight_[i]) continue;
     const bool caller_thread = instances_[i]->RunsOnCallerThread();
@@ -119,48 +132,57 @@ int DynamicBatchScheduler::IdleInstance(Pick pick) const {
   return -1;
 }
 
-int DynamicBatchScheduler::DispatchLocked(uint64_t now_ns, Pick pick, uint64_t* wait_ns) {
+int ModelScheduler::DispatchLocked(uint64_t now_ns, Pick pick, uint64_t* wait_ns) {
   *wait_ns = 0;
-  const int idle = IdleInstance(pick);
-  if (idle < 0 || queue_.Size() == 0) return -1;
-  const BatchDecision decision = FormBatch(PendingView(), config_, now_ns, draining_);
-  if (decision.count == 0) {
-    *wait_ns = decision.wait_ns;
-    return -1;
+  if (source_->Size() == 0) return -1;
+  // Each idle instance in turn: the sequence batcher's requests belong to one instance each.
+  for (size_t i = 0; i < in_flight_.size(); ++i) {
+    if (in_flight_[i]) continue;
+    const bool caller_thread = instances_[i]->RunsOnCallerThread();
+    if (pick != Pick::kAny && (pick == Pick::kCallerThreadOnly) != caller_thread) continue;
+    FormedBatch formed = source_->Next(static_cast<uint32_t>(i), now_ns, draining_);
+    if (formed.requests.empty()) {
+      if (formed.wait_ns != 0 && (*wait_ns == 0 || formed.wait_ns < *wait_ns)) *wait_ns = formed.wait_ns;
+      continue;
+    }
+    auto batch = std::make_unique<Batch>();
+    batch->instance = static_cast<uint32_t>(i);
+    batch->sequence = next_sequence_++;
+    batch->token = next_token_++;
+    batch->dispatch_ns = now_ns;
+    batch->requests = std::move(formed.requests);
+    for (const auto& r : batch->requests) batch->rows += r->batch_size;
+    in_flight_[i] = std::move(batch);
+    *wait_ns = 0;
+    return static_cast<int>(i);
   }
-  auto batch = std::make_unique<Batch>();
-  batch->instance = static_cast<uint32_t>(idle);
-  batch->sequence = next_sequence_++;
-  batch->token = next_token_++;
-  batch->dispatch_ns = now_ns;
-  batch->requests = queue_.Pop(decision.count);
-  for (const auto& r : batch->requests) batch->rows += r->batch_size;
-  in_flight_[idle] = std::move(batch);
-  return idle;
+  return -1;
 }
 
-std::vector<PendingRequest> DynamicBatchScheduler::PendingView() const {
-  const size_t limit = static_cast<size_t>(config_.max_batch_size) + 1;
-  std::vector<PendingRequest> view;
-  for (const InferenceRequest* r : queue_.Peek(limit)) {
-    view.push_back(PendingRequest{r->batch_size, r->enqueue_ns, &r->batch_key});
+std::vector<std::vector<InputTensor>> ModelScheduler::AddedInputs(uint32_t instance, uint64_t token) const {
+  std::vector<std::vector<InputTensor>> added;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (instance >= in_flight_.size() || !in_flight_[instance] || in_flight_[instance]->token != token) return added;
+  for (const auto& request : in_flight_[instance]->requests) {
+    std::vector<InputTensor> inputs;
+    for (const InputTensor& in : request->inputs) {
+      if (request->is_null || in.implicit) inputs.push_back(in);
+    }
+    added.push_back(std::move(inputs));
   }
-  return view;
+  return added;
 }
 
-void DynamicBatchScheduler::Run() {
+void ModelScheduler::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
+    thread_wake_ns_ = 0;  // awake: it looks at the source before it waits again
     const uint64_t now = SteadyNowNs();
-    std::vector<std::unique_ptr<InferenceRequest>> expired;
-    queue_.ApplyTimeouts(now, &expired);
+    std::vector<Rejected> expired;
+    source_->ApplyTimeouts(now, &expired);
     if (!expired.empty()) {
       std::vector<InferenceResponse> failed;
-      for (auto& request : expired) {
-        stats_.Failed(FailureReason::kRejected, now - request->enqueue_ns);
-        --stats_.pending;
-        failed.push_back(Fail(*request, Unavailable("Request timeout expired")));
-      }
+      RecordRejected(std::move(expired), now, &failed);
       lock.unlock();
       sink_->Deliver(std::move(failed));
       lock.lock();
@@ -177,8 +199,9 @@ void DynamicBatchScheduler::Run() {
       continue;
     }
     uint64_t wake_ns = wait_ns == 0 ? 0 : now + wait_ns;
-    const uint64_t deadline = queue_.NextDeadline();
+    const uint64_t deadline = source_->NextDeadline();
     if (deadline != 0 && (wake_ns == 0 || deadline < wake_ns)) wake_ns = deadline;
+    thread_wake_ns_ = wake_ns == 0 ? UINT64_MAX : wake_ns;
     if (wake_ns == 0) {
       cv_.wait(lock);
     } else {
@@ -187,7 +210,7 @@ void DynamicBatchScheduler::Run() {
   }
 }
 
-void DynamicBatchScheduler::RecordRequest(const InferenceRequest& request, const Status& status, uint64_t dispatch_ns,
+void ModelScheduler::RecordRequest(const InferenceRequest& request, const Status& status, uint64_t dispatch_ns,
                                           uint64_t now_ns, const BatchTimings& t, FailureReason failure_reason) {
   if (status.IsOk()) {
     stats_.success.Add(now_ns - request.enqueue_ns);
@@ -202,10 +225,10 @@ void DynamicBatchScheduler::RecordRequest(const InferenceRequest& request, const
   --stats_.pending;
 }
 
-void DynamicBatchScheduler::RecordCompletion(Batch& batch, const std::vector<Status>& statuses,
+void ModelScheduler::RecordCompletion(Batch& batch, const std::vector<Status>& statuses,
                                              std::vector<std::vector<OutputTensor>>* outputs, uint64_t now_ns,
                                              const BatchTimings& timings, FailureReason failure_reason,
-                                             std::vector<InferenceResponse>* out, const std::vector<bool>& still_open) {
+                                             std::vector<InferenceResponse>* out, const std::vector<Release>& release) {
   const uint64_t total_ns = now_ns > batch.dispatch_ns ? now_ns - batch.dispatch_ns : 0;
   BatchTimings t = timings;
   if (!t.measured) {
@@ -215,9 +238,15 @@ void DynamicBatchScheduler::RecordCompletion(Batch& batch, const std::vector<Sta
     t.input_ns = total_ns > measured ? total_ns - measured : 0;
   }
   bool any_success = false;
+  uint64_t inferred_rows = 0;
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     const Status& status = statuses.size() == 1 ? statuses[0] : statuses[i];
-    if (i < still_open.size() && still_open[i] && status.IsOk()) {
+    if (!batch.requests[i] || batch.requests[i]->is_null) {
+      any_success = any_success || (batch.requests[i] && status.IsOk());
+      continue;  // taken back by the source (another step), or a null row: no response
+    }
+    if (status.IsOk()) inferred_rows += static_cast<uint64_t>(batch.requests[i]->batch_size);
+    if (i < release.size() && release[i] == Release::kOpen && status.IsOk()) {
       any_success = true;  // it executed; how it ends is counted by FinishOpen
       const uint64_t id = batch.requests[i]->id;
       open_[id] = OpenRequest{std::move(batch.requests[i]), batch.dispatch_ns, t};
@@ -235,7 +264,7 @@ void DynamicBatchScheduler::RecordCompletion(Batch& batch, const std::vector<Sta
     out->push_back(std::move(response));
   }
   if (any_success) {
-    stats_.inference_count += static_cast<uint64_t>(batch.rows);
+    stats_.inference_count += inferred_rows;
     ++stats_.execution_count;
     BatchStat& by_size = stats_.batch_stats[batch.rows];
     by_size.compute_input.Add(t.input_ns);
@@ -245,7 +274,7 @@ void DynamicBatchScheduler::RecordCompletion(Batch& batch, const std::vector<Sta
   }
 }
 
-std::vector<InferenceResponse> DynamicBatchScheduler::FinishOpen(uint64_t request_id, Status status) {
+std::vector<InferenceResponse> ModelScheduler::FinishOpen(uint64_t request_id, Status status) {
   std::vector<InferenceResponse> out;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = open_.find(request_id);
@@ -260,24 +289,26 @@ std::vector<InferenceResponse> DynamicBatchScheduler::FinishOpen(uint64_t reques
   return out;
 }
 
-std::vector<InferenceResponse> DynamicBatchScheduler::CompleteBatch(uint32_t instance, uint64_t token,
+std::vector<InferenceResponse> ModelScheduler::CompleteBatch(uint32_t instance, uint64_t token,
                                                                     std::vector<Status> statuses,
                                                                     bool caller_pumps, const BatchTimings& timings,
-                                                                    const std::vector<bool>& still_open) {
-  return Complete(instance, token, std::move(statuses), nullptr, caller_pumps, timings, still_open);
+                                                                    const std::vector<Release>& release,
+                                                                    std::vector<std::vector<OutputTensor>> outputs) {
+  return Complete(instance, token, std::move(statuses), outputs.empty() ? nullptr : &outputs, caller_pumps, timings,
+                  release);
 }
 
-std::vector<InferenceResponse> DynamicBatchScheduler::CompleteBatchWithOutputs(
+std::vector<InferenceResponse> ModelScheduler::CompleteBatchWithOutputs(
     uint32_t instance, uint64_t token, std::vector<Status> statuses, std::vector<std::vector<OutputTensor>> outputs,
     const BatchTimings& timings) {
   return Complete(instance, token, std::move(statuses), &outputs, false, timings, {});
 }
 
-std::vector<InferenceResponse> DynamicBatchScheduler::Complete(uint32_t instance, uint64_t token,
+std::vector<InferenceResponse> ModelScheduler::Complete(uint32_t instance, uint64_t token,
                                                                std::vector<Status> statuses,
                                                                std::vector<std::vector<OutputTensor>>* outputs,
                                                                bool caller_pumps, const BatchTimings& timings,
-                                                               const std::vector<bool>& still_open) {
+                                                               const std::vector<Release>& release) {
   std::vector<InferenceResponse> released;
   bool wake = false;
   {
@@ -291,8 +322,10 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Complete(uint32_t instance
                                   " statuses for a batch of " + std::to_string(batch->requests.size()) +
                                   " requests"));
     }
+    const uint64_t now = SteadyNowNs();
+    source_->Executed(*batch, &statuses, outputs, release, now);
     std::vector<InferenceResponse> responses;
-    RecordCompletion(*batch, statuses, outputs, SteadyNowNs(), timings, FailureReason::kBackend, &responses, still_open);
+    RecordCompletion(*batch, statuses, outputs, now, timings, FailureReason::kBackend, &responses, release);
     released = orderer_.Complete(batch->sequence, std::move(responses));
     pump_pending_ = pump_pending_ || caller_pumps;
     wake = ThreadNeededLocked(caller_pumps) || draining_;
@@ -301,7 +334,7 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Complete(uint32_t instance
   return released;
 }
 
-void DynamicBatchScheduler::Drain() {
+void ModelScheduler::Drain() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     draining_ = true;
@@ -309,7 +342,7 @@ void DynamicBatchScheduler::Drain() {
   cv_.notify_one();
 }
 
-std::vector<InferenceResponse> DynamicBatchScheduler::Stop() {
+std::vector<InferenceResponse> ModelScheduler::Stop() {
   std::vector<InferenceResponse> failed;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -341,7 +374,7 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Stop() {
     failed.push_back(Fail(*open.request, shutting_down));
   }
   open_.clear();
-  for (auto& request : queue_.TakeAll()) {
+  for (auto& request : source_->TakeAll()) {
     stats_.Failed(FailureReason::kOther, now - request->enqueue_ns);
     --stats_.pending;
     failed.push_back(Fail(*request, shutting_down));
@@ -352,10 +385,10 @@ std::vector<InferenceResponse> DynamicBatchScheduler::Stop() {
   return failed;
 }
 
-ModelStats DynamicBatchScheduler::Stats() const {
+ModelStats ModelScheduler::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   ModelStats copy = stats_;
-  copy.queued = queue_.Size();
+  copy.queued = source_->Size();
   return copy;
 }
 
