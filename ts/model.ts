@@ -7,9 +7,10 @@
  * reads as views) from enqueue until native code hands it back; only then is the entry removed.
  */
 import { InferenceServerError, invalidArg, toInferenceServerError, StatusCode } from './errors';
-import type { NormalizedModelConfig } from './config/normalize';
+import type { NormalizedModelConfig, NormalizedSequenceBatching, NormalizedTensor } from './config/normalize';
 import {
   native, type Dispatch, type EnqueueInputs, type NativeModel, type NativeOutput, type NativeResponses,
+  type NativeSequence,
 } from './native';
 import {
   DEFAULT_MAX_QUEUED_RESPONSES, ResponseSender, ResponseStream, driveDecoupled, type DecoupledSink,
@@ -84,6 +85,28 @@ interface PendingRequest {
   stream?: ResponseStream;
   /** Decoupled models, once executing: ends the request when its caller cancels it. */
   onCancel?: () => void;
+  /** Sequence models: the id and flags it was queued with. */
+  sequence?: NativeSequence;
+  /** Sequence models: executions so far (an iterative request runs several). */
+  executions: number;
+}
+
+const SEQUENCE_START = 1;
+const SEQUENCE_END = 2;
+const RELEASE_OPEN = 1;
+const RELEASE_RESCHEDULE = 2;
+const MAX_UINT64 = (1n << 64n) - 1n;
+
+/** A request's sequence id and flags as native code takes them; INVALID_ARG for a bad id. */
+function nativeSequence(options: InferOptions, model: string): NativeSequence {
+  const id = options.sequenceId ?? 0n;
+  const flags = (options.sequenceStart ? SEQUENCE_START : 0) | (options.sequenceEnd ? SEQUENCE_END : 0);
+  if (typeof id === 'string') return [id, flags];
+  const value = typeof id === 'number' && Number.isSafeInteger(id) ? BigInt(id) : id;
+  if (typeof value !== 'bigint' || value < 0n || value > MAX_UINT64) {
+    throw invalidArg(`sequence id for model '${model}' must be an unsigned 64-bit integer or a string, got ${String(id)}`);
+  }
+  return [value, flags];
 }
 
 /** What executes a model's batches: JS callables (bind, model.js) or a native engine. */
@@ -114,6 +137,9 @@ export class BoundModel {
   readonly #nativeEngine: boolean;
   readonly #pending = new Map<number, PendingRequest>();
   readonly #outputNames: Set<string>;
+  /** Sequence batcher models: its settings; state outputs are collected with `#stateOutputs`. */
+  readonly #sequencing: NormalizedSequenceBatching | null;
+  readonly #stateOutputs: NormalizedModelConfig | null;
   #stopped = false;
   #pumpScheduled = false;
   #drained: (() => void) | null = null;
@@ -126,6 +152,12 @@ export class BoundModel {
     this.#strict = engine.kind === 'js' && engine.strict;
     this.#nativeEngine = engine.kind !== 'js';
     this.#outputNames = new Set(config.outputs.map((t) => t.name));
+    this.#sequencing = config.sequenceBatching ?? null;
+    this.#stateOutputs = this.#sequencing && this.#sequencing.states.length > 0
+      ? { ...config, outputs: this.#sequencing.states.map((st): NormalizedTensor => ({
+        name: st.outputName, dtype: st.dtype, dims: st.dims, optional: false, allowRaggedBatch: false,
+      })) }
+      : null;
     this.#native = new (native().NativeModel)(
       config,
       (instance, token, ids) => this.#execute(instance, token, ids),
@@ -217,11 +249,13 @@ export class BoundModel {
         reject,
         settled: false,
         stream,
+        sequence: this.#sequencing ? nativeSequence(options, this.config.name) : undefined,
+        executions: 0,
       };
       // Stored before enqueue: the scheduler may dispatch this request within the call.
       this.#pending.set(id, entry);
       try {
-        this.#enqueue(id, data, options, !owned && this.#nativeEngine);
+        this.#enqueue(id, data, options, !owned && this.#nativeEngine, entry.sequence);
       } catch (err) {
         this.#pending.delete(id);
         throw err;
@@ -262,7 +296,9 @@ export class BoundModel {
     return checked;
   }
 
-  #enqueue(id: number, inputs: Record<string, NDArray>, options: InferOptions, copyInNative: boolean): void {
+  #enqueue(
+    id: number, inputs: Record<string, NDArray>, options: InferOptions, copyInNative: boolean, sequence?: NativeSequence,
+  ): void {
     const flat: EnqueueInputs = [];
     for (const name in inputs) {
       const arr = inputs[name];
@@ -270,7 +306,7 @@ export class BoundModel {
       flat.push(name, dataTypeCode(arr.dtype), arr.shape, data);
     }
     if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', `model '${this.config.name}' is not ready: it was stopped`);
-    this.#native.enqueue(id, flat, options.priority ?? 0, options.timeoutMicroseconds ?? 0, copyInNative);
+    this.#native.enqueue(id, flat, options.priority ?? 0, options.timeoutMicroseconds ?? 0, copyInNative, sequence);
   }
 
   #watchAbort(id: number, signal: CancelSignal): void {
@@ -325,10 +361,14 @@ export class BoundModel {
 
   /** Runs one batch's callable; its completion is reported to native code. Never throws. */
   #run(instance: number, token: number, ids: Float64Array): void {
-    const entries: PendingRequest[] = [];
-    for (const id of ids) entries.push(this.#pending.get(id)!);
+    // Sequence models: an id of 0 is a null row (READY = 0), which has no entry.
+    const entries: (PendingRequest | undefined)[] = [];
+    for (const id of ids) entries.push(this.#pending.get(id));
+    const requests = this.#sequencing
+      ? this.#sequenceRequests(instance, token, entries)
+      : entries.map((e) => e!.request);
     if (this.config.decoupled) {
-      this.#runDecoupled(instance, token, Array.from(ids), entries);
+      this.#runDecoupled(instance, token, Array.from(ids), entries, requests);
       return;
     }
     const context: TritonContext = {
@@ -337,29 +377,63 @@ export class BoundModel {
     const started = performance.now();
     let result: unknown;
     try {
-      result = this.#funcs[instance](entries.map((e) => e.request), context);
+      result = this.#funcs[instance](requests, context);
     } catch (err) {
-      this.#finish(instance, token, entries, started, err);
+      this.#finish(instance, token, entries, requests, started, err);
       return;
     }
     if (result instanceof Promise) {
       result.then(
-        (value) => this.#finish(instance, token, entries, started, null, value),
-        (err: unknown) => this.#finish(instance, token, entries, started, err ?? new Error('inference callable rejected')),
+        (value) => this.#finish(instance, token, entries, requests, started, null, value),
+        (err: unknown) => this.#finish(instance, token, entries, requests, started, err ?? new Error('inference callable rejected')),
       );
     } else {
-      this.#finish(instance, token, entries, started, null, result);
+      this.#finish(instance, token, entries, requests, started, null, result);
     }
   }
 
-  #finish(instance: number, token: number, entries: PendingRequest[], started: number, error: unknown, result?: unknown): void {
+  /**
+   * The Request objects of one execution of a sequence model: each client request's inputs plus
+   * the control and state inputs the scheduler added, and null rows made of the scheduler's zeros.
+   */
+  #sequenceRequests(instance: number, token: number, entries: (PendingRequest | undefined)[]): Request[] {
+    const added = this.#native.addedInputs(instance, token);
+    const iterative = this.#sequencing!.iterativeSequence;
+    return entries.map((entry, i) => {
+      const extra = added[i] ? nativeOutputsToArrays(added[i], this.config.name) : {};
+      if (!entry) {
+        const row = new Request(extra);
+        row.sequence = { id: undefined, start: false, end: false, ready: false };
+        return row;
+      }
+      const base = entry.request;
+      const request = new Request({ ...base.data, ...extra }, base.parameters, base.requestedOutputNames);
+      const [id, flags] = entry.sequence!;
+      request.sequence = {
+        id: id === 0n || id === '' ? undefined : id,
+        start: entry.executions === 0 && (flags & SEQUENCE_START) !== 0,
+        end: (flags & SEQUENCE_END) !== 0,
+        ready: true,
+      };
+      request.allowReschedule(iterative);
+      entry.executions++;
+      return request;
+    });
+  }
+
+  #finish(
+    instance: number, token: number, entries: (PendingRequest | undefined)[], requests: Request[], started: number,
+    error: unknown, result?: unknown,
+  ): void {
     const inferred = performance.now();
     let failure = error;
+    let states: (EnqueueInputs | undefined)[] | undefined;
     if (!failure) {
       try {
-        const rows = entries.map((e) => this.#rowsOf(e.request));
+        const rows = requests.map((r) => this.#rowsOf(r));
+        if (this.#stateOutputs) states = this.#takeStates(result, rows);
         const outputs = collectOutputs(this.config, result, rows, this.#strict);
-        entries.forEach((e, i) => { e.outputs = outputs[i]; });
+        entries.forEach((e, i) => { if (e) e.outputs = outputs[i]; });
       } catch (err) {
         failure = err;
       }
@@ -370,11 +444,44 @@ export class BoundModel {
     if (failure) {
       const err = toInferenceServerError(failure);
       released = this.#native.completeBatch(instance, token, StatusCode[err.code], err.message, timings);
+    } else if (this.#sequencing) {
+      const release = new Uint8Array(requests.map((r) => (r.rescheduled ? RELEASE_RESCHEDULE : 0)));
+      released = this.#native.completeBatch(instance, token, 0, '', timings, release, states);
     } else {
       released = this.#native.completeBatch(instance, token, 0, '', timings);
     }
     this.#schedulePump();
     if (released) this.#settle(released);
+  }
+
+  /**
+   * Takes the implicit state outputs out of a sequence model's result (in place: the rest are
+   * its outputs), checked like outputs, as native code keeps them: per request, flat tensors.
+   */
+  #takeStates(result: unknown, rows: number[]): (EnqueueInputs | undefined)[] | undefined {
+    if (!Array.isArray(result)) return undefined;  // collectOutputs says what is wrong
+    const names = this.#stateOutputs!.outputs.map((t) => t.name);
+    const taken = result.map((outputs: unknown, i) => {
+      const picked: Record<string, unknown> = {};
+      if (outputs === null || typeof outputs !== 'object') return picked;
+      const rest: Record<string, unknown> = { ...(outputs as Record<string, unknown>) };
+      for (const name of names) {
+        if (!Object.prototype.hasOwnProperty.call(rest, name)) continue;
+        picked[name] = rest[name];
+        if (!this.#outputNames.has(name)) delete rest[name];  // a state only, not an output
+      }
+      result[i] = rest;
+      return picked;
+    });
+    return collectOutputs(this.#stateOutputs!, taken, rows, this.#strict).map((tensors) => {
+      const flat: EnqueueInputs = [];
+      for (const name in tensors) {
+        const arr = tensors[name];
+        const data = arr.dtype === 'BYTES' ? serializeBytes(arr.data as Uint8Array[]) : (arr.data as ArrayBufferView);
+        flat.push(name, dataTypeCode(arr.dtype), arr.shape, data);
+      }
+      return flat.length > 0 ? flat : undefined;
+    });
   }
 
   /**
@@ -384,32 +491,39 @@ export class BoundModel {
    * sends through `request.responseSender`) goes to its request's stream as it comes; each
    * request ends on its own (finishRequest), whenever its iteration or its sender ends it.
    */
-  #runDecoupled(instance: number, token: number, ids: number[], entries: PendingRequest[]): void {
+  #runDecoupled(
+    instance: number, token: number, ids: number[], entries: (PendingRequest | undefined)[], requests: Request[],
+  ): void {
     const context: TritonContext = {
       modelConfig: this.config, instanceIndex: instance, isCancelled: (index = 0) => sink.closed(index),
     };
     const what = `model '${this.config.name}'`;
-    // Per request: undefined while it runs; null (ended) or its error once it ended.
-    const ended: (InferenceServerError | null | undefined)[] = new Array(entries.length).fill(undefined);
+    // Per request: undefined while it runs; null (ended) or its error once it ended. A null row
+    // (sequence models) has no client: it ends at once and what is sent for it is dropped.
+    const ended: (InferenceServerError | null | undefined)[] = entries.map((e) => (e ? undefined : null));
     let executed = false;
     const sink: DecoupledSink = {
-      send: (i, value) => this.#sendResponse(ids[i], entries[i], value),
-      end: (i, error) => {
-        if (ended[i] !== undefined) return;
-        ended[i] = error;
-        if (executed) this.#finishOpen(ids[i], entries[i], error);
+      send: (i, value) => {
+        const entry = entries[i];
+        if (entry) this.#sendResponse(ids[i], entry, value);
       },
-      closed: (i) => ended[i] !== undefined || entries[i].settled,
+      end: (i, error) => {
+        const entry = entries[i];
+        if (ended[i] !== undefined || !entry) return;
+        ended[i] = error;
+        if (executed) this.#finishOpen(ids[i], entry, error);
+      },
+      closed: (i) => ended[i] !== undefined || (entries[i]?.settled ?? true),
     };
     entries.forEach((entry, i) => {
-      entry.request.responseSender = new ResponseSender(sink, i);
+      requests[i].responseSender = new ResponseSender(sink, i);
       // A cancelled request ends now (CANCELLED), whatever its iteration or sender does later.
-      entry.onCancel = () => sink.end(i, null);
+      if (entry) entry.onCancel = () => sink.end(i, null);
     });
     const started = performance.now();
     let result: unknown;
     try {
-      result = this.#funcs[instance](entries.map((e) => e.request), context);
+      result = this.#funcs[instance](requests, context);
     } catch (err) {
       result = Promise.reject(err);
     }
@@ -419,10 +533,11 @@ export class BoundModel {
       const messages: string[] = [];
       const open = new Uint8Array(entries.length);
       entries.forEach((entry, i) => {
+        if (!entry) return;  // a null row: ended, ok
         if (ended[i] === undefined && error) ended[i] = error;
         const outcome = this.#outcome(entry, ended[i]);
-        if (outcome === null) open[i] = 1;
-        else [codes[i], messages[i]] = outcome;
+        if (outcome !== null) [codes[i], messages[i]] = outcome;
+        else open[i] = requests[i].rescheduled ? RELEASE_RESCHEDULE : RELEASE_OPEN;
       });
       const timings = new Float64Array([(performance.now() - started) * 1e6, 0]);
       const released = this.#native.completeBatch(instance, token, codes, messages, timings, open);

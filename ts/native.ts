@@ -112,6 +112,9 @@ export interface NativeModelStats {
  */
 export type EnqueueInputs = (string | number | number[] | ArrayBufferView)[];
 
+/** A sequence batcher request's `[correlation id (0n / '' = none), flags (1 START | 2 END)]`. */
+export type NativeSequence = [id: bigint | string, flags: number];
+
 /**
  * Backed by cpp/napi/native_model.{h,cc}. Every method runs on the main thread.
  *
@@ -127,7 +130,10 @@ export interface NativeModel {
    * then change or be transferred); without it they are read in place, and the caller keeps
    * them alive and unchanged until the request is handed back.
    */
-  enqueue(id: number, inputs: EnqueueInputs, priority: number, timeoutMicroseconds: number, copyInputs?: boolean): void;
+  enqueue(
+    id: number, inputs: EnqueueInputs, priority: number, timeoutMicroseconds: number, copyInputs?: boolean,
+    sequence?: NativeSequence,
+  ): void;
   /**
    * Dispatches the batch the batcher would send now to an idle JS instance, on this thread;
    * undefined when none can go now (the batcher thread then handles any queue delay).
@@ -138,14 +144,26 @@ export interface NativeModel {
    * some). `timings` = [computeInferNs, computeOutputNs] as the caller measured them (compute
    * input is the rest of the batch's time). The caller promises to call pump() soon.
    */
-  completeBatch(instance: number, token: number, code: number, message: string, timings?: Float64Array): NativeResponses | null;
+  completeBatch(
+    instance: number, token: number, code: number, message: string, timings?: Float64Array, release?: Uint8Array,
+    states?: (EnqueueInputs | undefined)[],
+  ): NativeResponses | null;
   /**
-   * Per request. `open` (decoupled models): 1 for each request that has not ended yet; those stay
-   * pending, and each is handed back by its finishRequest() instead.
+   * Per request. `release` per request: 0 ended; 1 open (decoupled: not ended yet — it stays
+   * pending, and is handed back by its finishRequest() instead); 2 reschedule (iterative
+   * sequence: queued again for another step). `states` (sequence models with implicit state):
+   * per request the state outputs it produced, which native code keeps for the next step.
    */
   completeBatch(
-    instance: number, token: number, codes: Int32Array, messages: string[], timings?: Float64Array, open?: Uint8Array,
+    instance: number, token: number, codes: Int32Array, messages: string[], timings?: Float64Array,
+    release?: Uint8Array, states?: (EnqueueInputs | undefined)[],
   ): NativeResponses | null;
+  /**
+   * Sequence models: per request of the batch in flight on `instance` (its `token`), the inputs
+   * the scheduler added — control inputs and implicit state, or every input of a READY = 0 null
+   * row (whose id in the dispatch is 0). Views over native memory; empty once the batch ended.
+   */
+  addedInputs(instance: number, token: number): Record<string, NativeOutput>[];
   /** A request completeBatch left open ended (0 = its final response was sent): its response. */
   finishRequest(id: number, code: number, message: string): NativeResponses | null;
   /** Removes a queued request: its CANCELLED response, or null when it already left the queue. */

@@ -9,6 +9,21 @@ import type { NormalizedModelConfig } from './config/normalize';
 /** Request parameters as KServe v2 carries them. */
 export type Parameters = Record<string, string | number | boolean>;
 
+/** Where a request of a sequence batcher model stands in its sequence. */
+export interface SequenceInfo {
+  /** The correlation id the client sent (undefined when the iterative sequencer gave one). */
+  readonly id: bigint | string | undefined;
+  /** The first step of the sequence (its state was just reset). */
+  readonly start: boolean;
+  /** The last request of the sequence. */
+  readonly end: boolean;
+  /**
+   * False for a null row: the direct strategy fills the slots below the highest busy one with
+   * READY = 0 rows (zeros) so every sequence keeps its row; their outputs are discarded.
+   */
+  readonly ready: boolean;
+}
+
 /** One client request inside an execution. `data` holds its inputs (with their batch axis). */
 export class Request {
   /**
@@ -16,6 +31,13 @@ export class Request {
    * final, also after the callable returned (the Python backend's response sender).
    */
   responseSender?: ResponseSender;
+  /**
+   * Sequence batcher models: the request's sequence. Its control inputs and implicit state (as
+   * configured) are in `data` too.
+   */
+  sequence?: SequenceInfo;
+  #rescheduled = false;
+  #reschedulable = false;
 
   constructor(
     readonly data: Record<string, NDArray>,
@@ -31,6 +53,30 @@ export class Request {
   /** Names of the inputs present. */
   keys(): string[] {
     return Object.keys(this.data);
+  }
+
+  /**
+   * Iterative sequence models (`iterative_sequence`): run this request again for another step
+   * once this execution ends, batched with whatever else is ready (continuous batching). Call it
+   * before the callable returns; a decoupled model keeps sending responses on the same request.
+   * Triton's TRITONSERVER_REQUEST_RELEASE_RESCHEDULE.
+   */
+  reschedule(): void {
+    if (!this.#reschedulable) {
+      throw new Error('request.reschedule() needs an iterative sequence model (sequence_batching { iterative_sequence: ' +
+        'true }), called before the callable returns');
+    }
+    this.#rescheduled = true;
+  }
+
+  /** @internal The model lets this execution reschedule the request. */
+  allowReschedule(allowed: boolean): void {
+    this.#reschedulable = allowed;
+  }
+
+  /** @internal Whether the callable asked for another step. */
+  get rescheduled(): boolean {
+    return this.#rescheduled;
   }
 }
 

@@ -345,8 +345,8 @@ void SequenceSource::Executed(Batch& batch, std::vector<Status>* statuses,
     executing_.erase(it);
     sequence->executing = false;
     sequence->last_activity_ns = now_ns;
-    const Status& status = statuses->size() == 1 ? (*statuses)[0] : (*statuses)[i];
-    if (status.IsOk() && outputs != nullptr && i < outputs->size()) {
+    auto succeeded = [&] { return (statuses->size() == 1 ? (*statuses)[0] : (*statuses)[i]).IsOk(); };
+    if (succeeded() && outputs != nullptr && i < outputs->size()) {
       Status taken = inputs_.TakeStateOutputs(&(*outputs)[i], &sequence->states);
       if (!taken.IsOk()) {
         // The request fails; its state stays as it was.
@@ -355,7 +355,7 @@ void SequenceSource::Executed(Batch& batch, std::vector<Status>* statuses,
       }
     }
     const Release how = i < release.size() ? release[i] : Release::kEnded;
-    if (how == Release::kReschedule && sequence->instance >= 0) {
+    if (how == Release::kReschedule && succeeded() && sequence->instance >= 0) {
       // Another step of the same request, before anything queued after it; no longer START.
       request->flags = 0;
       request->inputs.erase(std::remove_if(request->inputs.begin(), request->inputs.end(),
