@@ -46,6 +46,12 @@ export interface InferOptions {
   /** Aborting cancels the request: removed from the queue, or its result dropped. */
   signal?: CancelSignal;
   /**
+   * Warm-up: the instance (0-based) that must execute the request. Only while the model serves
+   * nothing else: a pinned request holds back the requests queued behind it.
+   * @internal
+   */
+  instance?: number;
+  /**
    * Sequence batcher models: the correlation id of the request's sequence (a non-zero unsigned
    * 64-bit integer, as a number or bigint, or a non-empty string). Ignored by other models, as
    * Triton ignores `sequence_id` there.
@@ -306,7 +312,8 @@ export class BoundModel {
       flat.push(name, dataTypeCode(arr.dtype), arr.shape, data);
     }
     if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', `model '${this.config.name}' is not ready: it was stopped`);
-    this.#native.enqueue(id, flat, options.priority ?? 0, options.timeoutMicroseconds ?? 0, copyInNative, sequence);
+    this.#native.enqueue(
+      id, flat, options.priority ?? 0, options.timeoutMicroseconds ?? 0, copyInNative, sequence, options.instance ?? -1);
   }
 
   #watchAbort(id: number, signal: CancelSignal): void {

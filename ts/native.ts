@@ -132,7 +132,7 @@ export interface NativeModel {
    */
   enqueue(
     id: number, inputs: EnqueueInputs, priority: number, timeoutMicroseconds: number, copyInputs?: boolean,
-    sequence?: NativeSequence,
+    sequence?: NativeSequence, instance?: number,
   ): void;
   /**
    * Dispatches the batch the batcher would send now to an idle JS instance, on this thread;

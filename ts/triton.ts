@@ -9,7 +9,7 @@ import { InferenceServerError, clip, notFound, toInferenceServerError } from './
 import { BoundModel, type InferOptions, type StreamOptions } from './model';
 import type { InferFunc } from './request';
 import { NDArray, ndarray, type DataType, type TensorData } from './tensor';
-import { runWarmups } from './warmup';
+import { warmUp } from './warmup';
 import { parseCacheConfig } from './cache/config';
 import { ResponseCache } from './cache/response-cache';
 import { EnsembleModel } from './ensemble/ensemble-model';
@@ -115,8 +115,13 @@ export class Triton {
       maxQueueSizeHardLimit: this.config.maxQueueSizeHardLimit,
     });
     this.#checkFree(config);
-    this.#register(new BoundModel(config, { kind: 'js', funcs, strict: options.strict ?? false }));
-    this.#warmups.push(runWarmups(config, funcs));
+    const model = new BoundModel(config, { kind: 'js', funcs, strict: options.strict ?? false });
+    this.#register(model);
+    // Awaited by run(), which rejects with the first failure; handled here so that a failure
+    // before run() is called is not an unhandled rejection.
+    const warming = warmUp(model);
+    warming.catch(() => undefined);
+    this.#warmups.push(warming);
   }
 
   /**
@@ -194,7 +199,12 @@ export class Triton {
   async run(): Promise<void> {
     if (this.#running) return;
     if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', 'this Triton was stopped');
-    await Promise.all(this.#warmups);
+    try {
+      await Promise.all(this.#warmups);
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
     if (this.#repository) {
       const failed = await this.#repository.start();
       if (this.#stopped) throw stoppedDuringStart();

@@ -1,13 +1,13 @@
 /**
- * Model warm-up as PyTriton does it: before a bound model is marked ready, each `ModelWarmup`
- * builds `count` synthetic requests and calls every instance's callable directly. Failures are
- * logged and ignored (PyTriton's behaviour); async callables are awaited.
+ * Model warm-up as Triton does it: before a model is ready, each `ModelWarmup` sample runs
+ * `count` times on every instance through the model's own scheduler; a failure fails the load
+ * (a repository model's load, a bound model's run()).
  */
 import { readFileSync } from 'node:fs';
 import type { NormalizedModelConfig } from './config/normalize';
-import type { ModelWarmup, WarmupInput } from './config/types';
-import { invalidArg } from './errors';
-import { Request, type InferFunc } from './request';
+import type { WarmupInput } from './config/types';
+import { InferenceServerError, invalidArg, toInferenceServerError } from './errors';
+import type { BoundModel, InferOptions } from './model';
 import {
   NDArray, deserializeBytes, elementCount, parseDataType, typedArrayFor, type DataType, type TypedArray,
 } from './tensor';
@@ -46,28 +46,52 @@ export function warmupInputArray(input: WarmupInput, batchSize: number, batching
   return new NDArray(dtype, shape, new Ctor(copy.buffer));
 }
 
-async function runOne(config: NormalizedModelConfig, warmup: ModelWarmup, funcs: InferFunc[]): Promise<void> {
-  const batching = config.maxBatchSize > 0;
-  const data: Record<string, NDArray> = {};
-  for (const [name, input] of Object.entries(warmup.inputs)) {
-    data[name] = warmupInputArray(input, warmup.batchSize, batching, name);
+let nextWarmupSequence = 1;
+
+/**
+ * A sequence model's warm-up request is a sequence of its own (START and END), with an id of
+ * the model's correlation id type far from any a client picks.
+ */
+function warmupSequence(config: NormalizedModelConfig): Pick<InferOptions, 'sequenceId' | 'sequenceStart' | 'sequenceEnd'> {
+  const seq = config.sequenceBatching;
+  if (!seq) return {};
+  const n = nextWarmupSequence++;
+  const stringIds = seq.controls.some((c) => c.kind === 'CONTROL_SEQUENCE_CORRID' && c.dtype === 'BYTES');
+  return { sequenceId: stringIds ? `infernode-warmup-${n}` : (1n << 62n) + BigInt(n), sequenceStart: true, sequenceEnd: true };
+}
+
+/** One warm-up request through the model's queue; a decoupled model's responses are read to its end. */
+async function warmupRequest(model: BoundModel, inputs: Record<string, NDArray>, instance: number): Promise<void> {
+  const options: InferOptions = { inputsOwned: true, instance, ...warmupSequence(model.config) };
+  if (!model.config.decoupled) {
+    await model.infer(inputs, options);
+    return;
   }
-  // Triton's count: 0 (the default) runs the sample once.
-  const count = Math.max(1, warmup.count ?? 0);
-  for (let instance = 0; instance < funcs.length; instance++) {
-    for (let i = 0; i < count; i++) {
-      await funcs[instance]([new Request(data)], { modelConfig: config, instanceIndex: instance });
-    }
+  for await (const _ of model.inferStream(inputs, options)) {
+    // every response is read and dropped, as Triton's warm-up does
   }
 }
 
-/** Runs every warm-up of the model; logs (and otherwise ignores) failures. */
-export async function runWarmups(config: NormalizedModelConfig, funcs: InferFunc[]): Promise<void> {
+/**
+ * Runs the model's warm-ups through its own scheduler before it serves, as Triton does: each
+ * sample `count` times (at least once) on every instance, instance by instance. The first
+ * failure rejects, naming the model, the sample and the reason (the load then fails).
+ */
+export async function warmUp(model: BoundModel): Promise<void> {
+  const config = model.config;
+  const instances = config.instanceGroup.reduce((n, g) => n + g.count, 0);
   for (const warmup of config.modelWarmup) {
     try {
-      await runOne(config, warmup, funcs);
+      const inputs: Record<string, NDArray> = {};
+      for (const [name, input] of Object.entries(warmup.inputs)) {
+        inputs[name] = warmupInputArray(input, warmup.batchSize, config.maxBatchSize > 0, name);
+      }
+      for (let instance = 0; instance < instances; instance++) {
+        for (let i = 0; i < Math.max(1, warmup.count ?? 0); i++) await warmupRequest(model, inputs, instance);
+      }
     } catch (err) {
-      console.warn(`infernode: warm-up '${warmup.name}' of model '${config.name}' failed: ${(err as Error).message}`);
+      throw new InferenceServerError('INVALID_ARG',
+        `model '${config.name}' version ${config.version}: warm-up '${warmup.name}' failed: ${toInferenceServerError(err).message}`);
     }
   }
 }

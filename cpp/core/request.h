@@ -49,6 +49,7 @@ struct InferenceRequest {
   std::vector<InputTensor> inputs;
   uint32_t priority = 0;       // as the client sent it; 0 = the model's default level
   uint64_t timeout_us = 0;     // the client's timeout; 0 = none
+  int32_t instance = -1;       // warm-up: the instance that must run it; -1 = any
   CorrelationId correlation_id;  // sequence batcher models only
   uint32_t flags = 0;            // kSequenceStart | kSequenceEnd
   // A row the direct sequence batcher adds to keep other rows in their slots (READY = 0): it

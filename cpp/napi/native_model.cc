@@ -235,7 +235,7 @@ void SequenceFromJs(Napi::Env env, const Napi::Array& sequence, InferenceRequest
 
 Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  // enqueue(id, [name, dtypeCode, shape, data, ...], priority, timeoutUs, copyInputs, sequence?)
+  // enqueue(id, [name, dtypeCode, shape, data, ...], priority, timeoutUs, copyInputs, sequence?, instance?)
   auto request = std::make_unique<InferenceRequest>();
   request->id = static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value());
   Napi::Array inputs = info[1].As<Napi::Array>();
@@ -249,6 +249,7 @@ Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   request->priority = info[2].IsNumber() ? info[2].As<Napi::Number>().Uint32Value() : 0;
   request->timeout_us = info[3].IsNumber() ? static_cast<uint64_t>(info[3].As<Napi::Number>().Int64Value()) : 0;
   if (info[5].IsArray()) SequenceFromJs(env, info[5].As<Napi::Array>(), request.get());
+  if (info[6].IsNumber()) request->instance = info[6].As<Napi::Number>().Int32Value();
   if (stopped_) ThrowStatus(env, Unavailable("model '" + scheduler_->Config().name + "' is stopped"));
   Status status = scheduler_->Enqueue(request, /*caller_pumps=*/true);
   if (!status.IsOk()) ThrowStatus(env, status);

@@ -10,14 +10,17 @@ void QueueSource::ApplyTimeouts(uint64_t now_ns, std::vector<Rejected>* rejected
   }
 }
 
-FormedBatch QueueSource::Next(uint32_t /*instance*/, uint64_t now_ns, bool draining) {
+FormedBatch QueueSource::Next(uint32_t instance, uint64_t now_ns, bool draining) {
   FormedBatch formed;
   if (queue_.Size() == 0) return formed;
   const size_t limit = static_cast<size_t>(config_.max_batch_size) + 1;
   std::vector<PendingRequest> view;
   for (const InferenceRequest* r : queue_.Peek(limit)) {
+    // A request pinned to another instance (warm-up, before the model serves) ends the batch.
+    if (r->instance >= 0 && static_cast<uint32_t>(r->instance) != instance) break;
     view.push_back(PendingRequest{r->batch_size, r->enqueue_ns, &r->batch_key});
   }
+  if (view.empty()) return formed;
   const BatchDecision decision = FormBatch(view, config_, now_ns, draining);
   if (decision.count == 0) {
     formed.wait_ns = decision.wait_ns;

@@ -10,8 +10,7 @@ import { BoundModel } from '../model';
 import type { NormalizedInstanceGroup, NormalizedModelConfig } from '../config/normalize';
 import { loadOnnxEngine, type InstanceKind } from '../engines/onnx';
 import type { OnnxModelHandle } from '../native';
-import type { NDArray } from '../tensor';
-import { warmupInputArray } from '../warmup';
+import { warmUp } from '../warmup';
 import { autoCompleteOnnxConfig, type RawModelConfig } from './autocomplete';
 import { precheckModelConfig, precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
 import { loadJsModel } from './js-model';
@@ -159,38 +158,14 @@ async function loadVersion(
   return warmedUp({ model, finalize: js.finalize });
 }
 
-/** One warm-up request through the model's queue; a decoupled model's responses are read to its end. */
-async function warmupRequest(model: BoundModel, inputs: Record<string, NDArray>): Promise<void> {
-  if (!model.config.decoupled) {
-    await model.infer(inputs, { inputsOwned: true });
-    return;
-  }
-  for await (const _ of model.inferStream(inputs, { inputsOwned: true })) {
-    // every response is read and dropped, as Triton's warm-up does
-  }
-}
-
-/**
- * Runs the config's model_warmup through the model's own queue before it serves: `count`
- * requests per instance (at least one) of each warm-up sample. As in Triton, a failing warm-up
- * fails the load.
- */
+/** Runs the config's model_warmup (ts/warmup.ts); a failure fails the load. */
 async function warmedUp(loaded: LoadedVersion): Promise<LoadedVersion> {
-  const { model } = loaded;
-  const config = model.config;
-  const instances = config.instanceGroup.reduce((n, g) => n + g.count, 0);
-  for (const warmup of config.modelWarmup) {
-    try {
-      const inputs = Object.fromEntries(Object.entries(warmup.inputs).map(([name, input]) =>
-        [name, warmupInputArray(input, warmup.batchSize, config.maxBatchSize > 0, name)]));
-      const runs = instances * Math.max(1, warmup.count);
-      await Promise.all(Array.from({ length: runs }, () => warmupRequest(model, inputs)));
-    } catch (err) {
-      await model.stop(0);
-      await loaded.finalize().catch(() => undefined);
-      throw new InferenceServerError('INVALID_ARG',
-        `model '${config.name}' version ${config.version}: warm-up '${warmup.name}' failed: ${toInferenceServerError(err).message}`);
-    }
+  try {
+    await warmUp(loaded.model);
+  } catch (err) {
+    await loaded.model.stop(0);
+    await loaded.finalize().catch(() => undefined);
+    throw err;
   }
   return loaded;
 }
