@@ -107,7 +107,7 @@ describe('rnnStepModel in onnxruntime-node', () => {
     expect(run.inputNames).toEqual(['INPUT', 'STATE_IN']);
     expect(run.outputNames).toEqual(['OUTPUT', 'STATE_OUT']);
     const weights = rnnWeights(inputSize, hidden, seed);
-    let state = new Float32Array(batch * hidden);
+    let state: Float32Array = new Float32Array(batch * hidden);
     for (const [k, x] of inputs.entries()) {
       const want = rnnStep(weights, x, state);
       const got = run.steps[k]!;

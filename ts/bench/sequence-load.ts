@@ -48,14 +48,14 @@ const WARMUP_MS = 1000;
 /** Normwise tolerance of the warm-up check: ONNX Runtime's FP32 sums over many steps, not a bit match. */
 const VERIFY_TOLERANCE = 1e-4;
 
-interface StepReply {
+export interface StepReply {
   ok: boolean;
   error: string;
   output: Float32Array | null;
 }
 
-/** One ModelStreamInfer call on its own connection; steps go one at a time. */
-class SequenceStream {
+/** One ModelStreamInfer call on its own connection; steps go one at a time (also used by the sequence tests). */
+export class SequenceStream {
   readonly #session: ClientHttp2Session;
   readonly #stream: ClientHttp2Stream;
   #waiting: ((reply: StepReply) => void) | null = null;
@@ -104,7 +104,7 @@ function frame(body: Buffer): Buffer {
   return framed;
 }
 
-function stepRequest(model: string, id: bigint, start: boolean, end: boolean, input: Float32Array): Buffer {
+export function stepRequest(model: string, id: bigint, start: boolean, end: boolean, input: Float32Array): Buffer {
   const parameters: ParamMap = new Map([['sequence_id', { kind: 'uint64', value: id }]]);
   if (start) parameters.set('sequence_start', { kind: 'bool', value: true });
   if (end) parameters.set('sequence_end', { kind: 'bool', value: true });
@@ -117,7 +117,7 @@ function stepRequest(model: string, id: bigint, start: boolean, end: boolean, in
 }
 
 /** Largest |got − want| relative to the largest |want| (state elements near zero carry rounding). */
-function normwiseError(got: Float32Array, want: Float32Array): number {
+export function normwiseError(got: Float32Array, want: Float32Array): number {
   let scale = 0;
   let diff = 0;
   for (let i = 0; i < want.length; i++) {
