@@ -19,7 +19,7 @@
  */
 import { connect, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import { performance } from 'node:perf_hooks';
-import { decodeStreamResponse, type ParamMap } from '../server/grpc/infer-codec';
+import { decodeStreamResponse, type InferParam, type ParamMap } from '../server/grpc/infer-codec';
 import { encodeInferRequest } from '../server/grpc/infer-encode';
 import { rnnStep, rnnWeights, RNN_BENCH_SEED } from '../tools/onnx/factories';
 import { Deframer } from './stream-load';
@@ -105,9 +105,12 @@ function frame(body: Buffer): Buffer {
 }
 
 export function stepRequest(model: string, id: bigint, start: boolean, end: boolean, input: Float32Array): Buffer {
-  const parameters: ParamMap = new Map([['sequence_id', { kind: 'uint64', value: id }]]);
-  if (start) parameters.set('sequence_start', { kind: 'bool', value: true });
-  if (end) parameters.set('sequence_end', { kind: 'bool', value: true });
+  // Both flags on every request, as tritonclient sends them for a sequence request.
+  const parameters: ParamMap = new Map<string, InferParam>([
+    ['sequence_id', { kind: 'uint64', value: id }],
+    ['sequence_start', { kind: 'bool', value: start }],
+    ['sequence_end', { kind: 'bool', value: end }],
+  ]);
   return frame(encodeInferRequest({
     modelName: model, parameters,
     inputs: [{ name: 'INPUT', datatype: 'FP32', shape: [1, input.length] }],
