@@ -13,6 +13,7 @@ import { httpMarkdown, runHttpBench } from './http';
 import { BENCH_MODELS, onnxChart, onnxMarkdown, runOnnxBench } from './onnx';
 import { runStreamBench, streamMarkdown } from './stream';
 import { cacheMarkdown, runCacheBench } from './cache';
+import { runSequenceBench, sequenceMarkdown } from './sequence';
 
 const RESULTS_DIR = path.join(__dirname, '..', '..', 'bench', 'results');
 
@@ -75,6 +76,10 @@ async function main(): Promise<void> {
   if (want('cache')) {
     const result = await runCacheBench();
     write('cache', result, cacheMarkdown(result, machineDescription()));
+  }
+  if (want('sequence')) {
+    const result = await runSequenceBench();
+    write('sequence', result, sequenceMarkdown(result, machineDescription()));
   }
   for (const model of BENCH_MODELS) {
     if (!want(model.scenario)) continue;

@@ -35,7 +35,7 @@ interface Streamed {
 }
 
 /** Splits a gRPC stream's bytes into messages (5-byte prefix: flag, big-endian length). */
-class Deframer {
+export class Deframer {
   #pending: Buffer = Buffer.alloc(0);
 
   push(chunk: Buffer, onMessage: (message: Buffer) => void): void {

@@ -1,6 +1,7 @@
 /**
- * Ready-made ONNX models for examples, tests and the benchmark: identity, add/sub and a
- * seeded MLP. Every model's first dimension is the symbolic batch dimension "batch".
+ * Ready-made ONNX models for examples, tests and the benchmark: identity, add/sub, a seeded
+ * MLP and one step of a GRU-like recurrent cell. Every model's first dimension is the symbolic
+ * batch dimension "batch".
  */
 import type { DataType } from '../../tensor';
 import { ElemType, ElemTypeValue, encodeModel, Dim, Node, Tensor } from './model';
@@ -192,4 +193,143 @@ export function mulberry32(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+// ---- the recurrent step model (stateful models, the sequence bench) ----
+
+/**
+ * Weights of a GRU-like cell. Input-side matrices are row-major `[inputSize, hidden]`, state-side
+ * ones `[hidden, hidden]`, biases `[hidden]`; z is the update gate, r the reset gate, n the candidate.
+ */
+export interface RnnWeights {
+  inputSize: number;
+  hidden: number;
+  wz: Float32Array; wr: Float32Array; wn: Float32Array;
+  uz: Float32Array; ur: Float32Array; un: Float32Array;
+  bz: Float32Array; br: Float32Array; bn: Float32Array;
+}
+
+/** Sizes of the sequence bench's RNN: 64 features in, 256 of state. */
+export const RNN_BENCH_INPUT_SIZE = 64;
+export const RNN_BENCH_HIDDEN = 256;
+/** Seed of the sequence bench's RNN weights. */
+export const RNN_BENCH_SEED = 3;
+
+/**
+ * Deterministic cell parameters: uniform in ±1/sqrt(hidden) (PyTorch's GRU default range) from
+ * mulberry32(seed), drawn in the order of the {@link RnnWeights} fields.
+ */
+export function rnnWeights(inputSize = RNN_BENCH_INPUT_SIZE, hidden = RNN_BENCH_HIDDEN, seed = RNN_BENCH_SEED): RnnWeights {
+  if (![inputSize, hidden].every((n) => Number.isInteger(n) && n >= 1)) {
+    throw new Error(`an RNN needs positive integer sizes, got inputSize ${inputSize}, hidden ${hidden}`);
+  }
+  const random = mulberry32(seed);
+  const bound = 1 / Math.sqrt(hidden);
+  const draw = (n: number): Float32Array => Float32Array.from({ length: n }, () => (random() * 2 - 1) * bound);
+  return {
+    inputSize, hidden,
+    wz: draw(inputSize * hidden), wr: draw(inputSize * hidden), wn: draw(inputSize * hidden),
+    uz: draw(hidden * hidden), ur: draw(hidden * hidden), un: draw(hidden * hidden),
+    bz: draw(hidden), br: draw(hidden), bn: draw(hidden),
+  };
+}
+
+/** Sizes, seed and name of an RNN step model. */
+export interface RnnOptions {
+  /** Features per step (default 64). */
+  inputSize?: number;
+  /** State width (default 256). */
+  hidden?: number;
+  /** Weight seed (default {@link RNN_BENCH_SEED}). */
+  seed?: number;
+  /** Graph name (default "rnn_step"). */
+  name?: string;
+}
+
+/**
+ * One step of a GRU-like recurrent cell, batched along dim 0 ("batch"):
+ *   z  = sigmoid(x·Wz + h·Uz + bz)            update gate
+ *   r  = sigmoid(x·Wr + h·Ur + br)            reset gate
+ *   n  = tanh(x·Wn + (r ⊙ h)·Un + bn)         candidate
+ *   h' = n + z ⊙ (h − n)                      = (1 − z) ⊙ n + z ⊙ h
+ * Inputs `INPUT` [batch, inputSize] and `STATE_IN` [batch, hidden]; outputs `OUTPUT` and
+ * `STATE_OUT`, both h' [batch, hidden]. Rows are independent, so a batch of sequences computes
+ * what each would alone. {@link rnnStep} is the same computation in JS.
+ */
+export function rnnStepModel(options: RnnOptions = {}): Buffer {
+  const w = rnnWeights(options.inputSize, options.hidden, options.seed);
+  const { inputSize, hidden } = w;
+  const weight = (name: keyof RnnWeights, rows: number): Tensor =>
+    ({ name, elemType: ElemType.FLOAT, dims: rows === 1 ? [hidden] : [rows, hidden], raw: w[name] as Float32Array });
+  const initializers = [
+    weight('wz', inputSize), weight('wr', inputSize), weight('wn', inputSize),
+    weight('uz', hidden), weight('ur', hidden), weight('un', hidden),
+    weight('bz', 1), weight('br', 1), weight('bn', 1),
+  ];
+  const op = (opType: string, inputs: string[], output: string): Node => ({ opType, name: output, inputs, outputs: [output] });
+  /** x·W + s·U + b, each op's result rounded to FP32 as ONNX Runtime does. */
+  const preactivation = (gate: 'z' | 'r' | 'n', state: string): Node[] => [
+    op('MatMul', ['INPUT', `w${gate}`], `${gate}_x`),
+    op('MatMul', [state, `u${gate}`], `${gate}_s`),
+    op('Add', [`${gate}_x`, `${gate}_s`], `${gate}_xs`),
+    op('Add', [`${gate}_xs`, `b${gate}`], `${gate}_pre`),
+  ];
+  const nodes: Node[] = [
+    ...preactivation('z', 'STATE_IN'), op('Sigmoid', ['z_pre'], 'z'),
+    ...preactivation('r', 'STATE_IN'), op('Sigmoid', ['r_pre'], 'r'),
+    op('Mul', ['r', 'STATE_IN'], 'r_state'),
+    ...preactivation('n', 'r_state'), op('Tanh', ['n_pre'], 'n'),
+    op('Sub', ['STATE_IN', 'n'], 'h_minus_n'),
+    op('Mul', ['z', 'h_minus_n'], 'z_h_minus_n'),
+    op('Add', ['n', 'z_h_minus_n'], 'STATE_OUT'),
+    op('Identity', ['STATE_OUT'], 'OUTPUT'),
+  ];
+  const rows = (name: string, width: number) => ({ name, elemType: ElemType.FLOAT, dims: [BATCH_DIM, width] });
+  return encodeModel({
+    graph: {
+      name: options.name ?? 'rnn_step',
+      nodes,
+      initializers,
+      inputs: [rows('INPUT', inputSize), rows('STATE_IN', hidden)],
+      outputs: [rows('OUTPUT', hidden), rows('STATE_OUT', hidden)],
+    },
+    docString: `GRU-like RNN step, input ${inputSize}, hidden ${hidden} (seed ${options.seed ?? RNN_BENCH_SEED}) made by infernode's ONNX writer`,
+  });
+}
+
+/**
+ * {@link rnnStepModel}'s computation in JS: `x` is [batch, inputSize] and `h` [batch, hidden]
+ * (row-major, batch = x.length / inputSize); returns h' [batch, hidden]. Each ONNX op's result
+ * is rounded to FP32 (Math.fround) where the model's op ends; dot products sum in float64, so the
+ * difference from ONNX Runtime is its own FP32 accumulation (a few 1e-7 relative).
+ */
+export function rnnStep(weights: RnnWeights, x: Float32Array, h: Float32Array): Float32Array {
+  const { inputSize, hidden } = weights;
+  const batch = x.length / inputSize;
+  if (!Number.isInteger(batch) || h.length !== batch * hidden) {
+    throw new Error(`rnnStep expects x of [batch, ${inputSize}] and h of [batch, ${hidden}]; got ${x.length} and ${h.length} values`);
+  }
+  const f = Math.fround;
+  const out = new Float32Array(batch * hidden);
+  const rh = new Float32Array(hidden);
+  /** fround(fround(fround(x·W) + fround(s·U)) + b) for column j of one row. */
+  const pre = (xr: Float32Array, W: Float32Array, s: Float32Array, U: Float32Array, b: Float32Array, j: number): number => {
+    let xw = 0;
+    for (let i = 0; i < inputSize; i++) xw += xr[i]! * W[i * hidden + j]!;
+    let su = 0;
+    for (let i = 0; i < hidden; i++) su += s[i]! * U[i * hidden + j]!;
+    return f(f(f(xw) + f(su)) + b[j]!);
+  };
+  const sigmoid = (v: number): number => f(1 / (1 + Math.exp(-v)));
+  for (let row = 0; row < batch; row++) {
+    const xr = x.subarray(row * inputSize, (row + 1) * inputSize);
+    const hr = h.subarray(row * hidden, (row + 1) * hidden);
+    for (let j = 0; j < hidden; j++) rh[j] = f(sigmoid(pre(xr, weights.wr, hr, weights.ur, weights.br, j)) * hr[j]!);
+    for (let j = 0; j < hidden; j++) {
+      const z = sigmoid(pre(xr, weights.wz, hr, weights.uz, weights.bz, j));
+      const n = f(Math.tanh(pre(xr, weights.wn, rh, weights.un, weights.bn, j)));
+      out[row * hidden + j] = f(n + f(z * f(hr[j]! - n)));
+    }
+  }
+  return out;
 }

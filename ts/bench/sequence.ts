@@ -1,0 +1,256 @@
+/**
+ * Scenario "sequence": a stateful model — one step of a GRU-like RNN (input 64, state 256, FP32,
+ * made by the project's ONNX writer) — driven by N concurrent sequences (1, 16, 64) over gRPC
+ * ModelStreamInfer, each sequence sending its next step when the previous step's response has
+ * come, STEPS steps per sequence. infernode keeps the state natively (sequence_batching, direct
+ * strategy, implicit state STATE_IN/STATE_OUT) and batches the steps of concurrent sequences;
+ * the naive peer keeps it in a JS Map and calls onnxruntime-node once per request. Reported:
+ * steps/s and per-step p50/p99, each server's event-loop delay and CPU, rows per execution, and
+ * the ratios. Servers and load generators run in their own processes (sequence-server.ts,
+ * sequence-load.ts). Target: ≥ 5× the naive steps/s at 64 sequences, with a lower p99.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { RNN_BENCH_HIDDEN, RNN_BENCH_INPUT_SIZE, RNN_BENCH_SEED, rnnStepModel } from '../tools/onnx/factories';
+import { writeModelFile } from '../tools/onnx';
+import type { SequenceChildResult } from './sequence-load';
+import { SEQUENCE_MODEL, type ServerReport } from './sequence-server';
+
+const ROOT = path.join(__dirname, '..', '..');
+const REPOSITORY = path.join(ROOT, '.tmp', 'bench-sequence');
+const MODEL_FILE = path.join(REPOSITORY, SEQUENCE_MODEL, '1', 'model.onnx');
+
+export const SEQUENCE_CONCURRENCIES = [1, 16, 64];
+/** Steps per sequence: a sequence starts (START), runs, ends (END) and the worker starts the next. */
+export const STEPS = 100;
+
+export type SequenceServer = 'infernode' | 'naive';
+
+/**
+ * The model's config: the direct strategy pins each sequence to a batch slot (64 slots), the
+ * state lives in the server between steps (zeros at START), and a sequence idle for 5 s is
+ * released. The model needs no control inputs: its state input is the whole recurrence.
+ */
+export const SEQUENCE_CONFIG = `name: "${SEQUENCE_MODEL}"
+platform: "onnxruntime_onnx"
+max_batch_size: 64
+input [ { name: "INPUT", data_type: TYPE_FP32, dims: [ ${RNN_BENCH_INPUT_SIZE} ] } ]
+output [ { name: "OUTPUT", data_type: TYPE_FP32, dims: [ ${RNN_BENCH_HIDDEN} ] } ]
+sequence_batching {
+  max_sequence_idle_microseconds: 5000000
+  direct { }
+  state [
+    {
+      input_name: "STATE_IN"
+      output_name: "STATE_OUT"
+      data_type: TYPE_FP32
+      dims: [ ${RNN_BENCH_HIDDEN} ]
+      initial_state: { data_type: TYPE_FP32 dims: [ ${RNN_BENCH_HIDDEN} ] zero_data: true name: "zeros" }
+    }
+  ]
+}
+instance_group [ { count: 1, kind: KIND_CPU } ]
+# ONNX Runtime's workers spin between parallel sections by default: CPU the event loop needs.
+parameters { key: "session.intra_op.allow_spinning" value { string_value: "0" } }
+`;
+
+/** Writes the RNN model (once) and its config under .tmp/ (not committed). */
+export function prepareSequenceRepository(): string {
+  if (!existsSync(MODEL_FILE)) {
+    writeModelFile(MODEL_FILE, rnnStepModel({ inputSize: RNN_BENCH_INPUT_SIZE, hidden: RNN_BENCH_HIDDEN, seed: RNN_BENCH_SEED }));
+  }
+  mkdirSync(path.dirname(MODEL_FILE), { recursive: true });
+  writeFileSync(path.join(REPOSITORY, SEQUENCE_MODEL, 'config.pbtxt'), SEQUENCE_CONFIG);
+  return REPOSITORY;
+}
+
+/** A bench server in its own process. */
+class ServerProcess {
+  private constructor(private readonly child: ChildProcess, readonly port: number) {}
+
+  static start(server: SequenceServer): Promise<ServerProcess> {
+    const child = fork(path.join(__dirname, 'sequence-server.js'), [server, REPOSITORY, MODEL_FILE, String(RNN_BENCH_HIDDEN)],
+      { stdio: 'inherit' });
+    return new Promise((resolve, reject) => {
+      child.once('message', (m: { port: number }) => resolve(new ServerProcess(child, m.port)));
+      child.once('exit', (code) => reject(new Error(`the ${server} sequence server exited with ${code} before listening (its reason is above)`)));
+    });
+  }
+
+  report(): Promise<ServerReport> {
+    return new Promise((resolve) => {
+      this.child.once('message', (m: ServerReport) => resolve(m));
+      this.child.send('report');
+    });
+  }
+
+  reset(): void {
+    this.child.send('reset');
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => {
+      this.child.once('exit', () => resolve());
+      this.child.send('stop');
+    });
+  }
+}
+
+export interface SequenceRow {
+  server: SequenceServer;
+  sequences: number;
+  stepsPerSecond: number;
+  /** Whole sequences (START … END) finished in the window, per second. */
+  sequencesPerSecond: number;
+  p50Us: number;
+  p99Us: number;
+  errors: number;
+  firstError: string;
+  /** Rows per ONNX Runtime run (1 for the naive server). */
+  meanBatch: number;
+  eventLoopDelayP99Ms: number;
+  /** Server process CPU time over the window / wall time (1.0 = one core busy). */
+  serverCpu: number;
+  /** Warm-up sequences checked step by step against rnnStep, and how many differed. */
+  verified: number;
+  mismatches: number;
+}
+
+export interface SequenceResult {
+  scenario: 'sequence';
+  model: string;
+  stepsPerSequence: number;
+  durationMs: number;
+  rows: SequenceRow[];
+  /** infernode ÷ naive steps/s, by sequences. */
+  ratios: Record<string, number>;
+  /** naive p99 ÷ infernode p99, by sequences (> 1: infernode's tail is lower). */
+  p99Ratios: Record<string, number>;
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** One cell: `sequences` concurrent sequences from up to two load processes for `durationMs`. */
+async function measureCell(proc: ServerProcess, server: SequenceServer, sequences: number, durationMs: number): Promise<SequenceRow> {
+  const script = path.join(__dirname, 'sequence-load.js');
+  const processes = Math.min(2, sequences);
+  const children = Array.from({ length: processes }, (_, i) => {
+    const share = Math.floor(sequences / processes) + (i < sequences % processes ? 1 : 0);
+    // Ids never repeat across children or cells: a high base per child and cell (uint64).
+    const idBase = (BigInt(sequences) << 40n) + (BigInt(i + 1) << 32n);
+    return fork(script, [String(proc.port), SEQUENCE_MODEL, String(share), String(STEPS), String(RNN_BENCH_INPUT_SIZE),
+      String(RNN_BENCH_HIDDEN), String(idBase)], { stdio: 'inherit', serialization: 'advanced' });
+  });
+  const results = children.map((c) => new Promise<SequenceChildResult>((resolve, reject) => {
+    c.on('message', (m: { type: string }) => { if (m.type === 'result') resolve(m as SequenceChildResult); });
+    c.once('exit', (code) => { if (code !== 0) reject(new Error(`a sequence load generator exited with ${code}`)); });
+  }));
+  await Promise.all(children.map((c) => new Promise<void>((resolve) => c.once('message', () => resolve()))));
+  const before = await proc.report();
+  proc.reset();
+  for (const c of children) c.send({ type: 'go', durationMs });
+  const done = await Promise.all(results);
+  const after = await proc.report();
+  const seconds = durationMs / 1000;
+  const latencies = Float64Array.from(done.flatMap((r) => Array.from(r.stepUs))).sort();
+  const runs = after.executions && before.executions ? after.executions.executions - before.executions.executions : 0;
+  return {
+    server, sequences,
+    stepsPerSecond: done.reduce((n, r) => n + r.steps, 0) / seconds,
+    sequencesPerSecond: done.reduce((n, r) => n + r.sequences, 0) / seconds,
+    p50Us: percentile(latencies, 50),
+    p99Us: percentile(latencies, 99),
+    errors: done.reduce((n, r) => n + r.errors, 0),
+    firstError: done.map((r) => r.firstError).find((e) => e) ?? '',
+    meanBatch: runs > 0 ? (after.executions!.rows - before.executions!.rows) / runs : 1,
+    eventLoopDelayP99Ms: after.p99Ms,
+    serverCpu: (after.cpuUs - before.cpuUs) / 1e6 / seconds,
+    verified: done.reduce((n, r) => n + r.verified, 0),
+    mismatches: done.reduce((n, r) => n + r.mismatches, 0),
+  };
+}
+
+async function measureServer(server: SequenceServer, durationMs: number): Promise<SequenceRow[]> {
+  const proc = await ServerProcess.start(server);
+  const rows: SequenceRow[] = [];
+  try {
+    for (const sequences of SEQUENCE_CONCURRENCIES) rows.push(await measureCell(proc, server, sequences, durationMs));
+  } finally {
+    await proc.stop();
+  }
+  return rows;
+}
+
+/** Runs the scenario; `servers` limits it to one side (the results are then not comparable). */
+export async function runSequenceBench(durationMs = 5000, servers: readonly SequenceServer[] = ['infernode', 'naive'])
+  : Promise<SequenceResult> {
+  prepareSequenceRepository();
+  const rows: SequenceRow[] = [];
+  for (const server of servers) rows.push(...await measureServer(server, durationMs));
+  const ratios: Record<string, number> = {};
+  const p99Ratios: Record<string, number> = {};
+  for (const sequences of SEQUENCE_CONCURRENCIES) {
+    const of = (server: SequenceServer) => rows.find((r) => r.server === server && r.sequences === sequences);
+    const [ours, naive] = [of('infernode'), of('naive')];
+    if (!ours || !naive) continue;
+    ratios[String(sequences)] = naive.stepsPerSecond > 0 ? ours.stepsPerSecond / naive.stepsPerSecond : 0;
+    p99Ratios[String(sequences)] = ours.p99Us > 0 ? naive.p99Us / ours.p99Us : 0;
+  }
+  return {
+    scenario: 'sequence',
+    model: `GRU-like RNN step, input ${RNN_BENCH_INPUT_SIZE}, state ${RNN_BENCH_HIDDEN} (FP32)`,
+    stepsPerSequence: STEPS, durationMs, rows, ratios, p99Ratios,
+  };
+}
+
+const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+export function sequenceMarkdown(r: SequenceResult, machine: string): string {
+  const errors = r.rows.filter((x) => x.errors > 0).map((x) => `- ${x.server} at ${x.sequences} sequences: ${x.errors} errors, first: ${x.firstError}`);
+  const ratio = (key: string): string => (r.ratios[key] === undefined ? '–' : `${fmt(r.ratios[key], 2)}×`);
+  const p99 = (key: string): string => (r.p99Ratios[key] === undefined ? '–' : `${fmt(r.p99Ratios[key], 2)}×`);
+  return [
+    `# Sequences: ${r.model} over gRPC ModelStreamInfer — infernode's sequence batcher vs a Map + onnxruntime-node`,
+    '',
+    `Machine: ${machine}  `,
+    `Date: ${new Date().toISOString()}  `,
+    `Each row: ${r.durationMs / 1000} s after warm-up; each sequence sends its next step when the previous step's response ` +
+      `has come, ${r.stepsPerSequence} steps per sequence (START … END), then the next sequence; load generators and each ` +
+      'server in their own processes. infernode keeps the state natively (direct strategy, implicit state); the naive ' +
+      'server keeps it in a JS Map and runs onnxruntime-node once per request.',
+    '',
+    `**infernode ÷ naive steps/s at 64 sequences: ${ratio('64')}**, naive p99 ÷ infernode p99: ${p99('64')} ` +
+      '(target ≥ 5× with a lower p99).',
+    '',
+    '| server | sequences | steps/s | sequences/s | p50 ms | p99 ms | rows per run | event-loop delay p99 ms | server CPU | verified (mismatched) | errors |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...r.rows.map((x) => `| ${x.server} | ${x.sequences} | ${fmt(x.stepsPerSecond)} | ${fmt(x.sequencesPerSecond, 1)} | ` +
+      `${fmt(x.p50Us / 1000, 2)} | ${fmt(x.p99Us / 1000, 2)} | ${fmt(x.meanBatch, 1)} | ${fmt(x.eventLoopDelayP99Ms, 2)} | ` +
+      `${fmt(x.serverCpu, 2)} | ${x.verified} (${x.mismatches}) | ${x.errors} |`),
+    '',
+    '| sequences | 1 | 16 | 64 |',
+    '| --- | ---: | ---: | ---: |',
+    `| infernode ÷ naive steps/s | ${SEQUENCE_CONCURRENCIES.map((c) => ratio(String(c))).join(' | ')} |`,
+    `| naive p99 ÷ infernode p99 | ${SEQUENCE_CONCURRENCIES.map((c) => p99(String(c))).join(' | ')} |`,
+    '',
+    ...(errors.length > 0 ? ['Errors:', '', ...errors, ''] : []),
+  ].join('\n');
+}
+
+/**
+ * `node lib/bench/sequence.js [infernode|naive] [durationMs]`: one side only, printed, not written
+ * to bench/results (npm run bench -- sequence runs both and writes them).
+ */
+if (require.main === module) {
+  const side = process.argv[2] as SequenceServer | undefined;
+  const durationMs = Number(process.argv[3] ?? 3000);
+  runSequenceBench(durationMs, side ? [side] : undefined)
+    .then((r) => console.log(sequenceMarkdown(r, 'this machine (one side only; not written to bench/results)')))
+    .catch((err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    });
+}
