@@ -426,6 +426,31 @@ describe('warm-up and cancellation', () => {
     expect(triton.isConnected()).toBe(true);
   });
 
+  test('a failing warm-up makes run() reject with the model, the sample and the reason, as a failed load', async () => {
+    const func = (requests: Request[]): ResponseOutputs[] => {
+      if ((requests[0].data.IN.data as Float32Array)[0] === 0) throw new Error('zeros are not allowed');
+      return identity(requests);
+    };
+    triton.bind({
+      modelName: 'cold', inferFunc: func, inputs: [IN], outputs: [OUT],
+      config: { modelWarmup: [{ name: 'zeros', batchSize: 1, count: 1, inputs: { IN: { dtype: 'FP32', shape: [1], zeroData: true } } }] },
+    });
+    const err = await expectRejects(triton.run(), 'INVALID_ARG');
+    expect(err.message).toBe("model 'cold' version 1: warm-up 'zeros' failed: zeros are not allowed");
+    expect(triton.isReady()).toBe(false);
+  });
+
+  test('warm-up requests go through the scheduler: they are counted in the model statistics', async () => {
+    triton.bind({
+      modelName: 'counted', inferFunc: [identity, identity], inputs: [IN], outputs: [OUT],
+      config: { modelWarmup: [{ name: 'w', batchSize: 2, count: 3, inputs: { IN: { dtype: 'FP32', shape: [1], randomData: true } } }] },
+    });
+    await triton.run();
+    const stats = triton.model('counted').stats();
+    expect(stats.executionCount).toBe(6);  // 3 per instance
+    expect(stats.inferenceCount).toBe(12);
+  });
+
   test('an AbortSignal cancels a queued request with CANCELLED; the callable never sees it', async () => {
     const rec = new Recorder();
     triton.bind({ modelName: 'cancel', inferFunc: rec.func, inputs: [IN], outputs: [OUT], config: { maxBatchSize: 1 } });
