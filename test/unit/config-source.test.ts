@@ -341,7 +341,6 @@ response_cache { enable: false }`);
   });
 
   test.each([
-    ['sequence_batching', 'max_batch_size: 4\nsequence_batching { }', "model 'm': sequence_batching (stateful models) is not supported by infernode yet"],
     ['batch_input', 'max_batch_size: 4 batch_input { kind: BATCH_ELEMENT_COUNT target_name: "n" data_type: TYPE_INT32 source_input: "x" }',
       "model 'm': batch_input is not supported by infernode yet"],
     ['batch_output', 'max_batch_size: 4 batch_output { target_name: "y" source_input: "x" }', "model 'm': batch_output is not supported by infernode yet"],

@@ -10,7 +10,8 @@ import { parseDataType, type DataType } from '../tensor';
 import { MODEL_CONFIG } from './model-config-schema';
 import { defaultValue, is64BitKind, type FieldSpec, type MessageSpec, type ProtoJsonObject, type ProtoJsonValue } from './proto-schema';
 import type {
-  NormalizedDynamicBatching, NormalizedModelConfig, NormalizedQueuePolicy, NormalizedTensor, NormalizedVersionPolicy,
+  NormalizedDynamicBatching, NormalizedModelConfig, NormalizedQueuePolicy, NormalizedSequenceBatching, NormalizedSequenceState,
+  NormalizedTensor, NormalizedVersionPolicy,
 } from './normalize';
 import type { ModelWarmup } from './types';
 
@@ -68,6 +69,51 @@ function dynamicBatchingJson(b: NormalizedDynamicBatching): ProtoJsonObject {
     default_queue_policy: queuePolicyJson(b.defaultQueuePolicy),
     priority_queue_policy: perLevel,
   };
+}
+
+function initialStateJson(s: NormalizedSequenceState): ProtoJsonObject[] {
+  const init = s.initialState;
+  if (!init) return [];
+  const out: ProtoJsonObject = { data_type: tritonDataType(s.dtype), dims: [...init.dims], name: init.name };
+  if (init.dataFile !== undefined) out.data_file = init.dataFile;
+  // bind()'s in-memory data has no config spelling; zeros print as Triton's zero_data.
+  else if (init.data.every((b) => b === 0)) out.zero_data = true;
+  return [out];
+}
+
+function sequenceBatchingJson(b: NormalizedSequenceBatching): ProtoJsonObject {
+  const out: ProtoJsonObject = {
+    max_sequence_idle_microseconds: b.maxSequenceIdleMicroseconds,
+    control_input: b.controls.map((c) => {
+      const control: ProtoJsonObject = { kind: c.kind };
+      if (c.kind === 'CONTROL_SEQUENCE_CORRID') control.data_type = tritonDataType(c.dtype);
+      else if (c.dtype === 'INT32') control.int32_false_true = [...c.falseTrue!];
+      else if (c.dtype === 'FP32') control.fp32_false_true = [...c.falseTrue!];
+      else control.bool_false_true = c.falseTrue!.map((v) => v !== 0);
+      return { name: c.name, control: [control] };
+    }),
+    state: b.states.map((s) => ({
+      input_name: s.inputName,
+      output_name: s.outputName,
+      data_type: tritonDataType(s.dtype),
+      dims: [...s.dims],
+      initial_state: initialStateJson(s),
+      use_same_buffer_for_input_output: s.useSameBufferForInputOutput,
+      use_growable_memory: s.useGrowableMemory,
+    })),
+    iterative_sequence: b.iterativeSequence,
+  };
+  if (b.strategy === 'oldest') {
+    out.oldest = {
+      max_candidate_sequences: b.maxCandidateSequences,
+      preferred_batch_size: [...b.preferredBatchSize],
+      max_queue_delay_microseconds: b.maxQueueDelayMicroseconds,
+      preserve_ordering: b.preserveOrdering,
+    };
+  } else {
+    out.direct = { max_queue_delay_microseconds: b.maxQueueDelayMicroseconds, minimum_slot_utilization: b.minimumSlotUtilization };
+  }
+  return out;
 }
 
 function versionPolicyJson(policy: NormalizedVersionPolicy | undefined): ProtoJsonObject {
@@ -144,6 +190,7 @@ function configJson(config: NormalizedModelConfig): ProtoJsonObject {
     response_cache: { enable: config.responseCache },
   };
   if (config.dynamicBatching) out.dynamic_batching = dynamicBatchingJson(config.dynamicBatching);
+  if (config.sequenceBatching) out.sequence_batching = sequenceBatchingJson(config.sequenceBatching);
   if (config.modelOperations) out.model_operations = config.modelOperations;
   if (config.modelRepositoryAgents) out.model_repository_agents = config.modelRepositoryAgents;
   if (config.modelMetrics) out.model_metrics = config.modelMetrics;

@@ -6,6 +6,8 @@
 import { InferenceServerError, invalidArg } from '../errors';
 import { parseDataType, type DataType } from '../tensor';
 import type { ProtoJsonObject } from './proto-schema';
+import { readFileSync } from 'node:fs';
+import { fromBindSequenceBatcher, normalizeSequenceBatching } from './sequence-batching';
 import {
   TimeoutAction, type DynamicBatcher, type ModelConfig, type ModelWarmup, type QueuePolicy, type Tensor,
 } from './types';
@@ -90,9 +92,12 @@ export interface NormalizedSequenceBatching {
   maxQueueDelayMicroseconds: number;
   /** direct only (default 0). */
   minimumSlotUtilization: number;
-  /** oldest only: candidate sequences per instance (default 0 → 1). */
+  /**
+   * oldest only: candidate sequences per instance (default 0 → max(1, maxBatchSize): Triton's
+   * sequence_batch_scheduler.cc uses the slot count when it is 0).
+   */
   maxCandidateSequences: number;
-  /** oldest only: never empty (default [maxBatchSize], at least [1]). */
+  /** oldest only: never empty (default [max(1, maxBatchSize)]). */
   preferredBatchSize: number[];
   /** oldest only. */
   preserveOrdering: boolean;
@@ -322,14 +327,27 @@ export function normalizeBindConfig(spec: BindSpec): NormalizedModelConfig {
   const batching = cfg.batching ?? true;
   const maxBatchSize = batching ? checkInt(name, 'maxBatchSize', cfg.maxBatchSize ?? 4, 1) : 0;
   if (cfg.responseCache && cfg.decoupled) throw responseCacheRefused(name, 'decoupled', 'config.decoupled');
+  if (cfg.responseCache && cfg.sequenceBatcher) throw responseCacheRefused(name, 'sequence', 'config.sequenceBatcher');
+  if (cfg.sequenceBatcher && cfg.batcher) {
+    throw invalidArg(`model '${name}': config.batcher (the dynamic batcher) and config.sequenceBatcher cannot both be ` +
+      'given: the sequence batcher replaces the dynamic batcher for a stateful model (its batching settings are ' +
+      'sequenceBatcher.maxQueueDelayMicroseconds, and preferredBatchSize with strategy \'oldest\'); remove config.batcher');
+  }
+  const inputs = normalizeTensors(name, spec.inputs, 'input');
+  const sequenceBatching = cfg.sequenceBatcher ? normalizeSequenceBatching({
+    model: name, maxBatchSize, inputs, decoupled: Boolean(cfg.decoupled), instanceKinds: ['KIND_CPU'], naming: 'camel',
+    readDataFile: (file, where) => readDataFileOrThrow(file, where),
+  }, fromBindSequenceBatcher(name, cfg.sequenceBatcher)) : null;
   return {
     name,
     version,
     backend: 'js',
     maxBatchSize,
-    inputs: normalizeTensors(name, spec.inputs, 'input'),
+    inputs,
     outputs: normalizeTensors(name, spec.outputs, 'output'),
-    dynamicBatching: batching ? normalizeBatcher(name, cfg.batcher ?? {}, maxBatchSize) : null,
+    dynamicBatching: batching && !sequenceBatching ? normalizeBatcher(name, cfg.batcher ?? {}, maxBatchSize) : null,
+    // Absent (not null) without one, so configs without a sequence batcher look as they did.
+    ...(sequenceBatching ? { sequenceBatching } : {}),
     instanceGroup: [{ count: spec.instanceCount, kind: 'KIND_CPU' }],
     responseCache: Boolean(cfg.responseCache),
     decoupled: Boolean(cfg.decoupled),
@@ -337,4 +355,13 @@ export function normalizeBindConfig(spec: BindSpec): NormalizedModelConfig {
     maxQueueSizeHardLimit: checkInt(
       name, 'maxQueueSizeHardLimit', spec.maxQueueSizeHardLimit ?? DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT, 1),
   };
+}
+
+/** bind()'s initial state `dataFile`: the path as given, read now; a missing file is INVALID_ARG. */
+function readDataFileOrThrow(file: string, where: string): Uint8Array {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    throw invalidArg(`${where} '${file}' cannot be read: ${(err as Error).message}`);
+  }
 }

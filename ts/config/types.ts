@@ -2,7 +2,7 @@
  * The user-facing configuration types, PyTriton's names in camelCase with PyTriton's defaults.
  * `bind()` turns these into the one normalized config (`normalize.ts`) that native code receives.
  */
-import type { DataType, TypedArrayConstructor } from '../tensor';
+import type { DataType, TypedArray, TypedArrayConstructor } from '../tensor';
 
 /** What to do with a request that waited in the queue past its timeout. */
 export enum TimeoutAction {
@@ -84,10 +84,101 @@ export interface ModelConfig {
   decoupled?: boolean;
   modelWarmup?: ModelWarmup[];
   /**
+   * Makes the model stateful (Triton's `sequence_batching`): requests carry a sequence id and
+   * START/END flags, each sequence's requests run in order on one instance, and the batcher
+   * feeds control and state tensors. Replaces the dynamic batcher: leave `batcher` unset.
+   */
+  sequenceBatcher?: SequenceBatcher;
+  /**
    * Declares the model an ensemble (Triton's `ensemble_scheduling`): bind() it without an
    * inferFunc; its steps are models bound (or loaded) before it.
    */
   ensembleScheduling?: EnsembleScheduling;
+}
+
+/** The control tensors the sequence batcher synthesizes (Triton's `ModelSequenceBatching.Control.Kind`). */
+export type SequenceControlKind =
+  | 'CONTROL_SEQUENCE_START' | 'CONTROL_SEQUENCE_END' | 'CONTROL_SEQUENCE_READY' | 'CONTROL_SEQUENCE_CORRID';
+
+/**
+ * One control input (Triton's `ModelSequenceBatching.ControlInput` with its one `Control`): a
+ * model input the sequence batcher fills for every batch slot. START, END and READY give
+ * exactly one of the [false, true] pairs, which also sets the tensor's datatype (INT32, FP32 or
+ * BOOL); CORRID gives `dataType` (UINT64, INT64, UINT32, INT32 or BYTES) and receives the
+ * sequence id. Do not declare it among the model's inputs: requests never send it.
+ */
+export interface SequenceControlInput {
+  /** The model input it is delivered as. */
+  name: string;
+  kind: SequenceControlKind;
+  int32FalseTrue?: [number, number];
+  fp32FalseTrue?: [number, number];
+  boolFalseTrue?: [boolean, boolean];
+  /** CORRID only. */
+  dataType?: DataType | TypedArrayConstructor;
+}
+
+/**
+ * What a sequence's state holds at its START (Triton's `ModelSequenceBatching.InitialState`,
+ * whose datatype is the state's): exactly one of `zeroData`, `data` or `dataFile`.
+ */
+export interface SequenceInitialState {
+  /** Default `'initial_state'` (Triton requires a name; it only labels the data). */
+  name?: string;
+  /** Concrete dims (no -1), as many as the state's; default the state's shape when it has no -1. */
+  shape?: number[];
+  /** Zeros (BYTES: empty strings). */
+  zeroData?: boolean;
+  /** The raw little-endian bytes (BYTES: 4-byte length-prefixed elements), or a TypedArray of the state's type. */
+  data?: TypedArray | Uint8Array;
+  /** A file holding those bytes, read when the model is bound. */
+  dataFile?: string;
+}
+
+/**
+ * One implicit state tensor (Triton's `ModelSequenceBatching.State`): the model receives it as
+ * input `inputName` and returns its next value as output `outputName`; the batcher keeps it
+ * per sequence between requests. Neither is declared among the model's inputs.
+ */
+export interface SequenceState {
+  inputName: string;
+  outputName: string;
+  dtype: DataType | TypedArrayConstructor;
+  /** Without the batch axis; -1 marks a dim the model's output decides. */
+  shape: number[];
+  /** Default zeros of `shape` (or an empty state when `shape` has a -1). */
+  initialState?: SequenceInitialState;
+  /** Default false. */
+  useSameBufferForInputOutput?: boolean;
+  /** Default false; needs useSameBufferForInputOutput (and, as in Triton, GPU instances). */
+  useGrowableMemory?: boolean;
+}
+
+/**
+ * Sequence batcher settings (Triton's `ModelSequenceBatching`). `strategy` picks how batches
+ * form: `'direct'` (the default) pins each sequence to one batch slot of one instance;
+ * `'oldest'` batches the oldest requests of up to `maxCandidateSequences` sequences. Fields of
+ * the other strategy are refused.
+ */
+export interface SequenceBatcher {
+  /** Default 'direct'. */
+  strategy?: 'direct' | 'oldest';
+  /** Default 1,000,000 (0 too, as in Triton): a sequence idle this long is released. */
+  maxSequenceIdleMicroseconds?: number;
+  /** Both strategies; default 0: how long a batch may wait to fill. */
+  maxQueueDelayMicroseconds?: number;
+  /** direct only; default 0: the share of slots a batch waits for, in [0, 1]. */
+  minimumSlotUtilization?: number;
+  /** oldest only; default 0, which means max(1, maxBatchSize) (Triton's slot count). */
+  maxCandidateSequences?: number;
+  /** oldest only; default [max(1, maxBatchSize)]. */
+  preferredBatchSize?: number[];
+  /** oldest only; default false. */
+  preserveOrdering?: boolean;
+  controlInputs?: SequenceControlInput[];
+  states?: SequenceState[];
+  /** Default false: the model may hand a request back for another step (continuous batching). */
+  iterativeSequence?: boolean;
 }
 
 /** One step of an ensemble (Triton's `ModelEnsembling.Step`). */

@@ -47,7 +47,64 @@ function fromModel(tensors: OnnxTensorInfo[], batching: boolean): ConfigTensor[]
   return tensors.map((t) => ({ name: t.name, data_type: tritonType(t.dtype), dims: batching ? t.dims.slice(1) : t.dims }));
 }
 
-/** Returns the config with what the model file implies filled in. */
+/** A tensor the sequence batcher feeds (an input) or takes (an output), with the datatype the config gives it. */
+interface FedTensor {
+  name: string;
+  /** `TYPE_*`; undefined when the config leaves it out (its own check reports that). */
+  dataType?: string;
+  what: string;
+}
+
+const CONTROL_TYPES: Record<string, string> = { int32_false_true: 'TYPE_INT32', fp32_false_true: 'TYPE_FP32', bool_false_true: 'TYPE_BOOL' };
+
+function controlDataType(control: Record<string, unknown>): string | undefined {
+  if (control.kind === 'CONTROL_SEQUENCE_CORRID') return control.data_type as string | undefined;
+  const list = Object.keys(CONTROL_TYPES).find((key) => Array.isArray(control[key]) && (control[key] as unknown[]).length > 0);
+  return list ? CONTROL_TYPES[list] : undefined;
+}
+
+/** The control and state tensors of `sequence_batching`: inputs the batcher feeds, outputs it keeps. */
+function sequenceTensors(config: RawModelConfig): { inputs: FedTensor[]; outputs: FedTensor[] } {
+  const sb = config.sequence_batching as Record<string, unknown> | undefined;
+  const inputs: FedTensor[] = [];
+  const outputs: FedTensor[] = [];
+  if (!sb) return { inputs, outputs };
+  for (const ci of (sb.control_input ?? []) as Record<string, unknown>[]) {
+    const control = ((ci.control ?? []) as Record<string, unknown>[])[0] ?? {};
+    inputs.push({ name: String(ci.name ?? ''), dataType: controlDataType(control), what: `control input (${String(control.kind ?? 'CONTROL_SEQUENCE_START')})` });
+  }
+  for (const st of (sb.state ?? []) as Record<string, unknown>[]) {
+    const dataType = st.data_type as string | undefined;
+    inputs.push({ name: String(st.input_name ?? ''), dataType, what: 'state input_name' });
+    outputs.push({ name: String(st.output_name ?? ''), dataType, what: 'state output_name' });
+  }
+  return { inputs, outputs };
+}
+
+/**
+ * Each tensor the sequence batcher feeds or takes must be one of the ONNX model's, with the
+ * same datatype (Triton's onnxruntime backend: "configuration specified sequence control ...,
+ * but model does not provide that input").
+ */
+function checkFedAgainstModel(model: string, kind: 'input' | 'output', fed: FedTensor[], actual: OnnxTensorInfo[]): void {
+  for (const tensor of fed) {
+    const match = actual.find((t) => t.name === tensor.name);
+    if (!match) {
+      throw invalidArg(`model '${model}': sequence_batching ${tensor.what} '${tensor.name}' is not an ${kind} of the ONNX ` +
+        `model (its ${kind}s: ${actual.map((t) => t.name).join(', ')})`);
+    }
+    if (tensor.dataType && tensor.dataType !== 'TYPE_INVALID' && tensor.dataType !== tritonType(match.dtype)) {
+      throw invalidArg(`model '${model}': sequence_batching ${tensor.what} '${tensor.name}' is ${tensor.dataType}, but the ` +
+        `ONNX model's ${kind} '${tensor.name}' is ${tritonType(match.dtype)}`);
+    }
+  }
+}
+
+/**
+ * Returns the config with what the model file implies filled in. Inputs the sequence batcher
+ * feeds (control inputs, state input_name) and outputs it takes (state output_name) are not
+ * auto-completed into `input` / `output`, nor required there.
+ */
 export function autoCompleteOnnxConfig(
   model: string, config: RawModelConfig, inputs: OnnxTensorInfo[], outputs: OnnxTensorInfo[],
 ): RawModelConfig {
@@ -62,13 +119,18 @@ export function autoCompleteOnnxConfig(
     throw invalidArg(`model '${model}': max_batch_size is ${out.max_batch_size}, but the ONNX model has a tensor ` +
       'whose first dimension is not dynamic, so it cannot batch');
   }
-  if (!out.input || out.input.length === 0) out.input = fromModel(inputs, batching);
-  if (!out.output || out.output.length === 0) out.output = fromModel(outputs, batching);
+  const fed = sequenceTensors(out);
+  checkFedAgainstModel(model, 'input', fed.inputs, inputs);
+  checkFedAgainstModel(model, 'output', fed.outputs, outputs);
+  const requestInputs = inputs.filter((t) => !fed.inputs.some((f) => f.name === t.name));
+  const requestOutputs = outputs.filter((t) => !fed.outputs.some((f) => f.name === t.name));
+  if (!out.input || out.input.length === 0) out.input = fromModel(requestInputs, batching);
+  if (!out.output || out.output.length === 0) out.output = fromModel(requestOutputs, batching);
   checkAgainstModel(model, 'input', out.input, inputs, batching);
   checkAgainstModel(model, 'output', out.output, outputs, batching);
-  // Every input the model requires must be declared (ONNX Runtime would fail each request
-  // otherwise); a config may serve a subset of the outputs.
-  const missing = inputs.filter((t) => !out.input!.some((declared) => declared.name === t.name));
+  // Every input the model requires must be declared or fed by the sequence batcher (ONNX
+  // Runtime would fail each request otherwise); a config may serve a subset of the outputs.
+  const missing = requestInputs.filter((t) => !out.input!.some((declared) => declared.name === t.name));
   if (missing.length > 0) {
     throw invalidArg(`model '${model}': the ONNX model's input${missing.length > 1 ? 's' : ''} ` +
       `${missing.map((t) => `'${t.name}'`).join(', ')} ${missing.length > 1 ? 'are' : 'is'} not in the config ` +

@@ -15,11 +15,12 @@
  *   host_policy, metric_tags, model_metrics, model_repository_agents, cc_model_filenames,
  *   runtime) are accepted and carried so the config prints back complete.
  */
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { InferenceServerError, invalidArg } from '../errors';
 import {
   DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT, checkInt, normalizeBatcher, responseCacheRefused,
-  type NormalizedDynamicBatching, type NormalizedInstanceGroup, type NormalizedModelConfig, type NormalizedVersionPolicy,
+  type NormalizedDynamicBatching, type NormalizedInstanceGroup, type NormalizedSequenceBatching, type NormalizedTensor, type NormalizedModelConfig, type NormalizedVersionPolicy,
 } from '../config/normalize';
 import { parsePbtxt, validateModelConfigJson } from '../config/pbtxt';
 import { TimeoutAction, type QueuePolicy } from '../config/types';
@@ -30,6 +31,8 @@ import type { RawModelConfig } from './autocomplete';
 import { normalizeRawTensors } from './config-tensors';
 import { normalizeRawWarmups } from './config-warmup';
 import { readConfigText, type ModelDirectory } from './layout';
+import { resolveFileInside } from './model-files';
+import { fromProtoSequenceBatching, normalizeSequenceBatching } from '../config/sequence-batching';
 import { checkRawEnsemble, isEnsembleConfig } from '../ensemble/repository';
 import { normalizeRawEnsembleScheduling } from '../ensemble/validate';
 
@@ -82,7 +85,6 @@ function rejectUnsupported(model: string, cfg: ProtoModelConfig): void {
     throw responseCacheRefused(model, 'decoupled', 'model_transaction_policy { decoupled: true }');
   }
   if (cfg.response_cache?.enable && cfg.sequence_batching) throw responseCacheRefused(model, 'sequence', 'sequence_batching');
-  if (cfg.sequence_batching) throw unsupported(model, 'sequence_batching (stateful models)');
   if (cfg.batch_input?.length) throw unsupported(model, 'batch_input');
   if (cfg.batch_output?.length) throw unsupported(model, 'batch_output');
   if (cfg.instance_group?.some((g) => g.kind === 'KIND_MODEL')) throw unsupported(model, 'instance_group kind KIND_MODEL');
@@ -150,6 +152,28 @@ function normalizeRawBatching(model: string, db: ProtoDynamicBatching | undefine
     defaultQueuePolicy: queuePolicy(db.default_queue_policy),
     priorityQueuePolicy: perLevel,
   }, maxBatchSize, 'proto');
+}
+
+/**
+ * `sequence_batching` → the sequence batcher's settings (null when absent). Initial state data
+ * files are read from `<model>/initial_state/`; a path leaving it is refused.
+ */
+function normalizeRawSequenceBatching(
+  model: string, sb: ProtoModelConfig['sequence_batching'],
+  m: { maxBatchSize: number; inputs: NormalizedTensor[]; decoupled: boolean; instanceKinds: string[]; modelDirectory: string },
+): NormalizedSequenceBatching | null {
+  if (!sb) return null;
+  const initialStateDir = path.join(m.modelDirectory, 'initial_state');
+  return normalizeSequenceBatching({
+    model, maxBatchSize: m.maxBatchSize, inputs: m.inputs, decoupled: m.decoupled, instanceKinds: m.instanceKinds,
+    naming: 'proto',
+    readDataFile: (file, where) => readFileSync(resolveFileInside(initialStateDir, file, where)),
+  }, fromProtoSequenceBatching(sb));
+}
+
+/** The config's `sequenceBatching` entry: absent (not null) without a sequence batcher. */
+function sequenceBatchingField(sb: NormalizedSequenceBatching | null): { sequenceBatching?: NormalizedSequenceBatching } {
+  return sb ? { sequenceBatching: sb } : {};
 }
 
 function normalizeInstanceGroups(model: string, groups: ProtoInstanceGroup[] | undefined, backend: string): NormalizedInstanceGroup[] {
@@ -233,7 +257,17 @@ export function precheckRawConfig(raw: RawModelConfig, options: NormalizeRawOpti
   rejectUnsupported(model, cfg);
   const { backend } = backendAndPlatform(model, cfg);
   rejectDecoupledOnnx(model, cfg, backend);
-  return normalizeInstanceGroups(model, cfg.instance_group, backend);
+  const groups = normalizeInstanceGroups(model, cfg.instance_group, backend);
+  // The sequence batcher's own rules need no model file either: checked before sessions load.
+  // max_batch_size may still be auto-completed, so preferred sizes are checked later.
+  normalizeRawSequenceBatching(model, cfg.sequence_batching, {
+    maxBatchSize: cfg.max_batch_size ?? Number.MAX_SAFE_INTEGER,
+    inputs: (cfg.input ?? []).map((t) => ({ name: t.name ?? '' }) as NormalizedTensor),
+    decoupled: Boolean(cfg.model_transaction_policy?.decoupled),
+    instanceKinds: groups.map((g) => g.kind),
+    modelDirectory: path.dirname(options.source),
+  });
+  return groups;
 }
 
 /**
@@ -254,6 +288,8 @@ export function normalizeRawConfig(raw: RawModelConfig, options: NormalizeRawOpt
   const ensemble = isEnsembleConfig(cfg);
   const modelDirectory = path.dirname(options.source);
   const inputs = normalizeRawTensors(model, cfg.input, 'input', maxBatchSize, modelDirectory);
+  const instanceGroup = ensemble ? [] : normalizeInstanceGroups(model, cfg.instance_group, backend);
+  const decoupled = Boolean(cfg.model_transaction_policy?.decoupled);
   return {
     name: model,
     version: checkInt(model, 'version', options.version, 1),
@@ -262,10 +298,13 @@ export function normalizeRawConfig(raw: RawModelConfig, options: NormalizeRawOpt
     inputs,
     outputs: normalizeRawTensors(model, cfg.output, 'output', maxBatchSize, modelDirectory),
     dynamicBatching: normalizeRawBatching(model, cfg.dynamic_batching, maxBatchSize),
+    ...sequenceBatchingField(normalizeRawSequenceBatching(model, cfg.sequence_batching, {
+      maxBatchSize, inputs, decoupled, instanceKinds: instanceGroup.map((g) => g.kind), modelDirectory,
+    })),
     // An ensemble has no instances: its steps run on their own models'.
-    instanceGroup: ensemble ? [] : normalizeInstanceGroups(model, cfg.instance_group, backend),
+    instanceGroup,
     responseCache: cfg.response_cache?.enable ?? false,
-    decoupled: Boolean(cfg.model_transaction_policy?.decoupled),
+    decoupled,
     modelWarmup: normalizeRawWarmups({ model, maxBatchSize, inputs, modelDirectory }, cfg.model_warmup),
     maxQueueSizeHardLimit: checkInt(
       model, 'maxQueueSizeHardLimit', options.maxQueueSizeHardLimit ?? DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT, 1),

@@ -151,6 +151,9 @@ export class InferenceService {
       parameters: call.parameters.custom,
       outputs: requested?.map((o) => o.name),
       signal: call.signal,
+      sequenceId: call.parameters.sequenceId,
+      sequenceStart: call.parameters.sequenceStart,
+      sequenceEnd: call.parameters.sequenceEnd,
       inputsOwned: true,  // views of the received body or message, held until the request settles
     };
   }

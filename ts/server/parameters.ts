@@ -16,11 +16,60 @@ export interface RequestParameters {
   /** HTTP: default for outputs the request does not list. */
   binaryDataOutput: boolean;
   custom: Parameters;
+  /**
+   * The sequence batcher's correlation id: a non-zero uint64 (a number when it is a safe
+   * integer, else a bigint) or a non-empty string; absent when the request gives none, 0 or "".
+   * A model without a sequence batcher ignores it, as Triton does.
+   */
+  sequenceId?: number | bigint | string;
+  sequenceStart?: boolean;
+  sequenceEnd?: boolean;
 }
 
-// Sequence parameters belong to the sequence batcher; a model without one ignores them, as
-// Triton's dynamic batcher does. `headers` is the HTTP client's own bookkeeping.
-const IGNORED = new Set(['sequence_id', 'sequence_start', 'sequence_end', 'headers']);
+// `headers` is the HTTP client's own bookkeeping.
+const IGNORED = new Set(['headers']);
+
+const UINT64_MAX = (1n << 64n) - 1n;
+
+/**
+ * `sequence_id`: an unsigned 64-bit integer or a string (Triton's http_server.cc tries uint64,
+ * then string); 0 and "" mean "not a sequence". gRPC int64/uint64 values may come as bigint.
+ */
+function sequenceId(value: unknown): number | bigint | string | undefined {
+  if (typeof value === 'string') return value === '' ? undefined : value;
+  let id: bigint | undefined;
+  if (typeof value === 'bigint') id = value;
+  else if (typeof value === 'number' && Number.isSafeInteger(value)) id = BigInt(value);
+  if (id === undefined || id < 0n || id > UINT64_MAX) {
+    throw invalidArg(`Unable to parse 'sequence_id': attempt to access JSON non-string as string (a sequence id is an ` +
+      `unsigned 64-bit integer or a string, got ${JSON.stringify(describeText(value))})`);
+  }
+  if (id === 0n) return undefined;
+  return id <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id) : id;
+}
+
+function sequenceFlag(key: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') {
+    throw invalidArg(`Unable to parse '${key}': attempt to access JSON non-boolean as boolean (got ` +
+      `${JSON.stringify(describeText(value))})`);
+  }
+  return value;
+}
+
+/**
+ * JSON.parse turns an integer above 2^53 into the nearest double; the exact `"sequence_id":
+ * <digits>` is read back from the request's JSON text. Returns the parsed value unchanged when
+ * it is not such a number, or when the text does not give exactly one spelling of it (the
+ * value is then refused as not an integer rather than rounded).
+ */
+export function exactSequenceId(jsonText: string, parsed: unknown): unknown {
+  if (typeof parsed !== 'number' || Number.isSafeInteger(parsed) || !Number.isInteger(parsed)) return parsed;
+  const spellings = new Set<string>();
+  for (const m of jsonText.matchAll(/"sequence_id"\s*:\s*(\d+)(?![\d.eE])/g)) {
+    if (Number(m[1]) === parsed) spellings.add(m[1]);
+  }
+  return spellings.size === 1 ? BigInt([...spellings][0]) : parsed;
+}
 
 function unsigned(key: string, value: unknown): number {
   const n = typeof value === 'bigint' ? Number(value) : value;
@@ -52,7 +101,10 @@ export function splitRequestParameters(
     else if (key === 'binary_data_output') {
       if (typeof value !== 'boolean') throw invalidArg(`parameter 'binary_data_output' must be a boolean`);
       out.binaryDataOutput = value;
-    } else if (IGNORED.has(key)) continue;
+    } else if (key === 'sequence_id') out.sequenceId = sequenceId(value);
+    else if (key === 'sequence_start') out.sequenceStart = sequenceFlag(key, value);
+    else if (key === 'sequence_end') out.sequenceEnd = sequenceFlag(key, value);
+    else if (IGNORED.has(key)) continue;
     else if (key.startsWith('triton_') && !allowedTritonKeys.includes(key)) {
       throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be ` +
         `specified: '${key}'`);

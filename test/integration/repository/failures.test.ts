@@ -55,10 +55,14 @@ const BROKEN: [string, (r: TempRepo) => void, RegExp][] = [
   }, /^model 'bad': backend 'tensorrt' is not supported by infernode \(supported: onnxruntime, js\)$/],
   ['a TorchScript file with no config', (r) => r.write('bad/1/model.pt', 'torch'),
     /^model 'bad' version 1: no model file \(model\.onnx, model\.js or model\.mjs\) in /],
-  ['sequence batching', (r) => {
+  ['a sequence batcher control without its [false, true] values', (r) => {
     r.onnx('bad', 1, identityModel('FP32', [4]));
-    r.config('bad', 'max_batch_size: 4\nsequence_batching { }');
-  }, /^model 'bad': sequence_batching \(stateful models\) is not supported by infernode yet$/],
+    r.config('bad', 'max_batch_size: 4\nsequence_batching { control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START } ] } ] }');
+  }, /^sequence batching must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for CONTROL_SEQUENCE_START for bad \(control input 'START'\)$/],
+  ['a sequence batcher control the ONNX model does not have', (r) => {
+    r.onnx('bad', 1, identityModel('FP32', [4]));
+    r.config('bad', 'max_batch_size: 4\nsequence_batching { control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ] }');
+  }, /^model 'bad': sequence_batching control input \(CONTROL_SEQUENCE_START\) 'START' is not an input of the ONNX model \(its inputs: INPUT0\)$/],
   ['a config.pbtxt syntax error', (r) => {
     r.onnx('bad', 1, identityModel('FP32', [4]));
     r.config('bad', 'max_batch_size: 4\ninput [ { name: "x" ');

@@ -57,7 +57,15 @@ describe('config', () => {
     ['an unknown field', '{"max_batch_sizes": 2}', 'max_batch_sizes'],
     ['a field of the wrong type', '{"max_batch_size": "lots"}', 'max_batch_size'],
     ['another model\'s name', '{"name": "other"}', "the config names the model 'other', but its directory is 'm'"],
-    ['an unsupported feature', '{"sequence_batching": {}}', "model 'm': sequence_batching (stateful models) is not supported"],
+    ['an unsupported feature', '{"instance_group": [{"kind": "KIND_MODEL"}]}', "model 'm': instance_group kind KIND_MODEL is not supported"],
+    ['a sequence batcher CORRID without data_type',
+      '{"sequence_batching": {"control_input": [{"name": "C", "control": [{"kind": "CONTROL_SEQUENCE_CORRID"}]}]}}',
+      'unexpected data type for control CONTROL_SEQUENCE_CORRID for m. Allowed data types are TYPE_UINT64, TYPE_INT64, ' +
+      "TYPE_UINT32, TYPE_INT32 and TYPE_STRING (control input 'C' gives no data_type)"],
+    ['a sequence batcher initial state file outside initial_state/',
+      '{"sequence_batching": {"state": [{"input_name": "s", "output_name": "t", "data_type": "TYPE_FP32", "dims": [1], ' +
+      '"initial_state": [{"name": "i", "data_type": "TYPE_FP32", "dims": [1], "data_file": "../config.pbtxt"}]}]}}',
+      "initial_state data_file '../config.pbtxt' must be a relative path inside"],
     ['a data_type the model contradicts', '{"max_batch_size": 4, "input": [{"name": "INPUT0", "data_type": "TYPE_INT8", "dims": [4]}]}',
       "input 'INPUT0' is declared TYPE_INT8, the ONNX model has TYPE_FP32"],
   ])('%s is INVALID_ARG or UNSUPPORTED, and the loaded version keeps serving', async (_what, config, message) => {

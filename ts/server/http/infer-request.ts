@@ -16,7 +16,7 @@ import { clip, invalidArg } from '../../errors';
 import { describeValue } from '../../describe-value';
 import { dataTypeByteSize, type NDArray, type DataType } from '../../tensor';
 import type { InferenceCall, OutputRequest } from '../inference-service';
-import { splitRequestParameters } from '../parameters';
+import { exactSequenceId, splitRequestParameters } from '../parameters';
 import { shmRefFromParameters, type ShmRef } from '../shared-memory';
 import { tensorFromBytes, tensorFromJson, wireDataType, wireShape } from '../tensor-codec';
 
@@ -235,7 +235,11 @@ export function decodeInferRequest(body: Buffer, headerLength: number | null, op
     throw invalidArg(`'id' of the inference request for model '${opts.modelName}' must be a string`);
   }
   const binary = body.subarray(jsonLength);
-  const parameters = splitRequestParameters(header.parameters as Record<string, unknown> | undefined);
+  const requestParameters = header.parameters as Record<string, unknown> | undefined;
+  if (isObject(requestParameters) && typeof requestParameters.sequence_id === 'number') {
+    requestParameters.sequence_id = exactSequenceId(body.toString('utf8', 0, jsonLength), requestParameters.sequence_id);
+  }
+  const parameters = splitRequestParameters(requestParameters);
   forwardHeaders(parameters.custom, opts);
   const call: InferenceCall = {
     modelName: opts.modelName,
