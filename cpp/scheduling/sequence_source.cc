@@ -69,6 +69,9 @@ Status SequenceSource::Enqueue(std::unique_ptr<InferenceRequest>& request, uint6
     request->correlation_id = CorrelationId{false, next_iterative_id_++, {}};
     request->flags = kSequenceStart;
   }
+  // Expiry does not wait for the batcher thread to wake: a request after the idle time finds
+  // its sequence released, whenever the thread gets to run.
+  ReleaseIdle(now_ns);
   RETURN_IF_ERROR(Admit(request.get()));
   if (queued_ >= config_.max_queue_size_hard_limit) return Unavailable("Exceeds maximum queue size");
   const std::string key = request->correlation_id.Key();
@@ -158,7 +161,7 @@ uint64_t SequenceSource::NextDeadline() const {
   return next;
 }
 
-void SequenceSource::ApplyTimeouts(uint64_t now_ns, std::vector<Rejected>* rejected) {
+void SequenceSource::ReleaseIdle(uint64_t now_ns) {
   const uint64_t idle_ns = config_.sequence.max_sequence_idle_us * 1000;
   for (auto& instance : slots_) {
     for (SequencePtr& s : instance) {
@@ -169,6 +172,11 @@ void SequenceSource::ApplyTimeouts(uint64_t now_ns, std::vector<Rejected>* rejec
       Forget(idle);
     }
   }
+  FillFromBacklog();
+}
+
+void SequenceSource::ApplyTimeouts(uint64_t now_ns, std::vector<Rejected>* rejected) {
+  ReleaseIdle(now_ns);
   // Triton's backlog timeout: a backlogged sequence whose request waited past its `timeout`
   // is dropped whole (the requests after it could not run without it).
   for (auto it = backlog_.begin(); it != backlog_.end();) {

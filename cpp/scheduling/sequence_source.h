@@ -54,6 +54,8 @@ class SequenceSource final : public RequestSource {
   using SequencePtr = std::shared_ptr<Sequence>;
 
   Status Admit(InferenceRequest* request) const;
+  // Releases the sequences idle past max_sequence_idle_microseconds (their slots go to the backlog).
+  void ReleaseIdle(uint64_t now_ns);
   bool AssignSlot(const SequencePtr& sequence);
   void ReleaseSlot(const SequencePtr& sequence);
   void FillFromBacklog();
