@@ -3,8 +3,10 @@ export { Triton, type BindOptions, type InferInput, type TritonInferOptions, typ
 export {
   TimeoutAction, DeviceKind,
   type TritonConfig, type ModelConfig, type Tensor, type DynamicBatcher, type QueuePolicy,
-  type ModelWarmup, type WarmupInput,
+  type ModelWarmup, type WarmupInput, type SequenceBatcher, type SequenceControlInput, type SequenceControlKind,
+  type SequenceState, type SequenceInitialState,
 } from './config/types';
+export type { SequenceOptions } from './client/sequence';
 export type { NormalizedModelConfig, NormalizedTensor } from './config/normalize';
 export { InferenceServerError, StatusCode, type StatusCodeName } from './errors';
 export { Request, type InferFunc, type Parameters, type ResponseOutputs, type TritonContext } from './request';

@@ -8,7 +8,14 @@
 import { status } from '@grpc/grpc-js';
 import type { Request } from '../../ts/request';
 import { NDArray } from '../../ts/tensor';
-import type { Triton } from '../../ts/triton';
+import { Triton as TritonServer, type Triton } from '../../ts/triton';
+import { encodeInferRequest as encodeHttpInferRequest } from '../../ts/client/http-infer';
+import { inferRequestFields as grpcInferRequestFields } from '../../ts/client/grpc-convert';
+import { sequenceParameters } from '../../ts/client/sequence';
+import { ClientValueError } from '../../ts/client/errors';
+import { HttpInferenceServerClient } from '../../ts/client/http';
+import { GrpcInferenceServerClient } from '../../ts/client/grpc';
+import { ModelClient } from '../../ts/client/model-client';
 import { exactSequenceId, splitRequestParameters } from '../../ts/server/parameters';
 import { closeAgent, get, post, serve as serveHttp, type Served as HttpServed } from './http/http-helpers';
 import { fails, fp32Bytes, ok, serve as serveGrpc, type Served as GrpcServed } from './grpc/helpers';
@@ -171,6 +178,77 @@ describe('over gRPC', () => {
     expect(config.sequence_batching).toMatchObject({
       max_sequence_idle_microseconds: '5000000',
       control_input: [{ name: 'START', control: [{ kind: 'CONTROL_SEQUENCE_START', int32_false_true: [0, 1] }] }],
+    });
+  });
+});
+
+describe('clients send the sequence parameters as tritonclient does', () => {
+  const x = new NDArray('FP32', [1], new Float32Array([0]));
+
+  test('HTTP: start/end always with an id, the exact digits of an id above 2^53, nothing without an id', () => {
+    const header = (req: object): string => {
+      const { body, headers } = encodeHttpInferRequest({ modelName: 'm', inputs: { IN: x }, outputs: ['OUT'], ...req }, false, false);
+      expect(headers['Inference-Header-Content-Length']).toBeUndefined();
+      return body.toString('utf8');
+    };
+    expect(header({ sequenceId: 5, sequenceStart: true, parameters: { k: 1 } }))
+      .toContain('"parameters":{"k":1,"sequence_start":true,"sequence_end":false,"sequence_id":5}}');
+    expect(header({ sequenceId: 2n ** 64n - 1n, sequenceEnd: true }))
+      .toContain('"parameters":{"sequence_start":false,"sequence_end":true,"sequence_id":18446744073709551615}}');
+    expect(header({ sequenceId: 'abc' })).toContain('"parameters":{"sequence_start":false,"sequence_end":false,"sequence_id":"abc"}}');
+    expect(header({ sequenceId: 0, sequenceStart: true })).toContain('"parameters":{}}');
+  });
+
+  test('gRPC: int64_param below 2^63, uint64_param above, string_param for strings', () => {
+    const kinds = (sequenceId: number | bigint | string) => Object.fromEntries(
+      [...grpcInferRequestFields({ modelName: 'm', inputs: { IN: x }, sequenceId }).parameters!].map(([k, p]) => [k, [p.kind, p.value]]));
+    expect(kinds(7)).toEqual({ sequence_id: ['int64', 7], sequence_start: ['bool', false], sequence_end: ['bool', false] });
+    expect(kinds(2n ** 63n)).toMatchObject({ sequence_id: ['uint64', 2n ** 63n] });
+    expect(kinds(2n ** 63n - 1n)).toMatchObject({ sequence_id: ['int64', 2n ** 63n - 1n] });
+    expect(kinds('s')).toMatchObject({ sequence_id: ['string', 's'] });
+    expect(grpcInferRequestFields({ modelName: 'm', inputs: { IN: x }, sequenceId: '' }).parameters).toBeNull();
+  });
+
+  test.each([[-1], [1.5], [2 ** 60], [2n ** 64n]])('sequenceId %p is a ClientValueError', (sequenceId) => {
+    expect(() => sequenceParameters({ sequenceId })).toThrow(ClientValueError);
+  });
+
+  describe('through real servers', () => {
+    let served: Triton;
+    beforeAll(async () => {
+      served = new TritonServer({
+        config: { httpAddress: '127.0.0.1', httpPort: 0, grpcAddress: '127.0.0.1', grpcPort: 0, allowMetrics: false, logInfo: false },
+      });
+      bindModels(served);
+      await served.run();
+    });
+    afterAll(() => served.stop());
+
+    test.each(['http', 'grpc'])('%s clients and ModelClient: the server takes every id kind as a sequence parameter', async (scheme) => {
+      const port = scheme === 'http' ? served.ports.http : served.ports.grpc;
+      const client = scheme === 'http' ? new HttpInferenceServerClient(`127.0.0.1:${port}`) : new GrpcInferenceServerClient(`127.0.0.1:${port}`);
+      const modelClient = new ModelClient(`${scheme}://127.0.0.1:${port}`, 'params');
+      try {
+        for (const sequenceId of [9, 2n ** 64n - 1n, 'user-7']) {
+          const r = await client.infer({ modelName: 'params', inputs: { IN: x }, sequenceId, sequenceStart: true, parameters: { k: 1 } });
+          expect(JSON.parse(Buffer.from((r.outputs.OUT.data as Uint8Array[])[0]).toString())).toEqual({ k: 1 });
+          const m = await modelClient.inferSample([new Float32Array([0])], { sequenceId, sequenceEnd: true, parameters: { k: 2 } });
+          expect(JSON.parse(Buffer.from((m.OUT.data as Uint8Array[])[0]).toString())).toEqual({ k: 2 });
+        }
+      } finally {
+        await modelClient.close();
+        await client.close();
+      }
+    });
+
+    test('ModelClient refuses a streamed sequence request over HTTP (generate_stream has no sequence_id)', async () => {
+      const modelClient = new ModelClient(`http://127.0.0.1:${served.ports.http}`, 'params');
+      try {
+        await expect(modelClient.inferSampleStream([new Float32Array([0])], { sequenceId: 1 }).next())
+          .rejects.toThrow(/a streamed sequence request needs a grpc:\/\/ URL/);
+      } finally {
+        await modelClient.close();
+      }
     });
   });
 });

@@ -437,3 +437,9 @@ describe('ONNX auto-complete and the sequence batcher\'s tensors', () => {
     /^sequence batching must specify either 'int32_false_true'/);
   });
 });
+
+test('use_growable_memory with KIND_AUTO instances passes the config checks (the engine resolves the kind)', () => {
+  const text = `sequence_batching { state [ { input_name: "h_in" output_name: "h_out" data_type: TYPE_FP32 dims: [ 1 ]
+    use_same_buffer_for_input_output: true use_growable_memory: true } ] }`;
+  expect(fromPbtxt(text).sequenceBatching!.states[0]).toMatchObject({ useSameBufferForInputOutput: true, useGrowableMemory: true });
+});

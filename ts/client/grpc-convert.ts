@@ -15,6 +15,7 @@ import type { NDArray } from '../tensor';
 import type { Parameters } from '../request';
 import { ClientTimeoutError, ClientValueError } from './errors';
 import type { ClientInferRequest, ClientInferResult, ClientStreamResult } from './types';
+import { sequenceParameters, type SequenceParameters } from './sequence';
 
 /** A JS parameter value as Triton's clients send it: bool, int64 (integers), double, string. */
 export function toParam(key: string, value: unknown): InferParam {
@@ -32,6 +33,24 @@ export function paramMap(params: Parameters | Record<string, unknown> | undefine
   return new Map(keys.map((key) => [key, toParam(key, params[key])]));
 }
 
+const INT64_MAX = (1n << 63n) - 1n;
+
+/**
+ * Adds the sequence parameters: a string id as string_param; an integer id as int64_param (what
+ * tritonclient sends and Triton's gRPC frontend reads), or uint64_param above 2^63 - 1, which
+ * int64 cannot hold.
+ */
+function withSequence(params: ParamMap | null, sequence: SequenceParameters | null): ParamMap | null {
+  if (!sequence) return params;
+  const out: ParamMap = params ?? new Map();
+  const { id } = sequence;
+  if (typeof id === 'string') out.set('sequence_id', { kind: 'string', value: id });
+  else out.set('sequence_id', { kind: typeof id === 'bigint' && id > INT64_MAX ? 'uint64' : 'int64', value: id });
+  out.set('sequence_start', { kind: 'bool', value: sequence.start });
+  out.set('sequence_end', { kind: 'bool', value: sequence.end });
+  return out;
+}
+
 /** The request fields; every input's data as raw contents (as tritonclient always sends). */
 export function inferRequestFields(request: ClientInferRequest): InferRequestFields {
   const inputs: TensorHeader[] = [];
@@ -44,7 +63,7 @@ export function inferRequestFields(request: ClientInferRequest): InferRequestFie
     modelName: request.modelName,
     modelVersion: request.modelVersion,
     id: request.id,
-    parameters: paramMap(request.parameters),
+    parameters: withSequence(paramMap(request.parameters), sequenceParameters(request)),
     inputs,
     outputs: (request.outputs ?? []).map((name) => ({ name })),
     rawInputContents: raw,

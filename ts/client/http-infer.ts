@@ -9,6 +9,7 @@ import type { NDArray } from '../tensor';
 import { tensorFromBytes, tensorFromJson, tensorToBytes, tensorToJsonText, wireDataType, wireShape } from '../server/tensor-codec';
 import type { ClientInferRequest, ClientInferResult } from './types';
 import type { HttpResponse } from './http-transport';
+import { sequenceParameters, type SequenceParameters } from './sequence';
 
 export interface EncodedRequest {
   body: Buffer;
@@ -16,6 +17,20 @@ export interface EncodedRequest {
 }
 
 const quote = JSON.stringify;
+
+/**
+ * The request's `parameters` object with the sequence parameters; an id above 2^53 - 1 is
+ * written as its exact digits (JSON.stringify cannot write a bigint).
+ */
+function parametersJson(parameters: Record<string, unknown>, sequence: SequenceParameters | null): string {
+  if (!sequence) return quote(parameters);
+  const exact = typeof sequence.id === 'bigint';
+  const out: Record<string, unknown> = { ...parameters, sequence_start: sequence.start, sequence_end: sequence.end };
+  if (!exact) return quote({ ...out, sequence_id: sequence.id });
+  delete out.sequence_id;
+  const text = quote(out);
+  return `${text.slice(0, -1)}${text === '{}' ? '' : ','}"sequence_id":${sequence.id.toString()}}`;
+}
 
 /** Encodes a request; `binaryInputs`/`binaryOutputs` choose the binary extension (default both). */
 export function encodeInferRequest(request: ClientInferRequest, binaryInputs: boolean, binaryOutputs: boolean): EncodedRequest {
@@ -44,7 +59,7 @@ export function encodeInferRequest(request: ClientInferRequest, binaryInputs: bo
   } else {
     parameters.binary_data_output = binaryOutputs;
   }
-  json += `,"parameters":${quote(parameters)}}`;
+  json += `,"parameters":${parametersJson(parameters, sequenceParameters(request))}}`;
   const header = Buffer.from(json, 'utf8');
   if (binaries.length === 0) return { body: header, headers: { 'Content-Type': 'application/json' } };
   return {

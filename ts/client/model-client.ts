@@ -27,6 +27,7 @@ import { toGenerateValue, fromGenerateValue } from './generate-values';
 import { GrpcInferenceServerClient } from './grpc';
 import { HttpInferenceServerClient } from './http';
 import type { InferenceServerClient } from './types';
+import { sequenceParameters, type SequenceOptions } from './sequence';
 
 /** A tensor of the model's config, as ModelClient reads it. */
 export interface ModelTensorSpec {
@@ -67,7 +68,12 @@ export type ModelInput = NDArray | TypedArray | (string | Uint8Array)[];
 /** Inputs by position (the config's input order) or by name. */
 export type ModelInputs = ModelInput[] | Record<string, ModelInput>;
 
-export interface InferCallOptions {
+/**
+ * Options of one call. `sequenceId` / `sequenceStart` / `sequenceEnd` (a stateful model's
+ * sequence, as tritonclient's `sequence_id`, `sequence_start`, `sequence_end`) travel as request
+ * parameters; streaming calls carry them over gRPC only.
+ */
+export interface InferCallOptions extends SequenceOptions {
   /** Request parameters (string, number or boolean values). */
   parameters?: Record<string, string | number | boolean>;
   /** Extra request headers (string, number or boolean values). */
@@ -239,6 +245,7 @@ export class ModelClient {
     this.#checkOpen();
     checkValues('parameter', options.parameters);
     checkValues('header', options.headers);
+    sequenceParameters(options);  // a bad sequenceId fails here, before any request
     return this.#initialize();
   }
 
@@ -272,6 +279,7 @@ export class ModelClient {
     const named = this.#named(inputs, config);
     if (client instanceof HttpInferenceServerClient) {
       // generate's flat JSON: the server adds the batch axis from the model's metadata.
+      this.#refuseSequenceOverGenerate(options);
       yield* this.#generateStream(client, named, config, undefined, options);
       return;
     }
@@ -290,6 +298,7 @@ export class ModelClient {
       throw new ModelDoesntSupportBatchingError(`model '${this.modelName}' does not support batching (max_batch_size is 0): use inferSampleStream`);
     }
     if (client instanceof HttpInferenceServerClient) {
+      this.#refuseSequenceOverGenerate(options);
       yield* this.#generateStream(client, this.#named(inputs, config), config, -1, options);
       return;
     }
@@ -320,11 +329,21 @@ export class ModelClient {
     }
   }
 
+  /** HTTP streams go through generate_stream, whose flat JSON has no sequence parameters. */
+  #refuseSequenceOverGenerate(options: SequenceOptions): void {
+    if (sequenceParameters(options) === null) return;
+    throw new InferenceServerError('UNSUPPORTED', `model '${this.modelName}': a streamed sequence request needs a grpc:// URL ` +
+      `(HTTP streams use generate_stream, which carries no sequence_id); got ${this.url}`);
+  }
+
   async *#stream(
     client: GrpcInferenceServerClient, inputs: Record<string, NDArray>, options: StreamCallOptions,
   ): AsyncGenerator<Record<string, NDArray>, void, undefined> {
     const responses = client.streamInfer(
-      { modelName: this.modelName, modelVersion: this.modelVersion, inputs, parameters: options.parameters, headers: stringValues(options.headers) },
+      {
+        modelName: this.modelName, modelVersion: this.modelVersion, inputs, parameters: options.parameters, headers: stringValues(options.headers),
+        sequenceId: options.sequenceId, sequenceStart: options.sequenceStart, sequenceEnd: options.sequenceEnd,
+      },
       { signal: options.signal, responseTimeoutMs: (this.#options.inferenceTimeoutS ?? 60) * 1000 },
     );
     for await (const result of responses) yield result.outputs;
@@ -351,6 +370,7 @@ export class ModelClient {
     const result = await this.#client.infer({
       modelName: this.modelName, modelVersion: this.modelVersion, inputs,
       parameters: options.parameters, headers: stringValues(options.headers), timeoutMs: (this.#options.inferenceTimeoutS ?? 60) * 1000,
+      sequenceId: options.sequenceId, sequenceStart: options.sequenceStart, sequenceEnd: options.sequenceEnd,
     });
     return result.outputs;
   }

@@ -5,6 +5,7 @@
  */
 import type { NDArray } from '../tensor';
 import type { Parameters } from '../request';
+import type { SequenceOptions } from './sequence';
 
 export interface ServerMetadata {
   name: string;
@@ -33,8 +34,11 @@ export interface RepositoryIndexEntry {
   reason: string;
 }
 
-/** One inference request, in client terms. */
-export interface ClientInferRequest {
+/**
+ * One inference request, in client terms. `sequenceId` / `sequenceStart` / `sequenceEnd` mark a
+ * request of a stateful model's sequence (sent as Triton's `sequence_*` parameters).
+ */
+export interface ClientInferRequest extends SequenceOptions {
   modelName: string;
   /** Default: the latest version. */
   modelVersion?: string;

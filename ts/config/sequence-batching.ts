@@ -75,7 +75,7 @@ export interface SequenceContext {
   /** The model's declared inputs: control and state inputs must not be among them. */
   inputs: NormalizedTensor[];
   decoupled: boolean;
-  /** The kinds of the model's instance groups (use_growable_memory needs KIND_GPU). */
+  /** The kinds of the model's instance groups (use_growable_memory refuses KIND_CPU). */
   instanceKinds: string[];
   naming: FieldNaming;
   /**
@@ -403,7 +403,8 @@ function normalizeStates(ctx: SequenceContext, states: StateSpec[]): NormalizedS
       throw invalidArg(`In order to 'use_growable_memory', you must also enable 'use_single_buffer' for state input name ` +
         `'${s.inputName}'. (model '${ctx.model}': set use_same_buffer_for_input_output)`);
     }
-    if (s.useGrowableMemory && ctx.instanceKinds.some((k) => k !== 'KIND_GPU')) {
+    // KIND_AUTO may still resolve to a GPU when the engine loads; only KIND_CPU is surely wrong here.
+    if (s.useGrowableMemory && ctx.instanceKinds.includes('KIND_CPU')) {
       throw invalidArg(`'use_growable_memory' can only work with KIND_GPU model instances right now. Please either change ` +
         `the instance type to KIND_GPU or set 'use_growable_memory' to false for state input '${s.inputName}'. (model '${ctx.model}')`);
     }

@@ -174,3 +174,35 @@ describe('a config that contradicts the model fails the load with INVALID_ARG na
     }
   });
 });
+
+test('sequence_batching: state and control tensors of the ONNX model are neither auto-completed nor required', async () => {
+  repo.onnx('acc', 1, addSubModel('FP32', [3]));
+  // INPUT1 is the state the batcher feeds; OUTPUT0 (INPUT0 + INPUT1) its next value.
+  repo.config('acc', 'sequence_batching { state [ { input_name: "INPUT1" output_name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 3 ] } ] }');
+  const { triton } = await startRepoTriton(repo.root);
+  try {
+    const json = toModelConfigJson(triton.model('acc').config);
+    expect(json).toMatchObject({
+      max_batch_size: 4,
+      input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [3] }],
+      output: [{ name: 'OUTPUT1', data_type: 'TYPE_FP32', dims: [3] }],
+      sequence_batching: { state: [{ input_name: 'INPUT1', output_name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [3] }] },
+    });
+    expect((json.input as unknown[]).length).toBe(1);
+    expect(json.dynamic_batching).toBeUndefined();
+  } finally {
+    await triton.stop();
+  }
+});
+
+test('sequence_batching: a state whose datatype is not the ONNX tensor\'s fails the load', async () => {
+  repo.onnx('acc', 1, addSubModel('FP32', [3]));
+  repo.config('acc', 'sequence_batching { state [ { input_name: "INPUT1" output_name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 3 ] } ] }');
+  const served = await explicit();
+  try {
+    await expectRejects(served.triton.loadModel('acc'), 'INVALID_ARG',
+      "model 'acc': sequence_batching state input_name 'INPUT1' is TYPE_INT32, but the ONNX model's input 'INPUT1' is TYPE_FP32");
+  } finally {
+    await served.triton.stop();
+  }
+});

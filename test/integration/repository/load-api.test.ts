@@ -47,6 +47,13 @@ describe('config', () => {
     expect(triton.model('m').config.maxBatchSize).toBe(4);
   });
 
+  test('a config with sequence_batching loads (no longer UNSUPPORTED) and is served back with its defaults', async () => {
+    await served.triton.loadModel('m', { config: JSON.stringify({ max_batch_size: 4, sequence_batching: { oldest: {} } }) });
+    const config = served.triton.model('m').config;
+    expect(config.dynamicBatching).toBeNull();
+    expect(config.sequenceBatching).toMatchObject({ strategy: 'oldest', maxSequenceIdleMicroseconds: 1_000_000, preferredBatchSize: [4] });
+  });
+
   test('camelCase field names and lower-case enums are accepted as in protobuf JSON', async () => {
     await served.triton.loadModel('m', { config: JSON.stringify({ maxBatchSize: 2, instanceGroup: [{ kind: 'KIND_CPU', count: 1 }] }) });
     expect(served.triton.model('m').config.maxBatchSize).toBe(2);
