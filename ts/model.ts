@@ -95,6 +95,8 @@ interface PendingRequest {
   sequence?: NativeSequence;
   /** Sequence models: executions so far (an iterative request runs several). */
   executions: number;
+  /** Sequence models: what the callable receives for this request, step after step. */
+  stepRequest?: Request;
 }
 
 const SEQUENCE_START = 1;
@@ -413,16 +415,20 @@ export class BoundModel {
         row.sequence = { id: undefined, start: false, end: false, ready: false };
         return row;
       }
+      // One Request object per client request, kept across the steps of an iterative request
+      // (a callable may key its own per-request state on it); its added inputs change per step.
       const base = entry.request;
-      const request = new Request({ ...base.data, ...extra }, base.parameters, base.requestedOutputNames);
+      entry.stepRequest ??= new Request({ ...base.data }, base.parameters, base.requestedOutputNames);
+      const request = entry.stepRequest;
+      Object.assign(request.data, extra);
       const [id, flags] = entry.sequence!;
-      request.sequence = {
-        id: id === 0n || id === '' ? undefined : id,
-        start: entry.executions === 0 && (flags & SEQUENCE_START) !== 0,
+      const noId = id === 0n || id === '';  // iterative: the sequencer gives it an id and START
+      request.beginStep({
+        id: noId ? undefined : id,
+        start: entry.executions === 0 && ((flags & SEQUENCE_START) !== 0 || (iterative && noId)),
         end: (flags & SEQUENCE_END) !== 0,
         ready: true,
-      };
-      request.allowReschedule(iterative);
+      }, iterative);
       entry.executions++;
       return request;
     });

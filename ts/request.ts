@@ -69,9 +69,11 @@ export class Request {
     this.#rescheduled = true;
   }
 
-  /** @internal The model lets this execution reschedule the request. */
-  allowReschedule(allowed: boolean): void {
-    this.#reschedulable = allowed;
+  /** @internal A sequence model runs this request (again): where it stands, and whether it may reschedule. */
+  beginStep(sequence: SequenceInfo, reschedulable: boolean): void {
+    this.sequence = sequence;
+    this.#reschedulable = reschedulable;
+    this.#rescheduled = false;
   }
 
   /** @internal Whether the callable asked for another step. */
