@@ -294,6 +294,36 @@ describe('iterative sequences', () => {
   });
 });
 
+describe('ensembles', () => {
+  test("an ensemble passes the request's sequence id and flags to a sequence step model", async () => {
+    const acc = new Accumulator();
+    bindAccumulator(acc);
+    const double = (requests: Request[]): ResponseOutputs[] => requests.map((r) => ({
+      OUT: new Float32Array([Number(r.data.IN.data[0]) * 2]),
+    }));
+    triton.bind({ modelName: 'double', inferFunc: double, inputs: [IN], outputs: [OUT], config: { maxBatchSize: 4 } });
+    triton.bind({
+      modelName: 'double_then_sum', inputs: [{ ...IN, name: 'X' }], outputs: [{ ...OUT, name: 'Y' }],
+      config: {
+        maxBatchSize: 4,
+        ensembleScheduling: {
+          step: [
+            { modelName: 'double', inputMap: { IN: 'X' }, outputMap: { OUT: 'D' } },
+            { modelName: 'acc', inputMap: { IN: 'D' }, outputMap: { OUT: 'Y' } },
+          ],
+        },
+      },
+    });
+    await triton.run();
+    const run = async (value: number, flags: { sequenceStart?: boolean; sequenceEnd?: boolean }): Promise<number> =>
+      Number((await triton.infer('double_then_sum', { X: fp32(value) }, { sequenceId: 77, ...flags })).Y.data[0]);
+    expect(await run(1, { sequenceStart: true })).toBe(2);
+    expect(await run(2, {})).toBe(6);
+    expect(await run(3, { sequenceEnd: true })).toBe(12);
+    expect(acc.rows.map((r) => [r.corrid, r.start, r.end])).toEqual([[77n, 1, 0], [77n, 0, 0], [77n, 0, 1]]);
+  });
+});
+
 /** The README's stateful-model example, copied verbatim (it must appear in README.md as is). */
 const README_SEQUENCE_EXAMPLE = String.raw`const { Triton, NDArray } = require('infernode');
 

@@ -13,7 +13,7 @@ import { httpMarkdown, runHttpBench } from './http';
 import { BENCH_MODELS, onnxChart, onnxMarkdown, runOnnxBench } from './onnx';
 import { runStreamBench, streamMarkdown } from './stream';
 import { cacheMarkdown, runCacheBench } from './cache';
-import { runSequenceBench, sequenceMarkdown } from './sequence';
+import { SEQUENCE_SIZES, runSequenceBench, sequenceMarkdown } from './sequence';
 
 const RESULTS_DIR = path.join(__dirname, '..', '..', 'bench', 'results');
 
@@ -77,9 +77,10 @@ async function main(): Promise<void> {
     const result = await runCacheBench();
     write('cache', result, cacheMarkdown(result, machineDescription()));
   }
-  if (want('sequence')) {
-    const result = await runSequenceBench();
-    write('sequence', result, sequenceMarkdown(result, machineDescription()));
+  for (const size of SEQUENCE_SIZES) {
+    if (!want(size.scenario)) continue;
+    const result = await runSequenceBench(size);
+    write(size.scenario, result, sequenceMarkdown(result, machineDescription()));
   }
   for (const model of BENCH_MODELS) {
     if (!want(model.scenario)) continue;

@@ -18,8 +18,26 @@ import type { SequenceChildResult } from './sequence-load';
 import { SEQUENCE_MODEL, type ServerReport } from './sequence-server';
 
 const ROOT = path.join(__dirname, '..', '..');
-const REPOSITORY = path.join(ROOT, '.tmp', 'bench-sequence');
-const MODEL_FILE = path.join(REPOSITORY, SEQUENCE_MODEL, '1', 'model.onnx');
+
+/**
+ * The model sizes: `sequence` (input 64, state 256: weights of 0.8 MB, so a step costs little
+ * compute and the transport dominates) and `sequence-large` (input 256, state 1024: 15.7 MB of
+ * weights, a streaming speech model's layer, where reading the weights once per batch instead
+ * of once per step is what batching sequences buys).
+ */
+export interface SequenceSize {
+  scenario: 'sequence' | 'sequence-large';
+  inputSize: number;
+  hidden: number;
+}
+
+export const SEQUENCE_SIZES: readonly SequenceSize[] = [
+  { scenario: 'sequence', inputSize: RNN_BENCH_INPUT_SIZE, hidden: RNN_BENCH_HIDDEN },
+  { scenario: 'sequence-large', inputSize: 256, hidden: 1024 },
+];
+
+const repositoryOf = (size: SequenceSize): string => path.join(ROOT, '.tmp', `bench-${size.scenario}`);
+const modelFileOf = (size: SequenceSize): string => path.join(repositoryOf(size), SEQUENCE_MODEL, '1', 'model.onnx');
 
 export const SEQUENCE_CONCURRENCIES = [1, 16, 64];
 /** Steps per sequence: a sequence starts (START), runs, ends (END) and the worker starts the next. */
@@ -32,11 +50,11 @@ export type SequenceServer = 'infernode' | 'naive';
  * state lives in the server between steps (zeros at START), and a sequence idle for 5 s is
  * released. The model needs no control inputs: its state input is the whole recurrence.
  */
-export const SEQUENCE_CONFIG = `name: "${SEQUENCE_MODEL}"
+export const sequenceConfig = (size: SequenceSize): string => `name: "${SEQUENCE_MODEL}"
 platform: "onnxruntime_onnx"
 max_batch_size: 64
-input [ { name: "INPUT", data_type: TYPE_FP32, dims: [ ${RNN_BENCH_INPUT_SIZE} ] } ]
-output [ { name: "OUTPUT", data_type: TYPE_FP32, dims: [ ${RNN_BENCH_HIDDEN} ] } ]
+input [ { name: "INPUT", data_type: TYPE_FP32, dims: [ ${size.inputSize} ] } ]
+output [ { name: "OUTPUT", data_type: TYPE_FP32, dims: [ ${size.hidden} ] } ]
 sequence_batching {
   max_sequence_idle_microseconds: 5000000
   direct { }
@@ -45,8 +63,8 @@ sequence_batching {
       input_name: "STATE_IN"
       output_name: "STATE_OUT"
       data_type: TYPE_FP32
-      dims: [ ${RNN_BENCH_HIDDEN} ]
-      initial_state: { data_type: TYPE_FP32 dims: [ ${RNN_BENCH_HIDDEN} ] zero_data: true name: "zeros" }
+      dims: [ ${size.hidden} ]
+      initial_state: { data_type: TYPE_FP32 dims: [ ${size.hidden} ] zero_data: true name: "zeros" }
     }
   ]
 }
@@ -56,21 +74,22 @@ parameters { key: "session.intra_op.allow_spinning" value { string_value: "0" } 
 `;
 
 /** Writes the RNN model (once) and its config under .tmp/ (not committed). */
-export function prepareSequenceRepository(): string {
-  if (!existsSync(MODEL_FILE)) {
-    writeModelFile(MODEL_FILE, rnnStepModel({ inputSize: RNN_BENCH_INPUT_SIZE, hidden: RNN_BENCH_HIDDEN, seed: RNN_BENCH_SEED }));
+export function prepareSequenceRepository(size: SequenceSize): string {
+  const modelFile = modelFileOf(size);
+  if (!existsSync(modelFile)) {
+    writeModelFile(modelFile, rnnStepModel({ inputSize: size.inputSize, hidden: size.hidden, seed: RNN_BENCH_SEED }));
   }
-  mkdirSync(path.dirname(MODEL_FILE), { recursive: true });
-  writeFileSync(path.join(REPOSITORY, SEQUENCE_MODEL, 'config.pbtxt'), SEQUENCE_CONFIG);
-  return REPOSITORY;
+  mkdirSync(path.dirname(modelFile), { recursive: true });
+  writeFileSync(path.join(repositoryOf(size), SEQUENCE_MODEL, 'config.pbtxt'), sequenceConfig(size));
+  return repositoryOf(size);
 }
 
 /** A bench server in its own process. */
 class ServerProcess {
   private constructor(private readonly child: ChildProcess, readonly port: number) {}
 
-  static start(server: SequenceServer): Promise<ServerProcess> {
-    const child = fork(path.join(__dirname, 'sequence-server.js'), [server, REPOSITORY, MODEL_FILE, String(RNN_BENCH_HIDDEN)],
+  static start(server: SequenceServer, size: SequenceSize): Promise<ServerProcess> {
+    const child = fork(path.join(__dirname, 'sequence-server.js'), [server, repositoryOf(size), modelFileOf(size), String(size.hidden)],
       { stdio: 'inherit' });
     return new Promise((resolve, reject) => {
       child.once('message', (m: { port: number }) => resolve(new ServerProcess(child, m.port)));
@@ -118,7 +137,7 @@ export interface SequenceRow {
 }
 
 export interface SequenceResult {
-  scenario: 'sequence';
+  scenario: SequenceSize['scenario'];
   model: string;
   stepsPerSequence: number;
   durationMs: number;
@@ -134,15 +153,17 @@ function percentile(sorted: Float64Array, p: number): number {
 }
 
 /** One cell: `sequences` concurrent sequences from up to two load processes for `durationMs`. */
-async function measureCell(proc: ServerProcess, server: SequenceServer, sequences: number, durationMs: number): Promise<SequenceRow> {
+async function measureCell(
+  proc: ServerProcess, server: SequenceServer, sequences: number, durationMs: number, size: SequenceSize,
+): Promise<SequenceRow> {
   const script = path.join(__dirname, 'sequence-load.js');
   const processes = Math.min(2, sequences);
   const children = Array.from({ length: processes }, (_, i) => {
     const share = Math.floor(sequences / processes) + (i < sequences % processes ? 1 : 0);
     // Ids never repeat across children or cells: a high base per child and cell (uint64).
     const idBase = (BigInt(sequences) << 40n) + (BigInt(i + 1) << 32n);
-    return fork(script, [String(proc.port), SEQUENCE_MODEL, String(share), String(STEPS), String(RNN_BENCH_INPUT_SIZE),
-      String(RNN_BENCH_HIDDEN), String(idBase)], { stdio: 'inherit', serialization: 'advanced' });
+    return fork(script, [String(proc.port), SEQUENCE_MODEL, String(share), String(STEPS), String(size.inputSize),
+      String(size.hidden), String(idBase)], { stdio: 'inherit', serialization: 'advanced' });
   });
   const results = children.map((c) => new Promise<SequenceChildResult>((resolve, reject) => {
     c.on('message', (m: { type: string }) => { if (m.type === 'result') resolve(m as SequenceChildResult); });
@@ -173,11 +194,11 @@ async function measureCell(proc: ServerProcess, server: SequenceServer, sequence
   };
 }
 
-async function measureServer(server: SequenceServer, durationMs: number): Promise<SequenceRow[]> {
-  const proc = await ServerProcess.start(server);
+async function measureServer(server: SequenceServer, durationMs: number, size: SequenceSize): Promise<SequenceRow[]> {
+  const proc = await ServerProcess.start(server, size);
   const rows: SequenceRow[] = [];
   try {
-    for (const sequences of SEQUENCE_CONCURRENCIES) rows.push(await measureCell(proc, server, sequences, durationMs));
+    for (const sequences of SEQUENCE_CONCURRENCIES) rows.push(await measureCell(proc, server, sequences, durationMs, size));
   } finally {
     await proc.stop();
   }
@@ -185,11 +206,12 @@ async function measureServer(server: SequenceServer, durationMs: number): Promis
 }
 
 /** Runs the scenario; `servers` limits it to one side (the results are then not comparable). */
-export async function runSequenceBench(durationMs = 5000, servers: readonly SequenceServer[] = ['infernode', 'naive'])
-  : Promise<SequenceResult> {
-  prepareSequenceRepository();
+export async function runSequenceBench(
+  size: SequenceSize = SEQUENCE_SIZES[0], durationMs = 5000, servers: readonly SequenceServer[] = ['infernode', 'naive'],
+): Promise<SequenceResult> {
+  prepareSequenceRepository(size);
   const rows: SequenceRow[] = [];
-  for (const server of servers) rows.push(...await measureServer(server, durationMs));
+  for (const server of servers) rows.push(...await measureServer(server, durationMs, size));
   const ratios: Record<string, number> = {};
   const p99Ratios: Record<string, number> = {};
   for (const sequences of SEQUENCE_CONCURRENCIES) {
@@ -200,8 +222,8 @@ export async function runSequenceBench(durationMs = 5000, servers: readonly Sequ
     p99Ratios[String(sequences)] = ours.p99Us > 0 ? naive.p99Us / ours.p99Us : 0;
   }
   return {
-    scenario: 'sequence',
-    model: `GRU-like RNN step, input ${RNN_BENCH_INPUT_SIZE}, state ${RNN_BENCH_HIDDEN} (FP32)`,
+    scenario: size.scenario,
+    model: `GRU-like RNN step, input ${size.inputSize}, state ${size.hidden} (FP32)`,
     stepsPerSequence: STEPS, durationMs, rows, ratios, p99Ratios,
   };
 }
@@ -241,13 +263,14 @@ export function sequenceMarkdown(r: SequenceResult, machine: string): string {
 }
 
 /**
- * `node lib/bench/sequence.js [infernode|naive] [durationMs]`: one side only, printed, not written
+ * `node lib/bench/sequence.js [infernode|naive] [durationMs] [sequence|sequence-large]`: one side only, printed, not written
  * to bench/results (npm run bench -- sequence runs both and writes them).
  */
 if (require.main === module) {
   const side = process.argv[2] as SequenceServer | undefined;
   const durationMs = Number(process.argv[3] ?? 3000);
-  runSequenceBench(durationMs, side ? [side] : undefined)
+  const size = SEQUENCE_SIZES.find((s) => s.scenario === process.argv[4]) ?? SEQUENCE_SIZES[0];
+  runSequenceBench(size, durationMs, side ? [side] : undefined)
     .then((r) => console.log(sequenceMarkdown(r, 'this machine (one side only; not written to bench/results)')))
     .catch((err: unknown) => {
       console.error(err);

@@ -237,6 +237,11 @@ export class EnsembleModel extends BoundModel {
         priority: options.priority,
         timeoutMicroseconds: options.timeoutMicroseconds,
         parameters: options.parameters,
+        // Request-level metadata passes to every step (Triton): a sequence step model keeps the
+        // ensemble request's sequence.
+        sequenceId: options.sequenceId,
+        sequenceStart: options.sequenceStart,
+        sequenceEnd: options.sequenceEnd,
         outputs: Object.keys(step.outputMap),
         signal,
       });
