@@ -418,3 +418,43 @@ describe('infernode serve', () => {
 test('InferenceServerError is what a refused config throws', () => {
   expect(() => inProcessTriton({ cacheConfig: ['x'] })).toThrow(InferenceServerError);
 });
+
+describe('ensembles (top-level cache)', () => {
+  test("an ensemble's answer is cached whole: a hit runs no step; statistics count it on the ensemble", async () => {
+    computed = [];
+    triton = inProcessTriton({ cacheConfig: ['local,size=1048576'] });
+    triton.bind({ modelName: 'stamp', inferFunc: stamping, ...TENSORS, config: { maxBatchSize: 8 } });
+    triton.bind({
+      modelName: 'pipeline', inputs: [{ name: 'X', dtype: 'FP32', shape: [-1] }], outputs: [{ name: 'Y', dtype: 'INT32', shape: [1] }],
+      config: {
+        maxBatchSize: 8, responseCache: true,
+        ensembleScheduling: { step: [{ modelName: 'stamp', inputMap: { IN: 'X' }, outputMap: { RUN: 'Y' } }] },
+      },
+    });
+    await triton.run();
+    const first = await triton.infer('pipeline', { X: f32([1, 2]) });
+    const again = await triton.infer('pipeline', { X: f32([1, 2]) });
+    const other = await triton.infer('pipeline', { X: f32([3]) });
+    expect(computed).toEqual([[1, 2], [3]]);  // the step ran for the two different requests only
+    expect(Array.from(again.Y.data as Int32Array)).toEqual(Array.from(first.Y.data as Int32Array));
+    expect(Number(other.Y.data[0])).toBe(2);
+    const stats = triton.model('pipeline').stats();
+    expect([stats.cacheHit.count, stats.cacheMiss.count, stats.success.count]).toEqual([1, 2, 3]);
+    expect(triton.model('stamp').stats().cacheHit.count).toBe(0);
+  });
+
+  test('an ensemble with a sequence batcher step cannot enable the cache', () => {
+    triton = inProcessTriton({ cacheConfig: ['local,size=1048576'] });
+    triton.bind({
+      modelName: 'stateful', inferFunc: stamping, ...TENSORS,
+      config: { maxBatchSize: 8, sequenceBatcher: {} },
+    });
+    expectThrows(() => triton!.bind({
+      modelName: 'pipeline', inputs: [{ name: 'X', dtype: 'FP32', shape: [-1] }], outputs: [{ name: 'Y', dtype: 'INT32', shape: [1] }],
+      config: {
+        maxBatchSize: 8, responseCache: true,
+        ensembleScheduling: { step: [{ modelName: 'stateful', inputMap: { IN: 'X' }, outputMap: { RUN: 'Y' } }] },
+      },
+    }), 'INVALID_ARG', /response cache cannot be enabled for an ensemble with a sequence batcher step/);
+  });
+});

@@ -13,7 +13,8 @@
 import { InferenceServerError, toInferenceServerError } from '../errors';
 import type { NormalizedModelConfig } from '../config/normalize';
 import { BoundModel, type CancelSignal, type InferOptions, type StreamOptions } from '../model';
-import type { ModelStats } from '../cache/model-cache';
+import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelStats } from '../cache/model-cache';
+import type { ResponseCache } from '../cache/response-cache';
 import { ResponseStream } from '../decoupled';
 import { NDArray, copyNDArray } from '../tensor';
 import { stepLabel, type EnsemblePlan } from './validate';
@@ -69,6 +70,8 @@ export class EnsembleModel extends BoundModel {
   readonly #fail: Counter = { count: 0, ns: 0 };
   #inferenceCount = 0;
   #lastInferenceMs = 0;
+  /** Triton's top-level ensemble cache: the whole DAG's answer, keyed on the ensemble's inputs. */
+  #responseCache: ModelResponseCache | null = null;
 
   constructor(config: NormalizedModelConfig, plan: EnsemblePlan, lookup: StepModelLookup) {
     super({ ...config, instanceGroup: [], dynamicBatching: null }, { kind: 'js', funcs: [], strict: false });
@@ -110,7 +113,18 @@ export class EnsembleModel extends BoundModel {
     return stream;
   }
 
+  override useResponseCache(cache: ResponseCache | null): void {
+    if (this.#responseCache && this.#responseCache.cache === cache) return;
+    this.#responseCache = modelCacheFor(this.config, cache);
+  }
+
   override infer(inputs: Record<string, NDArray>, options: InferOptions = {}): Promise<Record<string, NDArray>> {
+    const cache = this.#responseCache;
+    if (cache && !this.#stopped) return cache.infer(inputs, options, () => this.#inferUncached(inputs, options));
+    return this.#inferUncached(inputs, options);
+  }
+
+  #inferUncached(inputs: Record<string, NDArray>, options: InferOptions): Promise<Record<string, NDArray>> {
     if (this.#stopped) {
       return Promise.reject(new InferenceServerError('UNAVAILABLE', `model '${this.name}' is not ready: it was stopped`));
     }
@@ -255,9 +269,7 @@ export class EnsembleModel extends BoundModel {
   /** The ensemble's own counters (Triton's per-ensemble statistics); each step model keeps its own. */
   override stats(): ModelStats {
     const zero = { count: 0, ns: 0 };
-    return {
-      cacheHit: zero,
-      cacheMiss: zero,
+    const own = {
       success: { ...this.#success },
       fail: { ...this.#fail },
       queue: zero,
@@ -272,6 +284,7 @@ export class EnsembleModel extends BoundModel {
       queued: 0,
       batchStats: [],
     };
+    return this.#responseCache ? this.#responseCache.addTo(own) : withoutCacheStats(own);
   }
 
   /** Refuses new requests and waits (up to timeoutMs) for those running; the step models are not stopped. */

@@ -113,6 +113,12 @@ export function validateEnsemble(config: NormalizedModelConfig, lookup: StepConf
       return fail(`${label}: the step model is not available (${reason}); load it before the ensemble, or add it to the repository`);
     }
     if (stepConfig.decoupled) fail(`${label}: decoupled step models are not supported in ensembles by infernode yet`);
+    // The top-level cache stores the whole DAG's answer: only for steps whose answers follow
+    // from their inputs (Triton: every composing model must be cache-compatible).
+    if (config.responseCache && stepConfig.sequenceBatching) {
+      fail(`${label}: the response cache cannot be enabled for an ensemble with a sequence batcher step ` +
+        `(model '${step.modelName}': its answers depend on the sequence's state); disable response_cache on the ensemble`);
+    }
     const outputs = new Map(stepConfig.outputs.map((t) => [t.name, t]));
     for (const [output, tensor] of Object.entries(step.outputMap)) {
       const declared = outputs.get(output);
