@@ -129,33 +129,60 @@ function errorEvent(err: InferenceServerError): string {
 }
 
 /**
- * Writes one event; resolves true once the socket took it (at once, or after 'drain'), false
- * when the connection closed first.
+ * The events of one stream, written in batches: the events produced in one turn of the event
+ * loop (a generator's steps arrive within one) leave in one write of one string, at the end of
+ * the turn's ticks (or as soon as they reach FLUSH_BYTES). A write per event, or one writev of
+ * many small chunks, cost more than the rest of the response's path.
  */
-function writeEvent(res: ServerResponse, text: string): Promise<boolean> {
-  if (res.destroyed) return Promise.resolve(false);
-  // Events written in one turn of the event loop (a generator's steps arrive within one) leave
-  // in one write: corked until the turn's ticks run. One small write per event cost more than
-  // the rest of the response's path.
-  if (!res.writableCorked) {
-    res.cork();
-    process.nextTick(uncork, res);
+class EventWriter {
+  #pending = '';
+  #scheduled = false;
+  /** Set while the socket's buffer is full: resolves true on 'drain', false on 'close'. */
+  #drained: Promise<boolean> | null = null;
+
+  constructor(private readonly res: ServerResponse) {}
+
+  /** Queues one event: true when the next may follow at once, else a promise of the same (false: closed). */
+  write(text: string): true | Promise<boolean> {
+    if (this.res.destroyed) return Promise.resolve(false);
+    this.#pending += text;
+    if (this.#pending.length >= FLUSH_BYTES) this.flush();
+    else if (!this.#scheduled) {
+      this.#scheduled = true;
+      process.nextTick(() => this.flush());
+    }
+    return this.#drained ?? true;
   }
-  if (res.write(text)) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve(!res.destroyed);
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
+
+  /** Writes what is pending now (also before the stream ends). */
+  flush(): void {
+    this.#scheduled = false;
+    if (this.#pending === '' || this.res.destroyed) return;
+    const text = this.#pending;
+    this.#pending = '';
+    if (this.res.write(text) || this.#drained) return;
+    this.#drained = new Promise((resolve) => {
+      const done = (): void => {
+        this.res.off('drain', done);
+        this.res.off('close', done);
+        this.#drained = null;
+        resolve(!this.res.destroyed);
+      };
+      this.res.on('drain', done);
+      this.res.on('close', done);
+    });
+  }
+
+  /** Ends the response with `last` after what is pending. */
+  end(last = ''): void {
+    const text = this.#pending + last;
+    this.#pending = '';
+    this.res.end(text);
+  }
 }
 
-function uncork(res: ServerResponse): void {
-  res.uncork();
-}
+/** Pending event text written at once, without waiting for the end of the turn. */
+const FLUSH_BYTES = 64 * 1024;
 
 /** A complete event stream of known events (a non-decoupled model's one response). */
 function sendEvents(res: ServerResponse, events: string[]): void {
@@ -167,6 +194,7 @@ function sendEvents(res: ServerResponse, events: string[]): void {
 /** `generate_stream` on a decoupled model: one event per response, pulled only after the last was written. */
 async function streamEvents(call: HttpCall, { model, request }: Prepared, responses: Responses): Promise<void> {
   const { res } = call;
+  const writer = new EventWriter(res);
   let started = false;
   try {
     for (;;) {
@@ -176,7 +204,8 @@ async function streamEvents(call: HttpCall, { model, request }: Prepared, respon
       const text = event(encodeGenerateResponse(model, request.id, step.value));
       if (!started) res.writeHead(200, SSE_HEADERS);
       started = true;
-      if (!(await writeEvent(res, text))) break;
+      const ready = writer.write(text);
+      if (ready !== true && !(await ready)) break;
     }
   } catch (err) {
     // The model failed (or cancelled) the request, or a response could not be encoded.
@@ -184,12 +213,12 @@ async function streamEvents(call: HttpCall, { model, request }: Prepared, respon
     if (res.destroyed) return;
     const error = toInferenceServerError(err);
     if (!started) res.writeHead(error.httpStatus, SSE_HEADERS);
-    res.end(errorEvent(error));
+    writer.end(errorEvent(error));
     return;
   }
   // Left early (the client went away): leaving cancels the request.
   await responses.return?.();
   if (res.destroyed) return;
   if (!started) res.writeHead(200, SSE_HEADERS);
-  res.end();
+  writer.end();
 }
