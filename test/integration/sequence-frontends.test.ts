@@ -78,8 +78,8 @@ function bindAccumulator(t: Triton, name: string, corrid: 'UINT64' | 'BYTES', id
   });
 }
 
-/** One row of an execution as a composer model saw it. */
-interface Row { id: string; ready: boolean; x: number }
+/** One row of an execution as a composer model saw it: CORRID, READY and IN, and `request.sequence.ready`. */
+interface Row { id: string; ready: number; x: number; sequenceReady: boolean }
 
 /** Per composer model: its executions' rows, and a gate its next execution waits on when armed. */
 const executions: Record<string, Row[][]> = {};
@@ -96,7 +96,7 @@ function hold(model: string): { gate: Gate; entered: boolean } {
 function composer(model: string) {
   return async (requests: Request[]): Promise<ResponseOutputs[]> => {
     (executions[model] ??= []).push(requests.map((r) => ({
-      id: r.sequence?.ready ? corridOf(r) : '', ready: r.sequence?.ready ?? false, x: (r.data.IN.data as Int32Array)[0],
+      id: corridOf(r), ready: (r.data.READY.data as Int32Array)[0], x: (r.data.IN.data as Int32Array)[0], sequenceReady: r.sequence!.ready,
     })));
     const h = holds[model];
     if (h) {
@@ -119,7 +119,10 @@ function bindComposer(t: Triton, name: string, strategy: 'direct' | 'oldest'): v
       maxBatchSize: 4,
       sequenceBatcher: {
         strategy, maxSequenceIdleMicroseconds: 30_000_000,
-        controlInputs: [{ name: 'CORRID', kind: 'CONTROL_SEQUENCE_CORRID', dataType: 'UINT64' }],
+        controlInputs: [
+          { name: 'READY', kind: 'CONTROL_SEQUENCE_READY', int32FalseTrue: [0, 1] },
+          { name: 'CORRID', kind: 'CONTROL_SEQUENCE_CORRID', dataType: 'UINT64' },
+        ],
         states: [{ inputName: 'SUM_IN', outputName: 'SUM_OUT', dtype: 'INT32', shape: [1], initialState: { zeroData: true } }],
       },
     },
@@ -128,6 +131,8 @@ function bindComposer(t: Triton, name: string, strategy: 'direct' | 'oldest'): v
 
 /** The iterative model's executions: the ids of the ready rows of each. */
 const iterativeExecutions: string[][] = [];
+/** The START control each ready row of the iterative model saw, by id, in execution order. */
+const iterativeStarts = new Map<string, number[]>();
 /** When armed, the iterative model's first execution holding a request at step 1 waits on it. */
 let iterativeHold: { gate: Gate; entered: boolean } | undefined;
 /** Steps done per running request (by its CORRID, which the iterative sequencer assigns). */
@@ -140,6 +145,10 @@ const iterativeProgress = new Map<string, number>();
 async function iterative(requests: Request[]): Promise<undefined> {
   const ready = requests.filter((r) => r.sequence?.ready);
   iterativeExecutions.push(ready.map(corridOf));
+  for (const r of ready) {
+    const starts = iterativeStarts.get(corridOf(r)) ?? [];
+    iterativeStarts.set(corridOf(r), [...starts, (r.data.START.data as Int32Array)[0]]);
+  }
   const h = iterativeHold;
   if (h && ready.some((r) => iterativeProgress.get(corridOf(r)) === 1)) {
     iterativeHold = undefined;
@@ -211,7 +220,10 @@ beforeAll(async () => {
       maxBatchSize: 4, decoupled: true,
       sequenceBatcher: {
         iterativeSequence: true, maxSequenceIdleMicroseconds: 30_000_000,
-        controlInputs: [{ name: 'CORRID', kind: 'CONTROL_SEQUENCE_CORRID', dataType: 'UINT64' }],
+        controlInputs: [
+          { name: 'START', kind: 'CONTROL_SEQUENCE_START', int32FalseTrue: [0, 1] },
+          { name: 'CORRID', kind: 'CONTROL_SEQUENCE_CORRID', dataType: 'UINT64' },
+        ],
       },
     },
   });
@@ -523,8 +535,9 @@ async function endAll(streams: SequenceStream[]): Promise<void> {
   }
 }
 
-const ready = (id: number, x: number): Row => ({ id: String(id), ready: true, x });
-const nullRow: Row = { id: '', ready: false, x: 0 };
+const ready = (id: number, x: number): Row => ({ id: String(id), ready: 1, x, sequenceReady: true });
+/** A direct slot with nothing ready: zeros, READY = 0, CORRID 0. */
+const nullRow: Row = { id: '0', ready: 0, x: 0, sequenceReady: false };
 
 describe('batch composition under concurrent sequences (gRPC streams)', () => {
   test('direct: each sequence in its own slot\'s row, READY = 0 null rows for idle slots below the highest', async () => {
@@ -579,9 +592,9 @@ describe('batch composition under concurrent sequences (gRPC streams)', () => {
       await waitFor(() => waiting.answers.length === 1 && streams[1].answers.length === 2, 'the END and the backlogged START answered');
       expect(waiting.outs()).toEqual([50]);
       const after = executions[model].slice(executions[model].findIndex((rows) => rows.some((r) => r.id === '6202' && r.x === 0)));
-      expect(after[0].filter((r) => r.ready).map((r) => r.id)).toEqual(['6202']);
-      expect(after.slice(1).flat().filter((r) => r.ready)).toEqual([ready(6205, 50)]);
-      expect(after[1].findIndex((r) => r.ready)).toBe(1);
+      expect(after[0].filter((r) => r.sequenceReady).map((r) => r.id)).toEqual(['6202']);
+      expect(after.slice(1).flat().filter((r) => r.sequenceReady)).toEqual([ready(6205, 50)]);
+      expect(after[1].findIndex((r) => r.sequenceReady)).toBe(1);
     } finally {
       await endAll([streams[0], streams[2], streams[3], waiting]);
       await streams[1].close();
@@ -677,19 +690,21 @@ const overGenerateStream: IterativeRun = async (steps) => {
   return outs;
 };
 
-describe.each<[string, IterativeRun]>([
-  ['gRPC ModelStreamInfer', overGrpcStream],
-  ['HTTP generate_stream', overGenerateStream],
-])('iterative decoupled sequence over %s', (_name, run) => {
+describe.each<[string, IterativeRun, IterativeRun]>([
+  ['gRPC ModelStreamInfer', overGrpcStream, overGrpcStream],
+  ['HTTP generate_stream', overGenerateStream, overGenerateStream],
+  ['gRPC ModelStreamInfer, then HTTP generate_stream', overGrpcStream, overGenerateStream],
+])('iterative decoupled sequences over %s', (_name, run, runLater) => {
   test('one response per step; a request started later joins the running one\'s batches (continuous batching)', async () => {
     const bound = triton.model('iter_m');
     iterativeExecutions.length = 0;
+    iterativeStarts.clear();
     const held = { gate: gate(), entered: false };
     iterativeHold = held;
     const first = run(5);
     // The first request's second step waits; the second request arrives meanwhile.
     await waitFor(() => held.entered, 'iter_m holding step 1');
-    const second = run(3);
+    const second = runLater(3);
     await waitFor(() => bound.pendingCount === 2, 'the second request queued');
     held.gate.open();
     expect(await first).toEqual([0, 1, 2, 3, 4]);
@@ -700,5 +715,7 @@ describe.each<[string, IterativeRun]>([
     // Ids from the iterative sequencer: far above any a client picks (2^63 + k).
     expect(BigInt(r1) >= 2n ** 63n).toBe(true);
     expect(iterativeExecutions).toEqual([[r1], [r1], [r1, r2], [r1, r2], [r1, r2]]);
+    // START only on a request's first step (the iterative sequencer gives it START).
+    expect([iterativeStarts.get(r1), iterativeStarts.get(r2)]).toEqual([[1, 0, 0, 0, 0], [1, 0, 0]]);
   });
 });
