@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Triton } from '../../ts/triton';
-import type { Request, ResponseOutputs, TritonContext } from '../../ts/request';
+import { Request, type ResponseOutputs, type TritonContext } from '../../ts/request';
 import type { SequenceBatcher } from '../../ts/config/types';
 import { expectRejects, fp32, gate, inProcessTriton, sleep, waitFor, type Gate } from './helpers';
 
@@ -265,7 +265,7 @@ describe('iterative sequences', () => {
     expect(results.map((r) => r.OUT.data[0])).toEqual([0, 0]);
     expect(steps.flat().length).toBe(6);  // 4 executions of the first, 2 of the second
     expect(Math.max(...steps.map((s) => s.length))).toBe(2);  // the two shared batches
-    expect(() => new (require('../../ts/request').Request)({}).reschedule()).toThrow(/iterative sequence model/);
+    expect(() => new Request({}).reschedule()).toThrow(/iterative sequence model/);
   });
 
   test('a decoupled iterative model streams one response per step until the request ends', async () => {
@@ -281,7 +281,7 @@ describe('iterative sequences', () => {
       });
     };
     triton.bind({
-      modelName: 'tokens', inferFunc: tokens, inputs: [IN], outputs: [OUT],
+      modelName: 'tokens', inferFunc: tokens as never, inputs: [IN], outputs: [OUT],
       config: {
         maxBatchSize: 4, decoupled: true,
         sequenceBatcher: { iterativeSequence: true },
@@ -359,7 +359,7 @@ test('README: the stateful model example runs as written', async () => {
   const log = jest.spyOn(console, 'log').mockImplementation((...args: unknown[]) => { logged.push(...args); });
   try {
     // eslint-disable-next-line @typescript-eslint/no-implied-eval
-    const run = new Function('require', `return (async () => {\n${README_SEQUENCE_EXAMPLE}\n})();`) as (r: NodeRequire) => Promise<void>;
+    const run = new Function('require', `return (async () => {\n${README_SEQUENCE_EXAMPLE}\n})();`) as (r: (id: string) => unknown) => Promise<void>;
     await run((id: string) => (id === 'infernode' ? require('../../ts/index') : require(id)));
   } finally {
     log.mockRestore();

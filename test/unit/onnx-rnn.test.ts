@@ -7,7 +7,7 @@
  * share a process with the one infernode's addon loads, and under Jest's sandbox its outputs
  * would be typed arrays of another realm. Data crosses by structured clone.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { startOrtChild, type OrtChild } from './ort-child';
 import {
   BATCH_DIM, RNN_BENCH_HIDDEN, RNN_BENCH_INPUT_SIZE, mulberry32, rnnStep, rnnStepModel, rnnWeights,
 } from '../../ts/tools/onnx';
@@ -44,31 +44,15 @@ process.on('message', async ({ id, model, batch, hidden, inputs }) => {
 });
 process.on('disconnect', () => process.exit(0));`;
 
-let child: ChildProcess;
-let nextId = 0;
-const pending = new Map<number, { resolve: (r: Steps) => void; reject: (e: Error) => void }>();
+let ort: OrtChild<{ model: Buffer; batch: number; hidden: number; inputs: Float32Array[] }, Steps>;
 
 beforeAll(() => {
-  child = spawn(process.execPath, ['-e', ORT_CHILD, require.resolve('onnxruntime-node')], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced',
-  });
-  child.on('message', (message) => {
-    const { id, result, error } = message as { id: number; result?: Steps; error?: string };
-    const p = pending.get(id)!;
-    pending.delete(id);
-    if (error !== undefined) p.reject(new Error(error));
-    else p.resolve(result!);
-  });
-  child.on('exit', (code) => pending.forEach((p) => p.reject(new Error(`the onnxruntime-node process exited (${code})`))));
+  ort = startOrtChild(ORT_CHILD);
 });
-afterAll(() => child.disconnect());
+afterAll(() => ort.close());
 
 function runSteps(model: Buffer, batch: number, hidden: number, inputs: Float32Array[]): Promise<Steps> {
-  const id = nextId++;
-  return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject });
-    child.send({ id, model, batch, hidden, inputs });
-  });
+  return ort.run({ model, batch, hidden, inputs });
 }
 
 /** Step inputs in ±2 (large enough to drive the gates towards saturation and back). */

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { startOrtChild, type OrtChild } from './ort-child';
 import {
   BATCH_DIM, CLASSIFIER_LAYERS, CLASSIFIER_SEED, ElemType, FIELD, ModelDatatype, ProtoWriter,
   addSubModel, classifierModel, encodeModel, encodeTensor, identityModel, mlpModel, mlpWeights,
@@ -204,32 +204,16 @@ process.on('message', async ({ id, model, feeds }) => {
 });
 process.on('disconnect', () => process.exit(0));`;
 
-let child: ChildProcess;
-let nextId = 0;
-const pending = new Map<number, { resolve: (r: RunResult) => void; reject: (e: Error) => void }>();
+let ort: OrtChild<{ model: Buffer; feeds: Record<string, Feed> }, RunResult>;
 
 beforeAll(() => {
-  child = spawn(process.execPath, ['-e', ORT_CHILD, require.resolve('onnxruntime-node')], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced',
-  });
-  child.on('message', (message) => {
-    const { id, result, error } = message as { id: number; result?: RunResult; error?: string };
-    const p = pending.get(id)!;
-    pending.delete(id);
-    if (error !== undefined) p.reject(new Error(error));
-    else p.resolve(result!);
-  });
-  child.on('exit', (code) => pending.forEach((p) => p.reject(new Error(`the onnxruntime-node process exited (${code})`))));
+  ort = startOrtChild(ORT_CHILD);
 });
-afterAll(() => child.disconnect());
+afterAll(() => ort.close());
 
 /** Loads `model` in onnxruntime-node and runs it once on `feeds`. */
 function runOrt(model: Buffer, feeds: Record<string, Feed>): Promise<RunResult> {
-  const id = nextId++;
-  return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject });
-    child.send({ id, model, feeds });
-  });
+  return ort.run({ model, feeds });
 }
 
 /** Deterministic test data of `n` elements, with negatives and large magnitudes where the type has them. */
