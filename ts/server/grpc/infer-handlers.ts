@@ -5,6 +5,7 @@
  * band with `error_message` (and its id) and the stream stays open, unless the client opened the
  * stream with the `triton_grpc_error: true` header, which ends the stream with the error's status.
  */
+import { batchWrites } from './batched-writes';
 import type { Deadline, ServerDuplexStream, ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
 import type { ServerContext } from '../context';
 import { DisconnectSignal } from '../http/disconnect';
@@ -133,6 +134,7 @@ class StreamSession {
 
   start(): void {
     this.o.streams.add(this.#entry);
+    batchWrites(this.call);
     this.call.on('data', (request: unknown) => this.#onRequest(request));
     this.call.on('end', () => {
       this.#halfClosed = true;
