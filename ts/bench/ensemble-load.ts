@@ -54,6 +54,8 @@ export interface EnsembleLoadReport {
   p50Us: number;
   p99Us: number;
   meanUs: number;
+  /** Every answer's latency in the measured window, µs (the parent merges windows of one mode). */
+  latenciesUs: number[];
   /** This process's CPU time (user + system) in the measured window, µs. */
   clientCpuUs: number;
   /** Per input row: the first answer's logits (FP32 bytes, base64), null when none came. */
@@ -141,7 +143,7 @@ export function runEnsembleJob(job: EnsembleLoadJob): Promise<EnsembleLoadReport
       resolve({
         requests: latencies.length, errors, firstError, seconds,
         p50Us: percentile(sorted, 50), p99Us: percentile(sorted, 99), meanUs: latencies.length ? sum / latencies.length : 0,
-        clientCpuUs: cpu.user + cpu.system, logits, features,
+        latenciesUs: latencies, clientCpuUs: cpu.user + cpu.system, logits, features,
       });
     };
     for (let i = 0; i < job.concurrency; i++) {

@@ -10,6 +10,8 @@
  * model, the ensemble ÷ two-call ratio (target ≥ 1.5×), and a check that the first answers to a
  * set of input rows are the same in both modes and match a JS reference of the pipeline.
  * Server and load generators run in their own processes (ensemble-server.ts, ensemble-load.ts).
+ * The two modes alternate in short windows (ROUNDS per concurrency) and each mode's windows are
+ * merged, so background load on a shared machine does not favour one of them.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -29,6 +31,11 @@ const FEATURES = BENCH_MLP_LAYERS[0]!;
 const CLASSES = BENCH_MLP_LAYERS[BENCH_MLP_LAYERS.length - 1]!;
 export const ENSEMBLE_CONCURRENCIES = [16, 64];
 const MODES: readonly ClientMode[] = ['ensemble', 'two-call'];
+/**
+ * Rounds per concurrency: the two modes alternate in short windows, so what else runs on a
+ * shared machine weighs on both alike; each mode's windows are then merged into one row.
+ */
+const ROUNDS = 3;
 /** Distinct input rows the clients rotate over; the first answer to each is checked. */
 const SAMPLE_ROWS = 8;
 
@@ -148,18 +155,21 @@ function load(job: EnsembleLoadJob): Promise<EnsembleLoadReport> {
 export interface EnsembleRow {
   mode: ClientMode;
   concurrency: number;
-  /** End-to-end answers per second. */
+  /** End-to-end answers per second over all rounds. */
   requestsPerSecond: number;
+  /** The same in each round, in order. */
+  roundRequestsPerSecond: number[];
   p50Us: number;
   p99Us: number;
   errors: number;
   firstError: string;
-  /** Server CPU in the window, in cores (CPU seconds per second). */
+  /** Server CPU over the windows (warm-up included), in cores (CPU seconds per second). */
   serverCpu: number;
-  /** Load generator CPU in the window, in cores. */
+  /** Load generator CPU over the measured windows, in cores. */
   clientCpu: number;
+  /** The server's event-loop delay p99, the worst window's. */
   eventLoopDelayP99Ms: number;
-  /** Rows per run of each step model in the window. */
+  /** Rows per run of each step model over the windows (its direct and ensemble requests alike). */
   preprocessBatch: number;
   mlpBatch: number;
 }
@@ -179,15 +189,13 @@ export interface EnsembleVerification {
 export interface EnsembleBenchResult {
   scenario: 'ensemble';
   pipeline: string;
-  durationMs: number;
+  rounds: number;
+  windowMs: number;
   rows: EnsembleRow[];
   /** Per concurrency: ensemble ÷ two-call answers/s. */
   ratio: Record<number, number>;
   verification: EnsembleVerification;
 }
-
-const batchOf = (before: Executions, after: Executions): number =>
-  after.executions > before.executions ? (after.rows - before.rows) / (after.executions - before.executions) : 0;
 
 /** Tolerances of the check: batching changes ONNX Runtime's summation order, not the result beyond FP32 rounding. */
 const MODE_TOLERANCE = 1e-4;
@@ -236,40 +244,80 @@ function verify(rows: Float32Array[], reports: { mode: ClientMode; report: Ensem
   };
 }
 
-export async function runEnsembleBench(durationMs = 5000): Promise<EnsembleBenchResult> {
+/** One measured window: one client mode at one concurrency, and what the server did meanwhile. */
+interface Window {
+  mode: ClientMode;
+  concurrency: number;
+  report: EnsembleLoadReport;
+  serverCpuUs: number;
+  /** The window's wall time, warm-up included (the span of the server's CPU figure). */
+  wallSeconds: number;
+  preprocess: Executions;
+  mlp: Executions;
+  eventLoopDelayP99Ms: number;
+}
+
+const delta = (before: Executions, after: Executions): Executions =>
+  ({ rows: after.rows - before.rows, executions: after.executions - before.executions });
+
+function percentile(sorted: Float64Array, p: number): number {
+  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** The windows of one mode at one concurrency as one row: answers, CPU and rows per run summed, latencies merged. */
+function rowOf(windows: Window[]): EnsembleRow {
+  const sum = (f: (w: Window) => number): number => windows.reduce((a, w) => a + f(w), 0);
+  const seconds = sum((w) => w.report.seconds);
+  const sorted = Float64Array.from(windows.flatMap((w) => w.report.latenciesUs)).sort();
+  const perRun = (f: (w: Window) => Executions): number => {
+    const runs = sum((w) => f(w).executions);
+    return runs > 0 ? sum((w) => f(w).rows) / runs : 0;
+  };
+  return {
+    mode: windows[0]!.mode, concurrency: windows[0]!.concurrency,
+    requestsPerSecond: seconds > 0 ? sum((w) => w.report.requests) / seconds : 0,
+    roundRequestsPerSecond: windows.map((w) => (w.report.seconds > 0 ? w.report.requests / w.report.seconds : 0)),
+    p50Us: percentile(sorted, 50), p99Us: percentile(sorted, 99),
+    errors: sum((w) => w.report.errors), firstError: windows.find((w) => w.report.firstError !== '')?.report.firstError ?? '',
+    serverCpu: sum((w) => w.serverCpuUs) / 1e6 / sum((w) => w.wallSeconds),
+    clientCpu: seconds > 0 ? sum((w) => w.report.clientCpuUs) / 1e6 / seconds : 0,
+    eventLoopDelayP99Ms: Math.max(...windows.map((w) => w.eventLoopDelayP99Ms)),
+    preprocessBatch: perRun((w) => w.preprocess), mlpBatch: perRun((w) => w.mlp),
+  };
+}
+
+/**
+ * Runs the scenario: per concurrency, ROUNDS rounds of (ensemble window, two-call window), each
+ * window `windowMs` measured after 500 ms of warm-up.
+ */
+export async function runEnsembleBench(windowMs = 2000): Promise<EnsembleBenchResult> {
   prepareRepository();
   const inputRows = sampleRows();
   const encodedRows = inputRows.map((r) => Buffer.from(r.buffer, r.byteOffset, r.byteLength).toString('base64'));
   const server = await ServerProcess.start();
-  const rows: EnsembleRow[] = [];
-  const reports: { mode: ClientMode; report: EnsembleLoadReport }[] = [];
+  const windows: Window[] = [];
   try {
     for (const concurrency of ENSEMBLE_CONCURRENCIES) {
-      // The modes alternate per concurrency so both see the machine in the same state.
-      for (const mode of MODES) {
-        const before = await server.report();
-        const startedAt = performance.now();
-        server.reset();
-        const report = await load({
-          port: server.port, mode, names: NAMES, rows: encodedRows, concurrency, warmupMs: 1000, durationMs,
-        });
-        const after = await server.report();
-        const wallSeconds = (performance.now() - startedAt) / 1000;
-        reports.push({ mode, report });
-        rows.push({
-          mode, concurrency, requestsPerSecond: report.seconds > 0 ? report.requests / report.seconds : 0,
-          p50Us: report.p50Us, p99Us: report.p99Us, errors: report.errors, firstError: report.firstError,
-          // The server's CPU over the load's whole run (warm-up included) ÷ that run's wall time.
-          serverCpu: (after.cpuUs - before.cpuUs) / 1e6 / wallSeconds,
-          clientCpu: report.clientCpuUs / 1e6 / report.seconds,
-          eventLoopDelayP99Ms: after.p99Ms,
-          preprocessBatch: batchOf(before.preprocess, after.preprocess), mlpBatch: batchOf(before.mlp, after.mlp),
-        });
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const mode of MODES) {
+          const before = await server.report();
+          const startedAt = performance.now();
+          server.reset();
+          const report = await load({
+            port: server.port, mode, names: NAMES, rows: encodedRows, concurrency, warmupMs: 500, durationMs: windowMs,
+          });
+          const after = await server.report();
+          windows.push({
+            mode, concurrency, report, serverCpuUs: after.cpuUs - before.cpuUs, wallSeconds: (performance.now() - startedAt) / 1000,
+            preprocess: delta(before.preprocess, after.preprocess), mlp: delta(before.mlp, after.mlp), eventLoopDelayP99Ms: after.p99Ms,
+          });
+        }
       }
     }
   } finally {
     await server.stop();
   }
+  const rows = ENSEMBLE_CONCURRENCIES.flatMap((c) => MODES.map((mode) => rowOf(windows.filter((w) => w.mode === mode && w.concurrency === c))));
   const ratio: Record<number, number> = {};
   for (const c of ENSEMBLE_CONCURRENCIES) {
     const at = (mode: ClientMode): number => rows.find((r) => r.mode === mode && r.concurrency === c)?.requestsPerSecond ?? 0;
@@ -277,11 +325,18 @@ export async function runEnsembleBench(durationMs = 5000): Promise<EnsembleBench
   }
   return {
     scenario: 'ensemble', pipeline: `preprocess (x − mean) · inv_std [${FEATURES}] → MLP ${BENCH_MLP_LAYERS.join('→')} (FP32)`,
-    durationMs, rows, ratio, verification: verify(inputRows, reports),
+    rounds: ROUNDS, windowMs, rows, ratio, verification: verify(inputRows, windows),
   };
 }
 
 const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/** Ensemble ÷ two-call answers/s in each round at concurrency `c`. */
+function roundRatios(r: EnsembleBenchResult, c: number): number[] {
+  const of = (mode: ClientMode): number[] => r.rows.find((x) => x.mode === mode && x.concurrency === c)?.roundRequestsPerSecond ?? [];
+  const twoCall = of('two-call');
+  return of('ensemble').map((e, i) => (twoCall[i] ? e / twoCall[i]! : 0));
+}
 
 export function ensembleMarkdown(r: EnsembleBenchResult, machine: string): string {
   const v = r.verification;
@@ -294,20 +349,23 @@ export function ensembleMarkdown(r: EnsembleBenchResult, machine: string): strin
     '',
     `Machine: ${machine}  `,
     `Date: ${new Date().toISOString()}  `,
-    `Each row: ${r.durationMs / 1000} s after 1 s of warm-up, closed loop, one infernode process (both step models with`,
-    'dynamic batching, one instance each) serving both client modes; the load generator in its own process.',
+    `Each row: ${r.rounds} windows of ${r.windowMs / 1000} s (after 0.5 s of warm-up each), alternating with the other client's, merged;`,
+    'closed loop; one infernode process (both step models with dynamic batching, one instance each) serving both',
+    'client modes; the load generator in its own process.',
     '**ensemble**: one KServe binary request per answer to the ensemble `pipeline`. **two-call**: a binary',
     'request to `preprocess`, then one to `mlp_bench` with the first answer\'s output — what a client does',
     'without ensembles. req/s counts end-to-end answers (logits), so a two-call answer is two HTTP round trips.',
     '',
-    ...ENSEMBLE_CONCURRENCIES.map((c) => `**ensemble ÷ two-call at concurrency ${c}: ${fmt(r.ratio[c] ?? 0, 2)}×** (target ≥ 1.5×)  `),
+    ...ENSEMBLE_CONCURRENCIES.map((c) => `**ensemble ÷ two-call at concurrency ${c}: ${fmt(r.ratio[c] ?? 0, 2)}×** (target ≥ 1.5×; ` +
+      `per round: ${roundRatios(r, c).map((x) => `${fmt(x, 2)}×`).join(', ')})  `),
     '',
     '| client | concurrency | answers/s | p50 ms | p99 ms | server CPU (cores) | client CPU (cores) | preprocess rows/run | MLP rows/run | event-loop delay p99 ms | errors |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...r.rows.map(row),
     '',
     `Answers checked (${v.ok ? 'OK' : 'FAILED'}): the first answer to each of ${v.rowsCompared} input rows in both modes differs by at most ` +
-      `${v.maxModeDifference.toExponential(1)} (batching changes ONNX Runtime's summation order); the two-call client's preprocessing ` +
+      `${v.maxModeDifference.toExponential(1)} (tolerance ${MODE_TOLERANCE}: a row's result may depend on the batch it ran in); the ` +
+      `two-call client's preprocessing ` +
       `answers match the JS reference bit for bit (${v.preprocessMismatches} mismatches); logits match a float64 JS reference of the ` +
       `pipeline within ${v.maxReferenceError.toExponential(1)} relative.`,
     ...(errors.length ? ['', 'First errors:', ...errors] : []),
@@ -319,7 +377,7 @@ export function ensembleMarkdown(r: EnsembleBenchResult, machine: string): strin
 }
 
 if (require.main === module) {
-  runEnsembleBench(Number(process.argv[2] ?? 5000)).then((r) => console.log(ensembleMarkdown(r, 'this machine')), (err: unknown) => {
+  runEnsembleBench(Number(process.argv[2] ?? 2000)).then((r) => console.log(ensembleMarkdown(r, 'this machine')), (err: unknown) => {
     console.error(err);
     process.exit(1);
   });
