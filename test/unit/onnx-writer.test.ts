@@ -9,7 +9,7 @@ import { startOrtChild, type OrtChild } from './ort-child';
 import {
   BATCH_DIM, CLASSIFIER_LAYERS, CLASSIFIER_SEED, ElemType, FIELD, ModelDatatype, ProtoWriter,
   addSubModel, classifierModel, encodeModel, encodeTensor, identityModel, mlpModel, mlpWeights,
-  varintSize,
+  preprocess, preprocessModel, preprocessParams, varintSize,
 } from '../../ts/tools/onnx';
 
 // ---- a minimal protobuf reader, independent of the writer ----
@@ -334,5 +334,19 @@ describe('generated models in onnxruntime-node', () => {
     const floor = 0.1 * Math.max(...Array.from(want, Math.abs));
     const worst = Math.max(...got.map((g, i) => Math.abs(g - want[i]!) / Math.max(Math.abs(want[i]!), floor)));
     expect(worst).toBeLessThanOrEqual(1e-5);
+  });
+
+  it('preprocess standardizes each feature bit for bit like its JS reference', async () => {
+    const features = 24;
+    const batch = 3;
+    const input = Float32Array.from(sample('FP32', batch * features, 4) as Float32Array, (v) => v / 50);
+    const run = await runOrt(preprocessModel(features, 2), { raw: { type: 'float32', data: input, dims: [batch, features] } });
+    expect(run.inputNames).toEqual(['raw']);
+    expect(run.outputNames).toEqual(['features']);
+    expect(run.outputs.features!.dims).toEqual([batch, features]);
+    const want = preprocess(preprocessParams(features, 2), input);
+    expect(Array.from(run.outputs.features!.data as ArrayLike<number>)).toEqual(Array.from(want));
+    // The constants vary per feature (else a broadcast over the wrong axis would pass).
+    expect(new Set(preprocessParams(features, 2).mean).size).toBe(features);
   });
 });

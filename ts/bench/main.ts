@@ -14,6 +14,7 @@ import { BENCH_MODELS, onnxChart, onnxMarkdown, runOnnxBench } from './onnx';
 import { runStreamBench, streamMarkdown } from './stream';
 import { cacheMarkdown, runCacheBench } from './cache';
 import { SEQUENCE_SIZES, runSequenceBench, sequenceMarkdown } from './sequence';
+import { ensembleMarkdown, runEnsembleBench } from './ensemble';
 
 const RESULTS_DIR = path.join(__dirname, '..', '..', 'bench', 'results');
 
@@ -76,6 +77,10 @@ async function main(): Promise<void> {
   if (want('cache')) {
     const result = await runCacheBench();
     write('cache', result, cacheMarkdown(result, machineDescription()));
+  }
+  if (want('ensemble')) {
+    const result = await runEnsembleBench();
+    write('ensemble', result, ensembleMarkdown(result, machineDescription()));
   }
   for (const size of SEQUENCE_SIZES) {
     if (!want(size.scenario)) continue;

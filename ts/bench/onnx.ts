@@ -32,8 +32,8 @@ export const BENCH_MODELS: readonly BenchModel[] = [
 const repositoryOf = (m: BenchModel): string => path.join(ROOT, '.tmp', `bench-models-${m.hidden}`);
 const modelFileOf = (m: BenchModel): string => path.join(repositoryOf(m), 'mlp_bench', '1', 'model.onnx');
 
-/** The bench model and its config (the model is generated once, ~36 MB, not committed). */
-const CONFIG = `name: "mlp_bench"
+/** The bench model's config (the model is generated once, ~36 MB, not committed); the ensemble bench serves it too. */
+export const MLP_BENCH_CONFIG = `name: "mlp_bench"
 platform: "onnxruntime_onnx"
 max_batch_size: 64
 input [ { name: "input", data_type: TYPE_FP32, dims: [ 256 ] } ]
@@ -54,7 +54,7 @@ function prepareRepository(m: BenchModel): void {
     onnx.writeModelFile(file, onnx.benchMlpModel(m.hidden));
   }
   mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(path.join(repositoryOf(m), 'mlp_bench', 'config.pbtxt'), CONFIG);
+  writeFileSync(path.join(repositoryOf(m), 'mlp_bench', 'config.pbtxt'), MLP_BENCH_CONFIG);
 }
 
 /** One KServe binary request for one row of 256 features. */

@@ -1,7 +1,7 @@
 /**
  * Ready-made ONNX models for examples, tests and the benchmark: identity, add/sub, a seeded
- * MLP and one step of a GRU-like recurrent cell. Every model's first dimension is the symbolic
- * batch dimension "batch".
+ * MLP, a scale-and-shift preprocessing step and one step of a GRU-like recurrent cell. Every
+ * model's first dimension is the symbolic batch dimension "batch".
  */
 import type { DataType } from '../../tensor';
 import { ElemType, ElemTypeValue, encodeModel, Dim, Node, Tensor } from './model';
@@ -181,6 +181,81 @@ export function classifierModel(): Buffer {
 /** The benchmark MLP: [256, 2048, 2048, 2048, 10], input "input" [batch, 256], output "logits" [batch, 10]. */
 export function benchMlpModel(hidden = BENCH_MLP_LAYERS[1]!): Buffer {
   return mlpModel([256, hidden, hidden, hidden, 10], BENCH_MLP_SEED, { name: 'mlp_bench' });
+}
+
+// ---- the preprocessing model (the ensemble bench's first step) ----
+
+/** Per-feature constants of a scale-and-shift preprocessing step: out = (x − mean) · invStd. */
+export interface PreprocessParams {
+  mean: Float32Array;
+  invStd: Float32Array;
+}
+
+/** Seed of the ensemble bench's preprocessing constants. */
+export const PREPROCESS_BENCH_SEED = 5;
+
+/**
+ * Deterministic preprocessing constants for `features` features from mulberry32(seed): means
+ * uniform in [−0.5, 0.5), inverse standard deviations uniform in [0.5, 2).
+ */
+export function preprocessParams(features: number, seed = PREPROCESS_BENCH_SEED): PreprocessParams {
+  if (!Number.isInteger(features) || features < 1) throw new Error(`a preprocessing model needs a positive integer feature count, got ${features}`);
+  const random = mulberry32(seed);
+  const mean = Float32Array.from({ length: features }, () => random() - 0.5);
+  const invStd = Float32Array.from({ length: features }, () => 0.5 + random() * 1.5);
+  return { mean, invStd };
+}
+
+/** Names of a preprocessing model. */
+export interface PreprocessOptions {
+  /** Graph name (default "preprocess"). */
+  name?: string;
+  /** Input name (default "raw"). */
+  inputName?: string;
+  /** Output name (default "features"). */
+  outputName?: string;
+}
+
+/**
+ * Standardization as a model: `raw [batch, features]` → Sub(mean) → Mul(invStd) →
+ * `features [batch, features]`, FP32, the constants from {@link preprocessParams} as
+ * initializers broadcast over the batch. {@link preprocess} is the same computation in JS.
+ */
+export function preprocessModel(features: number, seed = PREPROCESS_BENCH_SEED, options: PreprocessOptions = {}): Buffer {
+  const { mean, invStd } = preprocessParams(features, seed);
+  const inputName = options.inputName ?? 'raw';
+  const outputName = options.outputName ?? 'features';
+  return encodeModel({
+    graph: {
+      name: options.name ?? 'preprocess',
+      nodes: [
+        { opType: 'Sub', name: 'center', inputs: [inputName, 'mean'], outputs: ['centered'] },
+        { opType: 'Mul', name: 'scale', inputs: ['centered', 'inv_std'], outputs: [outputName] },
+      ],
+      initializers: [
+        { name: 'mean', elemType: ElemType.FLOAT, dims: [features], raw: mean },
+        { name: 'inv_std', elemType: ElemType.FLOAT, dims: [features], raw: invStd },
+      ],
+      inputs: [{ name: inputName, elemType: ElemType.FLOAT, dims: [BATCH_DIM, features] }],
+      outputs: [{ name: outputName, elemType: ElemType.FLOAT, dims: [BATCH_DIM, features] }],
+    },
+    docString: `Preprocessing (x - mean) * inv_std over ${features} features (seed ${seed}) made by infernode's ONNX writer`,
+  });
+}
+
+/**
+ * {@link preprocessModel}'s computation in JS on rows of `params.mean.length` features; each op
+ * rounds to FP32 as ONNX Runtime's does, so the result is bit-identical.
+ */
+export function preprocess(params: PreprocessParams, x: Float32Array): Float32Array {
+  const features = params.mean.length;
+  if (x.length % features !== 0) throw new Error(`preprocess expects rows of ${features} features; got ${x.length} values`);
+  const out = new Float32Array(x.length);
+  for (let i = 0; i < x.length; i++) {
+    const j = i % features;
+    out[i] = Math.fround(Math.fround(x[i]! - params.mean[j]!) * params.invStd[j]!);
+  }
+  return out;
 }
 
 /** mulberry32: a small, fast 32-bit PRNG returning floats in [0, 1). */
