@@ -467,9 +467,10 @@ describe.each(FRONTENDS)('%s', (_name, frontend, n) => {
     // Expiry is applied when the next request arrives: waiting a few idle times is enough.
     await sleep(100);
     expect(await step('acc_idle', seqId, 2)).toEqual(startError(seqId, 'acc_idle'));
-    // A new START works and begins from the initial state.
-    expect(await sumOf(step('acc_idle', seqId, 5, { start: true }))).toBe(5);
-    expect(await sumOf(step('acc_idle', seqId, 1, { end: true }))).toBe(6);
+    // A new START works and begins from the initial state. One request (START and END): two
+    // consecutive steps could themselves be further apart than the 20 ms idle time on a
+    // loaded machine, so none of this test's checks needs two steps within it.
+    expect(await sumOf(step('acc_idle', seqId, 5, { start: true, end: true }))).toBe(5);
   });
 });
 

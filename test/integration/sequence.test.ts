@@ -213,11 +213,12 @@ describe('lifetime', () => {
   test('a sequence idle longer than maxSequenceIdleMicroseconds is released', async () => {
     bindAccumulator(new Accumulator(), { ...ACCUMULATOR, maxSequenceIdleMicroseconds: 20_000 });
     await triton.run();
+    // No check here needs two steps within the 20 ms idle time: on a loaded machine two
+    // consecutive steps can be further apart than that.
     expect(await step(4, 1, { start: true })).toBe(1);
-    expect(await step(4, 1)).toBe(2);
     await sleep(100);  // past the idle time: expiry is applied when the next request arrives
     await expectRejects(step(4, 1), 'INVALID_ARG', /sequence 4 .* must specify the START flag/);
-    expect(await step(4, 7, { start: true })).toBe(7);
+    expect(await step(4, 7, { start: true, end: true })).toBe(7);
   });
 
   test('cancelling a queued request cancels the queued requests of its sequence; others go on', async () => {
