@@ -15,7 +15,7 @@ import type { NormalizedModelConfig } from '../config/normalize';
 import { BoundModel, type CancelSignal, type InferOptions, type StreamOptions } from '../model';
 import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelStats } from '../cache/model-cache';
 import type { ResponseCache } from '../cache/response-cache';
-import { ResponseStream } from '../decoupled';
+import { DEFAULT_MAX_QUEUED_RESPONSES, ResponseStream } from '../decoupled';
 import { NDArray, copyNDArray } from '../tensor';
 import { stepLabel, type EnsemblePlan } from './validate';
 
@@ -59,6 +59,16 @@ class StepGate {
 
 interface Counter { count: number; ns: number }
 
+/** What every continuation of one decoupled ensemble request shares. */
+interface Flow {
+  options: InferOptions;
+  signal: StepSignal;
+  /** The ensemble outputs the request asked for. */
+  wanted: string[];
+  /** Sends one response of the request. */
+  emit: (outputs: Record<string, NDArray>) => void;
+}
+
 export class EnsembleModel extends BoundModel {
   readonly #plan: EnsemblePlan;
   readonly #lookup: StepModelLookup;
@@ -74,7 +84,9 @@ export class EnsembleModel extends BoundModel {
   #responseCache: ModelResponseCache | null = null;
 
   constructor(config: NormalizedModelConfig, plan: EnsemblePlan, lookup: StepModelLookup) {
-    super({ ...config, instanceGroup: [], dynamicBatching: null }, { kind: 'js', funcs: [], strict: false });
+    // A decoupled step makes the ensemble decoupled, as Triton sets it (ensemble_utils.cc).
+    super({ ...config, instanceGroup: [], dynamicBatching: null, decoupled: plan.decoupled },
+      { kind: 'js', funcs: [], strict: false });
     this.#plan = plan;
     this.#lookup = lookup;
     const limit = config.ensembleScheduling!.maxInflightRequests;
@@ -107,10 +119,113 @@ export class EnsembleModel extends BoundModel {
       `serving (${toInferenceServerError(err).message}); load model '${step.modelName}' again`);
   }
 
-  override inferStream(_inputs: Record<string, NDArray>, _options: StreamOptions = {}): ResponseStream {
-    const stream = new ResponseStream(0, () => undefined);
-    stream.fail(new InferenceServerError('UNSUPPORTED', `ensemble '${this.name}' is not decoupled: call infer()`));
+  /**
+   * A decoupled ensemble's request: plain steps run as in infer(); each response of a decoupled
+   * step continues the rest of the DAG on its own (a copy of the tensors so far plus that
+   * response's outputs), and every such continuation that produces the ensemble's outputs is one
+   * response of the request. The request ends when every continuation has.
+   */
+  override inferStream(inputs: Record<string, NDArray>, options: StreamOptions = {}): ResponseStream {
+    const signal = new StepSignal();
+    const stream = new ResponseStream(options.maxQueuedResponses ?? DEFAULT_MAX_QUEUED_RESPONSES, () => signal.abort());
+    if (!this.config.decoupled) {
+      stream.fail(new InferenceServerError('UNSUPPORTED', `ensemble '${this.name}' is not decoupled: call infer()`));
+      return stream;
+    }
+    const prepared = this.#prepare(inputs, options);
+    if (prepared instanceof InferenceServerError) {
+      stream.fail(prepared);
+      return stream;
+    }
+    if (options.signal) options.signal.addEventListener('abort', () => signal.abort(), { once: true });
+    const started = performance.now();
+    this.#pending++;
+    const emit = (outputs: Record<string, NDArray>): void => {
+      if (stream.push(outputs)) return;
+      signal.abort();
+      stream.fail(new InferenceServerError('UNAVAILABLE', `request for model '${this.name}' was cancelled: its reader fell ` +
+        `more than ${stream.maxQueued} responses behind (maxQueuedResponses)`));
+    };
+    this.#flow(prepared.tensors, new Set(), { options, signal, wanted: prepared.wanted, emit }).then(() => {
+      this.#count(this.#success, started);
+      this.#inferenceCount += this.#rows(inputs);
+      stream.end();
+    }, (err: unknown) => {
+      signal.abort();
+      this.#count(this.#fail, started);
+      stream.fail(toInferenceServerError(err));
+    }).finally(() => {
+      this.#pending--;
+      if (this.#pending === 0 && this.#drained) this.#drained();
+    });
     return stream;
+  }
+
+  /**
+   * Runs what can run from `tensors` on: every ready plain step first (their outputs join
+   * `tensors`), then the ready decoupled steps, whose responses each continue in a flow of their
+   * own. A flow that forks ends there; one that does not emits the ensemble outputs if it has
+   * them all. `done` holds the steps this flow (or its ancestors) ran.
+   */
+  async #flow(tensors: Map<string, NDArray>, done: Set<number>, flow: Flow): Promise<void> {
+    const steps = this.config.ensembleScheduling!.steps;
+    for (;;) {
+      const ready = steps.map((_, i) => i).filter((i) => !done.has(i) &&
+        this.#plan.needs[i].every((t) => tensors.has(t) || !this.#isProduced(t)));
+      const plain = ready.filter((i) => !this.#plan.decoupledSteps[i]);
+      if (plain.length > 0) {
+        for (const i of plain) done.add(i);
+        const produced = await Promise.all(plain.map((i) => this.#gated(i, () => this.#runStep(i, tensors, flow.options, flow.signal))));
+        for (const [tensor, arr] of produced.flat()) tensors.set(tensor, arr);
+        continue;
+      }
+      if (ready.length > 0) {
+        for (const i of ready) done.add(i);
+        await Promise.all(ready.map((i) => this.#fork(i, tensors, done, flow)));
+        return;
+      }
+      break;
+    }
+    if (flow.signal.aborted || !flow.wanted.every((name) => tensors.has(name))) return;
+    const outputs: Record<string, NDArray> = {};
+    for (const name of flow.wanted) outputs[name] = tensors.get(name)!;
+    flow.emit(outputs);
+  }
+
+  /** Runs decoupled step `i`: each of its responses continues the DAG in a flow of its own. */
+  async #fork(i: number, tensors: Map<string, NDArray>, done: Set<number>, flow: Flow): Promise<void> {
+    const step = this.config.ensembleScheduling!.steps[i];
+    const responses = this.#stepModel(i).inferStream(this.#stepInputs(i, tensors), {
+      ...this.#stepOptions(flow.options, flow.signal, step.outputMap), maxQueuedResponses: DEFAULT_MAX_QUEUED_RESPONSES,
+    });
+    const continuations: Promise<void>[] = [];
+    try {
+      for await (const outputs of responses) {
+        if (flow.signal.aborted) break;
+        const next = new Map(tensors);
+        for (const [output, tensor] of Object.entries(step.outputMap)) next.set(tensor, outputs[output]);
+        const continuation = this.#flow(next, new Set(done), flow);
+        continuation.catch(() => undefined);  // awaited below; its failure is reported once, there
+        continuations.push(continuation);
+      }
+    } catch (err) {
+      const e = toInferenceServerError(err);
+      throw new InferenceServerError(e.code, `in ensemble '${this.name}', ${stepLabel(i, step)} failed: ${e.message}`);
+    }
+    await Promise.all(continuations);
+  }
+
+  /** `run` inside step `i`'s max_inflight_requests gate. */
+  #gated<T>(i: number, run: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#gates[i].enter(() => run().then((value) => {
+        this.#gates[i].leave();
+        resolve(value);
+      }, (err: unknown) => {
+        this.#gates[i].leave();
+        reject(err);
+      }));
+    });
   }
 
   override useResponseCache(cache: ResponseCache | null): void {
@@ -125,6 +240,11 @@ export class EnsembleModel extends BoundModel {
   }
 
   #inferUncached(inputs: Record<string, NDArray>, options: InferOptions): Promise<Record<string, NDArray>> {
+    if (this.config.decoupled) {
+      return Promise.reject(new InferenceServerError('UNSUPPORTED', `model '${this.name}' is decoupled (an ensemble with a ` +
+        'decoupled step: 0..N responses per request): call inferStream() in process, or stream over gRPC ModelStreamInfer ' +
+        'or HTTP generate_stream'));
+    }
     if (this.#stopped) {
       return Promise.reject(new InferenceServerError('UNAVAILABLE', `model '${this.name}' is not ready: it was stopped`));
     }
@@ -155,35 +275,45 @@ export class EnsembleModel extends BoundModel {
     return 1;
   }
 
-  /** One request through the DAG; rejects with the failing step named. */
-  #run(given: Record<string, NDArray>, options: InferOptions): Promise<Record<string, NDArray>> {
+  /**
+   * The request's tensors (a caller's arrays copied once: steps may run after infer() returned)
+   * and the outputs it wants, or the error that refuses it.
+   */
+  #prepare(given: Record<string, NDArray>, options: InferOptions): { tensors: Map<string, NDArray>; wanted: string[] } | InferenceServerError {
     const config = this.config;
-    const steps = config.ensembleScheduling!.steps;
     const tensors = new Map<string, NDArray>();
     for (const t of config.inputs) {
       const arr = given[t.name];
       if (arr === undefined) {
         if (!t.optional) {
-          return Promise.reject(new InferenceServerError('INVALID_ARG',
-            `expected ${config.inputs.length} inputs but got ${Object.keys(given).length} inputs for model '${this.name}': input '${t.name}' is missing`));
+          return new InferenceServerError('INVALID_ARG',
+            `expected ${config.inputs.length} inputs but got ${Object.keys(given).length} inputs for model '${this.name}': input '${t.name}' is missing`);
         }
         continue;
       }
-      if (!(arr instanceof NDArray)) return Promise.reject(new InferenceServerError('INVALID_ARG', `input '${t.name}' for model '${this.name}' must be an NDArray`));
-      // Steps may run after infer() returned: a caller's arrays are copied once, here.
+      if (!(arr instanceof NDArray)) return new InferenceServerError('INVALID_ARG', `input '${t.name}' for model '${this.name}' must be an NDArray`);
       tensors.set(t.name, options.inputsOwned ? arr : copyNDArray(arr));
     }
     for (const name in given) {
       if (!config.inputs.some((t) => t.name === name)) {
-        return Promise.reject(new InferenceServerError('INVALID_ARG', `unexpected inference input '${name}' for model '${this.name}'`));
+        return new InferenceServerError('INVALID_ARG', `unexpected inference input '${name}' for model '${this.name}'`);
       }
     }
     const wanted = options.outputs ?? config.outputs.map((t) => t.name);
     for (const name of wanted) {
       if (!config.outputs.some((t) => t.name === name)) {
-        return Promise.reject(new InferenceServerError('INVALID_ARG', `unexpected inference output '${name}' for model '${this.name}'`));
+        return new InferenceServerError('INVALID_ARG', `unexpected inference output '${name}' for model '${this.name}'`);
       }
     }
+    return { tensors, wanted };
+  }
+
+  /** One request through the DAG; rejects with the failing step named. */
+  #run(given: Record<string, NDArray>, options: InferOptions): Promise<Record<string, NDArray>> {
+    const steps = this.config.ensembleScheduling!.steps;
+    const prepared = this.#prepare(given, options);
+    if (prepared instanceof InferenceServerError) return Promise.reject(prepared);
+    const { tensors, wanted } = prepared;
     const signal = new StepSignal();
     if (options.signal) options.signal.addEventListener('abort', () => signal.abort(), { once: true });
     const waitingFor = this.#plan.needs.map((needs) => needs.filter((n) => !tensors.has(n) && this.#isProduced(n)).length);
@@ -233,37 +363,51 @@ export class EnsembleModel extends BoundModel {
   async #runStep(i: number, tensors: Map<string, NDArray>, options: InferOptions, signal: StepSignal): Promise<[string, NDArray][]> {
     const step = this.config.ensembleScheduling!.steps[i];
     if (signal.aborted) throw new InferenceServerError('CANCELLED', `request for model '${this.name}' was cancelled before ${stepLabel(i, step)}`);
-    let model: BoundModel;
-    try {
-      model = this.#lookup(step.modelName, step.modelVersion);
-    } catch (err) {
-      throw this.#stepUnavailable(i, err);
-    }
-    const inputs: Record<string, NDArray> = {};
-    for (const [input, tensor] of Object.entries(step.inputMap)) {
-      const arr = tensors.get(tensor);
-      if (arr) inputs[input] = arr;  // absent: an optional ensemble input the request left out
-    }
+    const model = this.#stepModel(i);
     let outputs: Record<string, NDArray>;
     try {
-      outputs = await model.infer(inputs, {
-        inputsOwned: true,  // ensemble tensors are held by this request until it settles
-        priority: options.priority,
-        timeoutMicroseconds: options.timeoutMicroseconds,
-        parameters: options.parameters,
-        // Request-level metadata passes to every step (Triton): a sequence step model keeps the
-        // ensemble request's sequence.
-        sequenceId: options.sequenceId,
-        sequenceStart: options.sequenceStart,
-        sequenceEnd: options.sequenceEnd,
-        outputs: Object.keys(step.outputMap),
-        signal,
-      });
+      outputs = await model.infer(this.#stepInputs(i, tensors), this.#stepOptions(options, signal, step.outputMap));
     } catch (err) {
       const e = toInferenceServerError(err);
       throw new InferenceServerError(e.code, `in ensemble '${this.name}', ${stepLabel(i, step)} failed: ${e.message}`);
     }
     return Object.entries(step.outputMap).map(([output, tensor]) => [tensor, outputs[output]]);
+  }
+
+  /** Step `i`'s model as it is now (a reloaded step model is used at once). */
+  #stepModel(i: number): BoundModel {
+    const step = this.config.ensembleScheduling!.steps[i];
+    try {
+      return this.#lookup(step.modelName, step.modelVersion);
+    } catch (err) {
+      throw this.#stepUnavailable(i, err);
+    }
+  }
+
+  /** Step `i`'s inputs from the ensemble tensors (an optional ensemble input the request left out stays absent). */
+  #stepInputs(i: number, tensors: Map<string, NDArray>): Record<string, NDArray> {
+    const inputs: Record<string, NDArray> = {};
+    for (const [input, tensor] of Object.entries(this.config.ensembleScheduling!.steps[i].inputMap)) {
+      const arr = tensors.get(tensor);
+      if (arr) inputs[input] = arr;
+    }
+    return inputs;
+  }
+
+  /** What a step request carries of the ensemble request: Triton passes request-level metadata to every step. */
+  #stepOptions(options: InferOptions, signal: StepSignal, outputMap: Record<string, string>): InferOptions {
+    return {
+      inputsOwned: true,  // ensemble tensors are held by this request until it settles
+      priority: options.priority,
+      timeoutMicroseconds: options.timeoutMicroseconds,
+      parameters: options.parameters,
+      // A sequence step model keeps the ensemble request's sequence.
+      sequenceId: options.sequenceId,
+      sequenceStart: options.sequenceStart,
+      sequenceEnd: options.sequenceEnd,
+      outputs: Object.keys(outputMap),
+      signal,
+    };
   }
 
   /** The ensemble's own counters (Triton's per-ensemble statistics); each step model keeps its own. */

@@ -18,7 +18,8 @@ export function isEnsembleConfig(cfg: { platform?: unknown; ensemble_scheduling?
 /**
  * Triton's config checks of an ensemble: platform 'ensemble' with ensemble_scheduling (one needs
  * the other), no instance_group (an ensemble has no instances: its steps run on theirs), no
- * dynamic_batching (its steps batch), not decoupled.
+ * dynamic_batching (its steps batch). Whether it is decoupled follows from its steps (as
+ * Triton sets it), whatever its model_transaction_policy says.
  */
 export function checkRawEnsemble(model: string, cfg: ProtoModelConfig): void {
   if (!isEnsembleConfig(cfg)) return;
@@ -31,9 +32,6 @@ export function checkRawEnsemble(model: string, cfg: ProtoModelConfig): void {
     throw invalidArg(`ensemble '${model}': instance_group is not allowed on an ensemble (its steps run on their own models' instances); remove it`);
   }
   if (cfg.dynamic_batching) throw invalidArg(`ensemble '${model}': dynamic_batching is not allowed on an ensemble (its steps batch on their own models)`);
-  if (cfg.model_transaction_policy?.decoupled) {
-    throw invalidArg(`ensemble '${model}': a decoupled ensemble is not supported by infernode yet`);
-  }
   normalizeRawEnsembleScheduling(model, cfg.ensemble_scheduling);
 }
 

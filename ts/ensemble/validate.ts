@@ -70,6 +70,10 @@ export interface EnsemblePlan {
   needs: string[][];
   /** Ensemble tensor → the steps that read it. */
   readers: Map<string, number[]>;
+  /** Per step: whether its model is decoupled (each of its responses continues the DAG on its own). */
+  decoupledSteps: boolean[];
+  /** Some step is decoupled: so is the ensemble (Triton sets its transaction policy so). */
+  decoupled: boolean;
 }
 
 /** A tensor's full shape as a request carries it (batch axis first when the model batches). */
@@ -112,7 +116,6 @@ export function validateEnsemble(config: NormalizedModelConfig, lookup: StepConf
       const reason = err instanceof InferenceServerError ? err.message : String(err);
       return fail(`${label}: the step model is not available (${reason}); load it before the ensemble, or add it to the repository`);
     }
-    if (stepConfig.decoupled) fail(`${label}: decoupled step models are not supported in ensembles by infernode yet`);
     // The top-level cache stores the whole DAG's answer: only for steps whose answers follow
     // from their inputs (Triton: every composing model must be cache-compatible).
     if (config.responseCache && stepConfig.sequenceBatching) {
@@ -162,7 +165,43 @@ export function validateEnsemble(config: NormalizedModelConfig, lookup: StepConf
     checkMatch(fail, source!, t.dtype, fullShape(t, config.maxBatchSize), `ensemble output '${t.name}'`, t.name);
   }
   checkAcyclic(fail, scheduling.steps, needs, producer);
-  return { needs, readers };
+  const decoupledSteps = stepConfigs.map((c) => c.decoupled);
+  checkDecoupledOrigins(fail, scheduling.steps, needs, producer, decoupledSteps);
+  const decoupled = decoupledSteps.some(Boolean);
+  if (decoupled && config.responseCache) {
+    fail('the response cache cannot be enabled for an ensemble with a decoupled step (the ensemble is decoupled: ' +
+      '0..N responses per request); disable response_cache on the ensemble');
+  }
+  return { needs, readers, decoupledSteps, decoupled };
+}
+
+/**
+ * Triton's rule for decoupled steps (ensemble_utils.cc): every response of a decoupled step
+ * continues the DAG on its own, so a step may not combine tensors that descend from different
+ * decoupled steps (or from one and from the request itself, which has one response's worth).
+ * Each tensor gets its origin: 0 for the request's, a decoupled step's own label for what it and
+ * the plain steps after it produce.
+ */
+function checkDecoupledOrigins(
+  fail: (message: string) => never, steps: NormalizedEnsembleStep[], needs: string[][], producer: Map<string, number>,
+  decoupledSteps: boolean[],
+): void {
+  const origin = new Array<number | undefined>(steps.length).fill(undefined);
+  const originOf = (i: number): number => {
+    if (origin[i] !== undefined) return origin[i]!;
+    const inputs = new Set(needs[i].map((tensor) => {
+      const from = producer.get(tensor);
+      return from === undefined ? 0 : originOf(from);
+    }));
+    if (inputs.size > 1) {
+      fail(`${stepLabel(i, steps[i])} receives inputs originated from different decoupled models (Triton: "step of ` +
+        `model '${steps[i].modelName}' receives inputs originated from different decoupled models")`);
+    }
+    const base = inputs.size === 0 ? 0 : [...inputs][0];
+    origin[i] = decoupledSteps[i] ? i + 1 : base;
+    return origin[i]!;
+  };
+  for (let i = 0; i < steps.length; i++) originOf(i);
 }
 
 function checkMatch(

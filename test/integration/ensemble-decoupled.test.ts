@@ -1,0 +1,153 @@
+/**
+ * Ensembles with a decoupled step (issue 10), bound in code and served in process and over HTTP
+ * generate_stream: the ensemble becomes decoupled (as Triton sets it), plain steps before the
+ * decoupled one run once, each of its responses runs the steps after it on its own and becomes
+ * one response of the ensemble; infer() is refused; a failing decoupled step is named; leaving
+ * early stops the step's generator; Triton's load error for a step fed by two decoupled steps;
+ * no response cache on such an ensemble.
+ */
+import * as http from 'node:http';
+import type { Request, ResponseOutputs } from '../../ts/request';
+import { NDArray } from '../../ts/tensor';
+import { Triton } from '../../ts/triton';
+import { expectRejects, expectThrows, fp32, inProcessTriton, waitFor } from './helpers';
+
+let triton: Triton;
+
+afterEach(async () => {
+  await triton.stop();
+});
+
+const T = (name: string) => ({ name, dtype: 'FP32' as const, shape: [1] });
+const valueOf = (arr: NDArray): number => Number(arr.data[0]);
+
+/** Counts generator runs and finished generators: leaving early must run the generator's finally. */
+const events = { started: 0, finished: 0 };
+
+/** plus1 (plain) → count (decoupled: N = IN responses, 0..N-1 each plus IN) → times10 (plain). */
+function bindPipeline(t: Triton, extra: { failAt?: number } = {}): void {
+  const plus1 = (requests: Request[]): ResponseOutputs[] => requests.map((r) => ({ OUT: new Float32Array([valueOf(r.data.IN) + 1]) }));
+  const times10 = (requests: Request[]): ResponseOutputs[] => requests.map((r) => ({ OUT: new Float32Array([valueOf(r.data.IN) * 10]) }));
+  async function* count(requests: Request[]): AsyncGenerator<ResponseOutputs[]> {
+    events.started++;
+    try {
+      const n = valueOf(requests[0].data.IN);
+      for (let k = 0; k < n; k++) {
+        if (k === extra.failAt) throw new Error(`count failed at ${k}`);
+        await new Promise((resolve) => setImmediate(resolve));
+        yield [{ OUT: new Float32Array([n + k]) }];
+      }
+    } finally {
+      events.finished++;
+    }
+  }
+  t.bind({ modelName: 'plus1', inferFunc: plus1, inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  t.bind({ modelName: 'times10', inferFunc: times10, inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  t.bind({
+    modelName: 'count', inferFunc: count as never, inputs: [T('IN')], outputs: [T('OUT')],
+    config: { maxBatchSize: 1, decoupled: true },
+  });
+  t.bind({
+    modelName: 'fan_out', inputs: [T('X')], outputs: [T('Y'), T('N')],
+    config: {
+      maxBatchSize: 8,
+      ensembleScheduling: {
+        step: [
+          { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'N' } },
+          { modelName: 'count', inputMap: { IN: 'N' }, outputMap: { OUT: 'C' } },
+          { modelName: 'times10', inputMap: { IN: 'C' }, outputMap: { OUT: 'Y' } },
+        ],
+      },
+    },
+  });
+}
+
+beforeEach(() => {
+  events.started = 0;
+  events.finished = 0;
+});
+
+test('each response of the decoupled step runs the steps after it and is one response of the ensemble', async () => {
+  triton = inProcessTriton();
+  bindPipeline(triton);
+  await triton.run();
+  expect(triton.model('fan_out').config.decoupled).toBe(true);
+  const got: [number, number][] = [];
+  for await (const r of triton.inferStream('fan_out', { X: fp32(2) })) got.push([valueOf(r.Y), valueOf(r.N)]);
+  // N = 3 (plus1 ran once), count yields 3, 4, 5, times10 ran per response.
+  expect(got.sort((a, b) => a[0] - b[0])).toEqual([[30, 3], [40, 3], [50, 3]]);
+  expect(triton.model('plus1').stats().inferenceCount).toBe(1);
+  expect(triton.model('times10').stats().inferenceCount).toBe(3);
+  await expectRejects(triton.infer('fan_out', { X: fp32(2) }), 'UNSUPPORTED', /decoupled/);
+  expect(triton.model('fan_out').stats().success.count).toBe(1);
+});
+
+test('a decoupled step that fails mid-stream fails the ensemble request, naming the step', async () => {
+  triton = inProcessTriton();
+  bindPipeline(triton, { failAt: 1 });
+  await triton.run();
+  const got: number[] = [];
+  const run = async (): Promise<void> => {
+    for await (const r of triton.inferStream('fan_out', { X: fp32(2) })) got.push(valueOf(r.Y));
+  };
+  await expectRejects(run(), 'INTERNAL', /in ensemble 'fan_out', step 2 \(model 'count'\) failed: count failed at 1/);
+  // The first response may or may not have made it through times10 before the failure ended the request.
+  expect([[], [30]]).toContainEqual(got);
+});
+
+test("leaving the ensemble's stream early stops the decoupled step's generator", async () => {
+  triton = inProcessTriton();
+  bindPipeline(triton);
+  await triton.run();
+  for await (const r of triton.inferStream('fan_out', { X: fp32(1000) })) {
+    expect(valueOf(r.N)).toBe(1001);
+    break;
+  }
+  await waitFor(() => events.finished === 1, 'the count generator to finish');
+  await waitFor(() => triton.model('count').pendingCount === 0, 'the count request to end');
+});
+
+test('over HTTP generate_stream: one event per ensemble response', async () => {
+  triton = new Triton({ config: { httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: false, allowMetrics: false, logInfo: false } });
+  bindPipeline(triton);
+  await triton.run();
+  const body = await new Promise<string>((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: triton.ports.http, method: 'POST', path: '/v2/models/fan_out/generate_stream' }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => { text += chunk; });
+      res.on('end', () => resolve(text));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify({ X: 1 }));
+  });
+  const events = body.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)) as { Y: number; N: number });
+  expect(events.map((e) => [e.Y, e.N]).sort((a, b) => a[0] - b[0])).toEqual([[20, 2], [30, 2]]);
+});
+
+test("a step fed by two different decoupled steps is Triton's load error; so is a response cache", () => {
+  triton = inProcessTriton({ cacheConfig: ['local,size=65536'] });
+  bindPipeline(triton);
+  const add = (requests: Request[]): ResponseOutputs[] => requests.map((r) => ({ OUT: new Float32Array([valueOf(r.data.A) + valueOf(r.data.B)]) }));
+  triton.bind({ modelName: 'add', inferFunc: add, inputs: [T('A'), T('B')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });
+  expectThrows(() => triton.bind({
+    modelName: 'two_origins', inputs: [T('X')], outputs: [T('Y')],
+    config: {
+      maxBatchSize: 8,
+      ensembleScheduling: {
+        step: [
+          { modelName: 'count', inputMap: { IN: 'X' }, outputMap: { OUT: 'C1' } },
+          { modelName: 'count', inputMap: { IN: 'X' }, outputMap: { OUT: 'C2' } },
+          { modelName: 'add', inputMap: { A: 'C1', B: 'C2' }, outputMap: { OUT: 'Y' } },
+        ],
+      },
+    },
+  }), 'INVALID_ARG', /step 3 \(model 'add'\) receives inputs originated from different decoupled models/);
+  expectThrows(() => triton.bind({
+    modelName: 'cached_fan_out', inputs: [T('X')], outputs: [T('Y')],
+    config: {
+      maxBatchSize: 8, responseCache: true,
+      ensembleScheduling: { step: [{ modelName: 'count', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }] },
+    },
+  }), 'INVALID_ARG', /response cache cannot be enabled for an ensemble with a decoupled step/);
+});
