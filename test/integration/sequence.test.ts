@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Triton } from '../../ts/triton';
 import { Request, type ResponseOutputs, type TritonContext } from '../../ts/request';
+import { NDArray } from '../../ts/tensor';
 import type { SequenceBatcher } from '../../ts/config/types';
 import { expectRejects, fp32, gate, inProcessTriton, sleep, waitFor, type Gate } from './helpers';
 
@@ -144,6 +145,35 @@ describe('state and control inputs', () => {
     expect(seen).toEqual(['caller-7', big, big]);
     await expectRejects(triton.infer('by_text', { IN: fp32(1) }, { sequenceId: 7, sequenceStart: true }), 'INVALID_ARG',
       "sequence batching control 'CORRID' data-type is 'UINT64', but model 'by_text' expects 'STRING'");
+  });
+});
+
+describe('variable-size state', () => {
+  test('a state with a dynamic dim takes the shape of the output that replaces it; rows of one batch agree on it', async () => {
+    const batches: number[][] = [];
+    // HIST grows by one value per step: the sequence's history so far.
+    const history = (requests: Request[]): ResponseOutputs[] => {
+      batches.push(requests.map((r) => r.data.HIST_IN.shape[1]));
+      return requests.map((r) => {
+        const hist = Float32Array.from([...(r.data.HIST_IN.data as Float32Array), Number(r.data.IN.data[0])]);
+        return { OUT: new Float32Array([hist.reduce((a, b) => a + b, 0)]), HIST_OUT: new NDArray('FP32', [1, hist.length], hist) };
+      });
+    };
+    triton.bind({
+      modelName: 'history', inferFunc: history, inputs: [IN], outputs: [OUT],
+      config: { maxBatchSize: 4, sequenceBatcher: { states: [{ inputName: 'HIST_IN', outputName: 'HIST_OUT', dtype: 'FP32', shape: [-1] }] } },
+    });
+    await triton.run();
+    const send = async (id: number, value: number, start = false): Promise<number> =>
+      Number((await triton.infer('history', { IN: fp32(value) }, { sequenceId: id, sequenceStart: start })).OUT.data[0]);
+    expect(await send(1, 1, true)).toBe(1);   // history [1]
+    expect(await send(1, 2)).toBe(3);         // [1, 2]
+    expect(await send(2, 10, true)).toBe(10); // [10]
+    // Both ready at once, with histories of 2 and 1 values: they cannot share a batch.
+    expect(await Promise.all([send(1, 3), send(2, 20)])).toEqual([6, 30]);
+    // HIST_IN lengths per row. Sequence 2 holds slot 1: below it, sequence 1's slot gets a null
+    // row shaped like the batch's first ready row (its state too).
+    expect(batches).toEqual([[0], [1], [0, 0], [2, 2], [1, 1]]);
   });
 });
 
