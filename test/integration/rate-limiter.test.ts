@@ -10,12 +10,13 @@ import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import type { ModelConfig, RateLimiterConfig, TritonConfig } from '../../ts/config/types';
 import { tritonConfigFromOptions, type ServeOptions } from '../../ts/cli/main';
+import type { ResponseSender } from '../../ts/decoupled';
 import type { Request } from '../../ts/request';
 import { NDArray } from '../../ts/tensor';
 import type { Triton } from '../../ts/triton';
 import { expectThrows, gate, inProcessTriton, waitFor, type Gate } from './helpers';
 import { ensureLib, LIB } from './lib-build';
-import { TempRepo, startRepoTriton } from './repository/repo-helpers';
+import { TempRepo, addConstModel, startRepoTriton } from './repository/repo-helpers';
 
 /** Which models are executing now, the most that ever ran at once, and the order they started. */
 interface Activity {
@@ -186,6 +187,28 @@ describe('bound models', () => {
     expect(s.queue.ns).toBeGreaterThanOrEqual(20e6);
   });
 
+  test("a decoupled model's resources go back when its execution returns, not at its last response", async () => {
+    const senders: ResponseSender[] = [];
+    const t = await serve({ rateLimit: 'execution_count' }, (x) => {
+      x.bind({
+        modelName: 'stream', ...TENSORS,
+        inferFunc: (requests: Request[]) => { for (const r of requests) senders.push(r.responseSender!); },
+        config: { maxBatchSize: 4, decoupled: true, rateLimiter: R1 },
+      });
+      bindHeld(x, 'b', R1);
+    });
+    const stream = t.inferStream('stream', { IN: new NDArray('FP32', [1, 1], Float32Array.of(1)) });
+    const first = stream.next();
+    await waitFor(() => senders.length === 1, 'the decoupled execution to return, its request still open');
+    const b = infer(t, 'b');
+    await waitFor(() => activity.running.has('b'), 'b to execute while the stream is open');
+    activity.gates[0].open();
+    await b;
+    senders[0].send({ OUT: new NDArray('FP32', [1, 1], Float32Array.of(7)) }, { final: true });
+    expect(Array.from((await first).value!.OUT.data as Float32Array)).toEqual([7]);
+    expect((await stream.next()).done).toBe(true);
+  });
+
   test('bad rate limiter settings are refused with the field and what is expected', () => {
     const t = inProcessTriton({ rateLimit: 'execution_count' });
     triton = t;
@@ -269,6 +292,24 @@ describe('repository models', () => {
     expect(t.model('x').config.instanceGroup[0].rateLimiter).toEqual({
       resources: [{ name: 'GPU_MEM', global: true, count: 4 }], priority: 2,
     });
+  });
+
+  test('ONNX models sharing a resource: grants cross from ONNX Runtime threads to the other model', async () => {
+    for (const name of ['add1', 'add2']) {
+      repo.config(name, `platform: "onnxruntime_onnx"
+max_batch_size: 8
+instance_group [ { count: 2 kind: KIND_CPU rate_limiter { resources [ { name: "R" count: 1 } ] } } ]
+`);
+      repo.onnx(name, 1, addConstModel(name === 'add1' ? 1 : 2));
+    }
+    const served = await startRepoTriton(repo.root, { config: { rateLimit: 'execution_count' } });
+    triton = served.triton;
+    const t = served.triton;
+    const input = { INPUT0: new NDArray('FP32', [1, 4], Float32Array.of(0, 1, 2, 3)) };
+    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => t.infer(i % 2 === 0 ? 'add1' : 'add2', input)));
+    results.forEach((out, i) => expect(Array.from(out.OUTPUT0.data as Float32Array)).toEqual([0, 1, 2, 3].map((v) => v + 1 + (i % 2))));
+    expect(t.model('add1').stats().success.count).toBe(100);
+    expect(t.model('add2').stats().success.count).toBe(100);
   });
 
   test('a model whose need exceeds --rate-limit-resource fails to load with the reason', async () => {
