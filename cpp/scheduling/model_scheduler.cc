@@ -37,7 +37,9 @@ Status ModelScheduler::UseRateLimiter(std::shared_ptr<RateLimiter> limiter) {
   std::vector<InstanceRateLimits> limits = config_.rate_limits;
   limits.resize(config_.instance_count);
   std::unique_ptr<RateLimitRegistration> registration;
-  Status status = limiter->Register(config_.name, std::move(limits), [this](uint32_t i, Grants* more) { OnGrant(i, more); }, &registration);
+  // The registration (destroyed in Stop) detaches the callback before `this` goes.
+  Status status = limiter->Register(
+      config_.name, std::move(limits), [this](uint32_t i, Grants* more) { OnGrant(i, more); }, &registration);
   if (!status.IsOk()) return status;
   std::lock_guard<std::mutex> lock(mu_);
   limiter_ = std::move(limiter);

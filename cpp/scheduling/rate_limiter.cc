@@ -112,7 +112,9 @@ Status RateLimiter::ComputeAvailableLocked(ResourceCounts* available) const {
     for (auto& [name, needed] : resources) {
       uint64_t limit = 0;
       if (device == kGlobalResourceDevice) {
-        for (const auto& [explicit_device, counts] : explicit_counts_) limit = std::max(limit, CountIn(explicit_counts_, explicit_device, name));
+        for (const auto& [explicit_device, counts] : explicit_counts_) {
+          limit = std::max(limit, CountIn(explicit_counts_, explicit_device, name));
+        }
       } else {
         limit = std::max(CountIn(explicit_counts_, device, name), CountIn(explicit_counts_, kEveryDevice, name));
       }

@@ -14,8 +14,9 @@
 // Threads: every method may be called from any thread; all state is guarded by mu_. A grant
 // (an instance that waited may now execute) is never delivered under mu_ or under the caller's
 // locks: methods that may grant collect the grants in a `Grants`, which the caller delivers
-// after it released its own lock (a scheduler's mutex), so no lock of one model is ever taken
-// while another model's, or the limiter's, is held.
+// after it released its own lock (a scheduler's mutex). Lock order: a model's GrantTarget →
+// its scheduler's mutex → the limiter's mutex; no thread takes a lock of one model while it
+// holds a lock of another, so models sharing the limiter cannot deadlock each other.
 #pragma once
 
 #include <cstdint>
@@ -40,11 +41,12 @@ using ResourceCounts = std::map<int32_t, std::map<std::string, uint64_t>>;
 
 class Grants;
 
-// Where a model's grants arrive: instance i may execute now. Shared between the limiter and the
-// model's registration, so a grant collected before the model unregistered and delivered after
-// reaches nobody instead of a freed scheduler.
+// Called when `instance` of a model may execute now; grants it causes in turn go to `more`.
 using OnGrant = std::function<void(uint32_t instance, Grants* more)>;
 
+// Where a model's grants arrive. Shared between the limiter and the model's registration, so a
+// grant collected before the model unregistered and delivered after reaches nobody instead of
+// a freed scheduler.
 class GrantTarget {
  public:
   explicit GrantTarget(OnGrant on_grant) : on_grant_(std::move(on_grant)) {}
