@@ -15,7 +15,7 @@ const sanitize = process.env.INFERNODE_SANITIZE !== '0';
 const tsan = sanitize && process.env.INFERNODE_TSAN !== '0';
 // The JS channel (cpp/napi/js_channel.cc) needs a Node environment and cannot run here: TSan
 // covers the native threads below it.
-const TSAN_TESTS = 'Scheduler,Sequence,Queue,Orderer,FormBatch,Gather,Pool';
+const TSAN_TESTS = 'Scheduler,Sequence,Queue,Orderer,FormBatch,Gather,Pool,RateLimit';
 
 function run(cmd, args, env) {
   const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });

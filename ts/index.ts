@@ -4,7 +4,7 @@ export {
   TimeoutAction, DeviceKind,
   type TritonConfig, type ModelConfig, type Tensor, type DynamicBatcher, type QueuePolicy,
   type ModelWarmup, type WarmupInput, type SequenceBatcher, type SequenceControlInput, type SequenceControlKind,
-  type SequenceState, type SequenceInitialState,
+  type SequenceState, type SequenceInitialState, type RateLimiterConfig, type RateLimiterResource,
 } from './config/types';
 export type { SequenceOptions } from './client/sequence';
 export type { NormalizedModelConfig, NormalizedTensor } from './config/normalize';

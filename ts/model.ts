@@ -9,7 +9,7 @@
 import { InferenceServerError, invalidArg, toInferenceServerError, StatusCode } from './errors';
 import type { NormalizedModelConfig, NormalizedSequenceBatching, NormalizedTensor } from './config/normalize';
 import {
-  native, type Dispatch, type EnqueueInputs, type NativeModel, type NativeOutput, type NativeResponses,
+  native, type Dispatch, type RateLimiter, type EnqueueInputs, type NativeModel, type NativeOutput, type NativeResponses,
   type NativeSequence,
 } from './native';
 import {
@@ -154,7 +154,8 @@ export class BoundModel {
   /** The server's response cache as this model uses it; null when it uses none (ts/cache/). */
   #responseCache: ModelResponseCache | null = null;
 
-  constructor(config: NormalizedModelConfig, engine: ModelEngine) {
+  /** `rateLimiter`: the Triton's (when its rateLimit is 'execution_count'). */
+  constructor(config: NormalizedModelConfig, engine: ModelEngine, rateLimiter?: RateLimiter) {
     this.config = config;
     this.#funcs = engine.kind === 'js' ? engine.funcs : [];
     this.#strict = engine.kind === 'js' && engine.strict;
@@ -171,6 +172,7 @@ export class BoundModel {
       (instance, token, ids) => this.#execute(instance, token, ids),
       (responses) => this.#settle(responses),
       engine.kind === 'onnx' ? engine.handle : undefined,
+      rateLimiter,
     );
   }
 

@@ -179,8 +179,27 @@ export type ExecuteCallback = (instance: number, token: number, ids: Float64Arra
 export type CompleteCallback = (responses: NativeResponses) => void;
 
 export interface NativeModelConstructor {
-  /** Without `onnx`, the instances are the JS callables; with it, ONNX Runtime sessions. */
-  new (config: NormalizedModelConfig, onExecute: ExecuteCallback, onComplete: CompleteCallback, onnx?: object): NativeModel;
+  /**
+   * Without `onnx`, the instances are the JS callables; with it, ONNX Runtime sessions. With
+   * `rateLimiter` (the Triton's, shared by its models) an instance executes only when the
+   * resources of its group (`config.instanceGroup[].rateLimiter`) are available; throws
+   * INVALID_ARG when the limiter cannot serve them (cpp/scheduling/rate_limiter.h).
+   */
+  new (
+    config: NormalizedModelConfig, onExecute: ExecuteCallback, onComplete: CompleteCallback, onnx?: object,
+    rateLimiter?: RateLimiter,
+  ): NativeModel;
+}
+
+/** A Triton's rate limiter (cpp/napi/rate_limiter_object.h), shared by its models. */
+export interface RateLimiter {
+  /** The resource counts available now: [device (-2 = global), name, count]. */
+  available(): [number, string, number][];
+}
+
+export interface RateLimiterConstructor {
+  /** `resources`: the --rate-limit-resource counts as [name, count, device (-1 = every device)]. */
+  new (resources: [string, number, number][]): RateLimiter;
 }
 
 export interface BuildInfo {
@@ -220,6 +239,7 @@ export interface SystemSharedMemoryRegion {
 
 export interface Addon {
   NativeModel: NativeModelConstructor;
+  RateLimiter: RateLimiterConstructor;
   /**
    * Opens `byteSize` bytes at `offset` of the POSIX shared-memory object `key` ('/name') as the
    * region `name` (used in messages). Throws INVALID_ARG naming the key.

@@ -11,6 +11,8 @@ import type { InferFunc } from './request';
 import { NDArray, ndarray, type DataType, type TensorData } from './tensor';
 import { warmUp } from './warmup';
 import { parseCacheConfig } from './cache/config';
+import { parseRateLimiterSettings } from './config/rate-limiter';
+import { native, type RateLimiter } from './native';
 import { ResponseCache } from './cache/response-cache';
 import { EnsembleModel } from './ensemble/ensemble-model';
 import { normalizeEnsembleScheduling, validateEnsemble } from './ensemble/validate';
@@ -85,11 +87,19 @@ export class Triton {
    * @internal
    */
   readonly responseCache: ResponseCache | null;
+  /**
+   * The rate limiter every model of this Triton shares (`rateLimit: 'execution_count'`); null
+   * when rate limiting is off.
+   * @internal
+   */
+  readonly rateLimiter: RateLimiter | null;
 
   constructor(options: { config?: TritonConfig } = {}) {
     this.config = { ...options.config };
     const cache = parseCacheConfig(this.config);
     this.responseCache = cache ? new ResponseCache(cache.sizeBytes) : null;
+    const rateLimits = parseRateLimiterSettings(this.config);
+    this.rateLimiter = rateLimits ? new (native().RateLimiter)(rateLimits.map((r) => [r.name, r.count, r.device])) : null;
     this.logger = new Logger(this.config);
   }
 
@@ -115,7 +125,7 @@ export class Triton {
       maxQueueSizeHardLimit: this.config.maxQueueSizeHardLimit,
     });
     this.#checkFree(config);
-    const model = new BoundModel(config, { kind: 'js', funcs, strict: options.strict ?? false });
+    const model = new BoundModel(config, { kind: 'js', funcs, strict: options.strict ?? false }, this.rateLimiter ?? undefined);
     this.#register(model);
     // Awaited by run(), which rejects with the first failure; handled here so that a failure
     // before run() is called is not an unhandled rejection.
@@ -171,10 +181,11 @@ export class Triton {
    * Serves the models of a Triton model repository too (`infernode serve`). Call before run():
    * run() performs the initial loads of the control mode.
    */
-  useRepository(options: Omit<RepositoryOptions, 'maxQueueSizeHardLimit'>): ModelRepositoryManager {
+  useRepository(options: Omit<RepositoryOptions, 'maxQueueSizeHardLimit' | 'rateLimiter'>): ModelRepositoryManager {
     if (this.#repository) throw new InferenceServerError('ALREADY_EXISTS', 'a model repository is already in use');
     this.#repository = new ModelRepositoryManager(this, {
       log: (line) => this.logger.info(line), ...options, maxQueueSizeHardLimit: this.config.maxQueueSizeHardLimit,
+      rateLimiter: this.rateLimiter ?? undefined,
     });
     return this.#repository;
   }

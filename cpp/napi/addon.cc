@@ -7,6 +7,7 @@
 #include "napi/addon_data.h"
 #include "napi/native_model.h"
 #include "napi/onnx_loader.h"
+#include "napi/rate_limiter_object.h"
 #include "napi/shared_memory.h"
 
 namespace infernode {
@@ -39,6 +40,9 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   Napi::Function native_model = NativeModel::Define(env);
   data->native_model = Napi::Persistent(native_model);
   exports.Set("NativeModel", native_model);
+  Napi::Function rate_limiter = RateLimiterObject::Define(env);
+  data->rate_limiter = Napi::Persistent(rate_limiter);
+  exports.Set("RateLimiter", rate_limiter);
   exports.Set("init", Napi::Function::New<Init>(env, "init"));
   exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
   exports.Set("loadOnnxModel", Napi::Function::New<LoadOnnxModel>(env, "loadOnnxModel"));

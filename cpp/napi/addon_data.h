@@ -9,6 +9,7 @@ namespace infernode {
 struct AddonData {
   Napi::FunctionReference error_class;  // ts/errors.ts InferenceServerError, set by init()
   Napi::FunctionReference native_model;
+  Napi::FunctionReference rate_limiter;
   Napi::FunctionReference cuda_shared_memory;
   Napi::FunctionReference system_shared_memory;
 };

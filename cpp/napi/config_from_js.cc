@@ -171,6 +171,32 @@ void SequenceFromJs(const Napi::Value& value, ModelConfig* config) {
   }
 }
 
+// A group's rateLimiter ({ resources: [{ name, count, global }], priority }, validated by
+// ts/config/rate-limiter.ts) for each of its instances, on the group's device (its first GPU;
+// CPU instances: device 0, as Triton).
+void RateLimitsFromJs(const Napi::Object& group, uint32_t count, std::vector<InstanceRateLimits>* out) {
+  InstanceRateLimits limits;
+  Napi::Value gpus = group.Get("gpus");
+  if (gpus.IsArray() && gpus.As<Napi::Array>().Length() > 0) {
+    limits.device = gpus.As<Napi::Array>().Get(uint32_t{0}).ToNumber().Int32Value();
+  }
+  Napi::Value value = group.Get("rateLimiter");
+  if (value.IsObject()) {
+    Napi::Object rl = value.As<Napi::Object>();
+    limits.priority = static_cast<uint32_t>(NumberOr(rl, "priority", 0));
+    Napi::Value resources = rl.Get("resources");
+    for (uint32_t i = 0; resources.IsArray() && i < resources.As<Napi::Array>().Length(); ++i) {
+      Napi::Object r = resources.As<Napi::Array>().Get(i).As<Napi::Object>();
+      RateLimitResource resource;
+      resource.name = r.Get("name").ToString().Utf8Value();
+      resource.count = static_cast<uint64_t>(NumberOr(r, "count", 0));
+      resource.global = BoolOr(r, "global", false);
+      limits.resources.push_back(std::move(resource));
+    }
+  }
+  for (uint32_t i = 0; i < count; ++i) out->push_back(limits);
+}
+
 }  // namespace
 
 ModelConfig ModelConfigFromJs(const Napi::Object& js) {
@@ -185,7 +211,10 @@ ModelConfig ModelConfigFromJs(const Napi::Object& js) {
   uint32_t instances = 0;
   Napi::Array groups = js.Get("instanceGroup").As<Napi::Array>();
   for (uint32_t i = 0; i < groups.Length(); ++i) {
-    instances += static_cast<uint32_t>(NumberOr(groups.Get(i).As<Napi::Object>(), "count", 1));
+    Napi::Object group = groups.Get(i).As<Napi::Object>();
+    const auto count = static_cast<uint32_t>(NumberOr(group, "count", 1));
+    instances += count;
+    RateLimitsFromJs(group, count, &config.rate_limits);
   }
   config.instance_count = instances == 0 ? 1 : instances;
   config.max_queue_size_hard_limit = static_cast<uint32_t>(NumberOr(js, "maxQueueSizeHardLimit", 65536));

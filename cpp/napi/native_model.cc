@@ -11,6 +11,7 @@
 #include "memory/host_allocator.h"
 #include "napi/js_instance.h"
 #include "napi/onnx_loader.h"
+#include "napi/rate_limiter_object.h"
 
 namespace infernode {
 
@@ -166,6 +167,11 @@ NativeModel::NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Nati
   channel_ = std::make_unique<JsChannel>(env, this);
   pool_ = std::make_unique<BufferPool>(MakeDefaultHostAllocator(), kPoolCacheBytes);
   scheduler_ = std::make_unique<ModelScheduler>(std::move(config), channel_.get());
+  // The Triton's rate limiter (--rate-limit execution_count), when it has one.
+  if (info.Length() > 4 && info[4].IsObject()) {
+    Status status = scheduler_->UseRateLimiter(RateLimiterObject::From(env, info[4]));
+    if (!status.IsOk()) ThrowStatus(env, status);
+  }
   scheduler_->Start(MakeInstances(env, info.Length() > 3 ? info[3] : env.Undefined()));
   cleanup_hook_ = env.AddCleanupHook(&NativeModel::CleanupHook, this);
 }

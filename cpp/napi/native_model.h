@@ -19,8 +19,10 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
  public:
   static Napi::Function Define(Napi::Env env);
 
-  // new NativeModel(config, onExecute(instance, token, ids), onComplete(responses), onnxHandle?)
-  // Without a handle the instances are JS callables; with one, ONNX Runtime sessions.
+  // new NativeModel(config, onExecute(instance, token, ids), onComplete(responses), onnxHandle?,
+  // rateLimiter?) Without a handle the instances are JS callables; with one, ONNX Runtime
+  // sessions. With a RateLimiter (rate_limiter_object.h) the instances execute only when the
+  // resources of their group (config.instanceGroup[].rateLimiter) are available.
   explicit NativeModel(const Napi::CallbackInfo& info);
   ~NativeModel() override;
 

@@ -79,6 +79,21 @@ struct SequenceBatchingConfig {
   bool iterative = false;
 };
 
+// One resource of an instance group's `rate_limiter` (ModelRateLimiter.Resource).
+struct RateLimitResource {
+  std::string name;
+  uint64_t count = 0;
+  bool global = false;
+};
+
+// What one instance needs from the rate limiter: its group's rate_limiter, and the device it
+// runs on (0 for CPU instances, as Triton).
+struct InstanceRateLimits {
+  std::vector<RateLimitResource> resources;
+  uint32_t priority = 0;  // 0 counts as 1
+  int32_t device = 0;
+};
+
 struct ModelConfig {
   std::string name;
   int64_t version = 1;
@@ -91,6 +106,9 @@ struct ModelConfig {
   // them like the declared ones; clients may not send them.
   std::vector<TensorConfig> implicit_inputs;
   uint32_t instance_count = 1;
+  // Per instance (in instance order; may be shorter: the rest need nothing). Used only when
+  // the Triton has a rate limiter.
+  std::vector<InstanceRateLimits> rate_limits;
   uint32_t max_queue_size_hard_limit = 65536;
 };
 

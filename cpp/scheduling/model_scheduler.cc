@@ -33,10 +33,25 @@ ModelScheduler::ModelScheduler(ModelConfig config, CompletionSink* sink)
 
 ModelScheduler::~ModelScheduler() { Stop(); }
 
+Status ModelScheduler::UseRateLimiter(std::shared_ptr<RateLimiter> limiter) {
+  std::vector<InstanceRateLimits> limits = config_.rate_limits;
+  limits.resize(config_.instance_count);
+  std::unique_ptr<RateLimitRegistration> registration;
+  // The registration (destroyed in Stop) detaches the callback before `this` goes.
+  Status status = limiter->Register(
+      config_.name, std::move(limits), [this](uint32_t i, Grants* more) { OnGrant(i, more); }, &registration);
+  if (!status.IsOk()) return status;
+  std::lock_guard<std::mutex> lock(mu_);
+  limiter_ = std::move(limiter);
+  limits_ = std::move(registration);
+  return Status::Success();
+}
+
 void ModelScheduler::Start(std::vector<std::unique_ptr<ModelInstance>> instances) {
   std::lock_guard<std::mutex> lock(mu_);
   instances_ = std::move(instances);
   in_flight_.resize(instances_.size());
+  gate_.assign(instances_.size(), Gate::kOpen);
   started_ = true;
   thread_ = std::thread([this] { Run(); });
 }
@@ -81,23 +96,25 @@ bool ModelScheduler::ThreadNeededLocked(bool caller_pumps) const {
 void ModelScheduler::Pump(InlineDispatch* dispatch) {
   dispatch->instance = -1;
   bool wake = false;
+  Grants grants;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
     pump_pending_ = false;
-    DispatchInlineLocked(dispatch);
+    DispatchInlineLocked(dispatch, &grants);
     wake = dispatch->instance < 0 && ThreadNeededLocked(false);
   }
   if (wake) cv_.notify_one();
+  grants.Deliver();
 }
 
-void ModelScheduler::DispatchInlineLocked(InlineDispatch* dispatch) {
+void ModelScheduler::DispatchInlineLocked(InlineDispatch* dispatch, Grants* grants) {
   const uint64_t now = SteadyNowNs();
   // Expired requests are the batcher thread's to reject; leave everything to it then.
   const uint64_t deadline = source_->NextDeadline();
   if (deadline != 0 && now >= deadline) return;
   uint64_t wait_ns = 0;
-  const int instance = DispatchLocked(now, Pick::kCallerThreadOnly, &wait_ns);
+  const int instance = DispatchLocked(now, Pick::kCallerThreadOnly, &wait_ns, grants);
   if (instance < 0) return;
   const Batch& batch = *in_flight_[instance];
   dispatch->instance = instance;
@@ -132,7 +149,7 @@ int ModelScheduler::IdleInstance(Pick pick) const {
   return -1;
 }
 
-int ModelScheduler::DispatchLocked(uint64_t now_ns, Pick pick, uint64_t* wait_ns) {
+int ModelScheduler::DispatchLocked(uint64_t now_ns, Pick pick, uint64_t* wait_ns, Grants* grants) {
   *wait_ns = 0;
   if (source_->Size() == 0) return -1;
   // Each idle instance in turn: the sequence batcher's requests belong to one instance each.
@@ -154,9 +171,40 @@ int ModelScheduler::DispatchLocked(uint64_t now_ns, Pick pick, uint64_t* wait_ns
     for (const auto& r : batch->requests) batch->rows += r->batch_size;
     in_flight_[i] = std::move(batch);
     *wait_ns = 0;
+    // Rate limited: the batch waits in in_flight_ for the instance's resources (OnGrant).
+    if (limits_ && !AcquireLocked(static_cast<uint32_t>(i), grants)) continue;
     return static_cast<int>(i);
   }
   return -1;
+}
+
+bool ModelScheduler::AcquireLocked(uint32_t instance, Grants* grants) {
+  if (limits_->Request(instance, grants)) return true;
+  gate_[instance] = Gate::kWaiting;
+  return false;
+}
+
+int ModelScheduler::GrantedInstanceLocked() const {
+  for (size_t i = 0; i < gate_.size(); ++i) {
+    if (gate_[i] == Gate::kGranted) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void ModelScheduler::OnGrant(uint32_t instance, Grants* grants) {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (instance < gate_.size() && gate_[instance] == Gate::kWaiting && in_flight_[instance] && !stopping_) {
+      gate_[instance] = Gate::kGranted;
+      // Triton counts the wait for the rate limiter as queue time: the batch starts now.
+      in_flight_[instance]->dispatch_ns = SteadyNowNs();
+      wake = true;
+    } else if (limits_) {
+      limits_->Release(instance, grants);  // nothing waits for it any more (stopped)
+    }
+  }
+  if (wake) cv_.notify_one();
 }
 
 std::vector<std::vector<InputTensor>> ModelScheduler::AddedInputs(uint32_t instance, uint64_t token) const {
@@ -189,7 +237,19 @@ void ModelScheduler::Run() {
       continue;
     }
     uint64_t wait_ns = 0;
-    const int idle = DispatchLocked(now, pump_pending_ ? Pick::kOtherThreadsOnly : Pick::kAny, &wait_ns);
+    Grants grants;
+    int idle = limits_ ? GrantedInstanceLocked() : -1;
+    if (idle >= 0) {
+      gate_[idle] = Gate::kOpen;
+    } else {
+      idle = DispatchLocked(now, pump_pending_ ? Pick::kOtherThreadsOnly : Pick::kAny, &wait_ns, &grants);
+    }
+    if (!grants.Empty()) {
+      lock.unlock();
+      grants.Deliver();
+      lock.lock();
+      if (idle >= 0 && (stopping_ || !in_flight_[idle])) continue;
+    }
     if (idle >= 0) {
       const Batch& dispatched = *in_flight_[idle];
       ModelInstance* instance = instances_[idle].get();
@@ -311,12 +371,16 @@ std::vector<InferenceResponse> ModelScheduler::Complete(uint32_t instance, uint6
                                                                const std::vector<Release>& release) {
   std::vector<InferenceResponse> released;
   bool wake = false;
+  Grants grants;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (instance >= in_flight_.size() || !in_flight_[instance] || in_flight_[instance]->token != token) {
-      return released;  // stale: the batch was already failed by Stop()
+    if (instance >= in_flight_.size() || !in_flight_[instance] || in_flight_[instance]->token != token ||
+        gate_[instance] != Gate::kOpen) {
+      return released;  // stale: the batch was already failed by Stop(), or it has not started
     }
     std::unique_ptr<Batch> batch = std::move(in_flight_[instance]);
+    // The execution ended (a decoupled model's requests may stay open): its resources go back.
+    if (limits_) limits_->Release(instance, &grants);
     if (statuses.size() != 1 && statuses.size() != batch->requests.size()) {
       statuses.assign(1, Internal("model '" + config_.name + "' returned " + std::to_string(statuses.size()) +
                                   " statuses for a batch of " + std::to_string(batch->requests.size()) +
@@ -331,6 +395,7 @@ std::vector<InferenceResponse> ModelScheduler::Complete(uint32_t instance, uint6
     wake = ThreadNeededLocked(caller_pumps) || draining_;
   }
   if (wake) cv_.notify_one();
+  grants.Deliver();
   return released;
 }
 
@@ -357,6 +422,7 @@ std::vector<InferenceResponse> ModelScheduler::Stop() {
   // The instances (ONNX Runtime sessions and their thread pools) go now, not when the JS
   // object holding this scheduler is collected; destroyed below, after mu_ is released.
   std::vector<std::unique_ptr<ModelInstance>> released;
+  std::unique_ptr<RateLimitRegistration> registration;
   std::lock_guard<std::mutex> lock(mu_);
   const Status shutting_down = Unavailable("model '" + config_.name + "' was stopped before the request completed");
   for (auto& batch : in_flight_) {
@@ -380,8 +446,12 @@ std::vector<InferenceResponse> ModelScheduler::Stop() {
     failed.push_back(Fail(*request, shutting_down));
   }
   in_flight_.clear();
+  gate_.clear();
   released = std::move(instances_);
   instances_.clear();
+  // Unregistered after mu_ is released (below, in reverse declaration order: the registration
+  // before `released`): it frees what this model held and may grant other models' instances.
+  registration = std::move(limits_);
   return failed;
 }
 

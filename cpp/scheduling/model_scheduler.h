@@ -19,6 +19,7 @@
 #include "scheduling/completion_sink.h"
 #include "scheduling/model_config.h"
 #include "scheduling/model_stats.h"
+#include "scheduling/rate_limiter.h"
 #include "scheduling/request_source.h"
 #include "scheduling/response_orderer.h"
 
@@ -30,6 +31,11 @@ class ModelScheduler final : public BatchCompleter {
   ~ModelScheduler() override;
   ModelScheduler(const ModelScheduler&) = delete;
   ModelScheduler& operator=(const ModelScheduler&) = delete;
+
+  // Before Start: the Triton's rate limiter (--rate-limit execution_count), shared by its
+  // models; the instances register with the config's rate_limits. INVALID_ARG when the
+  // limiter refuses them (nothing changes then).
+  Status UseRateLimiter(std::shared_ptr<RateLimiter> limiter);
 
   // Takes the instances (one batch at a time each) and starts the batcher thread.
   void Start(std::vector<std::unique_ptr<ModelInstance>> instances);
@@ -88,13 +94,23 @@ class ModelScheduler final : public BatchCompleter {
 
  private:
   void Run();
+  // The rate limiter granted `instance` (any thread; no scheduler or limiter lock held): its
+  // waiting batch may go. A grant it cannot use goes back; what that grants goes to `grants`.
+  void OnGrant(uint32_t instance, Grants* grants);
+  // A batch formed for `instance` asks the rate limiter; false when it must wait for a grant.
+  bool AcquireLocked(uint32_t instance, Grants* grants);
+  // An instance whose batch was granted and is not executing yet (the batcher thread sends it).
+  int GrantedInstanceLocked() const;
   // Which idle instances a dispatch may use.
   enum class Pick { kAny, kCallerThreadOnly, kOtherThreadsOnly };
   int IdleInstance(Pick pick) const;
   // Forms the next batch for an idle instance if the batcher would send it now and records it
   // in in_flight_. Returns the instance, or -1 with `wait_ns` set to how long to wait.
-  int DispatchLocked(uint64_t now_ns, Pick pick, uint64_t* wait_ns);
-  void DispatchInlineLocked(InlineDispatch* dispatch);
+  // Rate limited: a batch formed for an instance that must wait for its resources stays in
+  // in_flight_ (the loop goes on to the next idle instance); `grants` collects other
+  // instances the limiter granted meanwhile, for the caller to deliver after unlocking.
+  int DispatchLocked(uint64_t now_ns, Pick pick, uint64_t* wait_ns, Grants* grants);
+  void DispatchInlineLocked(InlineDispatch* dispatch, Grants* grants);
   // True when the batcher thread must look at the queue now. With `caller_pumps`, instances
   // on the caller's thread are left to Pump(); timeouts and other instances still need it.
   bool ThreadNeededLocked(bool caller_pumps) const;
@@ -145,6 +161,14 @@ class ModelScheduler final : public BatchCompleter {
   bool draining_ = false;
   bool stopping_ = false;
   bool started_ = false;
+  // The rate limiter (null when off) and this model's registration in it. Batches formed while
+  // an instance waits for its resources stay in in_flight_ with gate_ kWaiting; a grant makes
+  // it kGranted and the batcher thread executes them. Grants collected under mu_ are delivered
+  // after it is released (another model's scheduler may take its own mutex in OnGrant).
+  enum class Gate : uint8_t { kOpen, kWaiting, kGranted };
+  std::shared_ptr<RateLimiter> limiter_;
+  std::unique_ptr<RateLimitRegistration> limits_;
+  std::vector<Gate> gate_;  // per instance
   std::thread thread_;
 };
 

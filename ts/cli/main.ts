@@ -80,6 +80,8 @@ export interface ServeOptions {
   maxQueuedResponses?: number;
   cacheConfig?: string[];
   responseCacheByteSize?: number;
+  rateLimit?: string;
+  rateLimitResource?: string[];
 }
 
 /** The TritonConfig a command line asks for. */
@@ -103,6 +105,8 @@ export function tritonConfigFromOptions(o: ServeOptions): TritonConfig {
     metricsConfig: o.metricsConfig, metricsIntervalMs: o.metricsIntervalMs, traceConfig: o.traceConfig,
     maxQueuedResponses: o.maxQueuedResponses,
     cacheConfig: o.cacheConfig, responseCacheByteSize: o.responseCacheByteSize,
+    // Checked (case-insensitively, as tritonserver) when the Triton is made.
+    rateLimit: o.rateLimit as TritonConfig['rateLimit'], rateLimitResource: o.rateLimitResource,
   };
 }
 
@@ -229,6 +233,8 @@ export function buildProgram(): Command {
     .option('--trace-config <setting>', 'trace settings as tritonserver: [triton,]file=..., level=TIMESTAMPS, rate=1000, count=-1, log-frequency=0 (repeatable)', collect)
     .option('--cache-config <cache,key=value>', 'response cache as tritonserver: local,size=<bytes> enables the local cache, an LRU of that many bytes of outputs shared by every model whose config has response_cache { enable: true } (repeatable)', collect)
     .option('--response-cache-byte-size <bytes>', 'deprecated: the same as --cache-config local,size=<bytes> (0 = no cache)', parseIntArg)
+    .option('--rate-limit <mode>', 'rate limiting as tritonserver: off (default: instances execute as soon as they are free) or execution_count (an instance executes only when the resources of its instance group\'s rate_limiter are available; priority weights instances of all models)')
+    .option('--rate-limit-resource <name:count[:device]>', 'how many of a rate limiter resource exist, on <device> or on every device (default: the largest count any instance asks for; once given, every resource used must be given) (repeatable)', collect)
     .addOption(boolOption('--log-info [bool]', 'log info messages', true))
     .addOption(boolOption('--log-warning [bool]', 'log warnings', true))
     .addOption(boolOption('--log-error [bool]', 'log errors', true))

@@ -8,6 +8,7 @@ import { parseDataType, type DataType } from '../tensor';
 import type { ProtoJsonObject } from './proto-schema';
 import { readFileSync } from 'node:fs';
 import { fromBindSequenceBatcher, normalizeSequenceBatching } from './sequence-batching';
+import { normalizeRateLimiter } from './rate-limiter';
 import {
   TimeoutAction, type DynamicBatcher, type ModelConfig, type ModelWarmup, type QueuePolicy, type Tensor,
 } from './types';
@@ -348,7 +349,10 @@ export function normalizeBindConfig(spec: BindSpec): NormalizedModelConfig {
     dynamicBatching: batching && !sequenceBatching ? normalizeBatcher(name, cfg.batcher ?? {}, maxBatchSize) : null,
     // Absent (not null) without one, so configs without a sequence batcher look as they did.
     ...(sequenceBatching ? { sequenceBatching } : {}),
-    instanceGroup: [{ count: spec.instanceCount, kind: 'KIND_CPU' }],
+    instanceGroup: [{
+      count: spec.instanceCount, kind: 'KIND_CPU',
+      ...(cfg.rateLimiter !== undefined ? { rateLimiter: { ...normalizeRateLimiter(name, cfg.rateLimiter, 'camel') } } : {}),
+    }],
     responseCache: Boolean(cfg.responseCache),
     decoupled: Boolean(cfg.decoupled),
     modelWarmup: cfg.modelWarmup ?? [],

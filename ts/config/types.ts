@@ -94,6 +94,29 @@ export interface ModelConfig {
    * inferFunc; its steps are models bound (or loaded) before it.
    */
   ensembleScheduling?: EnsembleScheduling;
+  /**
+   * The rate limiter settings of the model's instances (Triton's `instance_group.rate_limiter`),
+   * used when the server runs with `rateLimit: 'execution_count'` and ignored otherwise: an
+   * instance executes only when `resources` are available; `priority` weights instances of all
+   * models (priority 2 gets half the chances of priority 1; 0 counts as 1).
+   */
+  rateLimiter?: RateLimiterConfig;
+}
+
+/** One resource an instance holds while it executes (Triton's `ModelRateLimiter.Resource`). */
+export interface RateLimiterResource {
+  name: string;
+  /** How many of the resource the instance needs (default 0). */
+  count?: number;
+  /** Default false: one pool of this resource per device (CPU instances: device 0); true: one pool for the server. */
+  global?: boolean;
+}
+
+/** Triton's `ModelRateLimiter`. */
+export interface RateLimiterConfig {
+  resources?: RateLimiterResource[];
+  /** Default 0 (counted as 1). */
+  priority?: number;
 }
 
 /** The control tensors the sequence batcher synthesizes (Triton's `ModelSequenceBatching.Control.Kind`). */
@@ -304,4 +327,17 @@ export interface TritonConfig {
   cacheConfig?: string[];
   /** Deprecated (tritonserver's --response-cache-byte-size): the same as `local,size=<n>`; 0 = no cache. */
   responseCacheByteSize?: number;
+  /**
+   * tritonserver's --rate-limit: 'off' (default; instance groups' rate_limiter settings are
+   * ignored) or 'execution_count' (an instance executes only when its group's rate_limiter
+   * resources are available; priorities weight instances across all models).
+   */
+  rateLimit?: 'off' | 'execution_count';
+  /**
+   * tritonserver's --rate-limit-resource, `<name>:<count>[:<device>]` entries: how many of a
+   * resource exist (on `device`, else on every device; a global resource ignores the device).
+   * Default: the largest count any loaded instance asks for. Once any is given, every resource
+   * an instance asks for must be listed with at least its count, or the model fails to load.
+   */
+  rateLimitResource?: string[];
 }

@@ -35,6 +35,7 @@ import { resolveFileInside } from './model-files';
 import { fromProtoSequenceBatching, normalizeSequenceBatching } from '../config/sequence-batching';
 import { checkRawEnsemble, isEnsembleConfig } from '../ensemble/repository';
 import { normalizeRawEnsembleScheduling } from '../ensemble/validate';
+import { normalizeRateLimiter } from '../config/rate-limiter';
 
 /** What `normalizeRawConfig` needs besides the config. */
 export interface NormalizeRawOptions {
@@ -187,6 +188,8 @@ function normalizeInstanceGroups(model: string, groups: ProtoInstanceGroup[] | u
       throw invalidArg(`model '${model}': instance group '${name}' has kind KIND_CPU but lists GPUs [${gpus.join(', ')}]`);
     }
     if (gpus.some((id) => id < 0)) throw invalidArg(`model '${model}': instance group '${name}' lists a negative GPU id`);
+    // Validated here; carried as written, so the served config prints back what was given.
+    if (g.rate_limiter !== undefined) normalizeRateLimiter(model, g.rate_limiter, 'proto', `instance_group '${name}' `);
     return {
       name,
       // A JS model's instances run on the CPU; KIND_AUTO says so unless GPUs are asked for.

@@ -9,7 +9,7 @@ import { InferenceServerError, toInferenceServerError } from '../errors';
 import { BoundModel } from '../model';
 import type { NormalizedInstanceGroup, NormalizedModelConfig } from '../config/normalize';
 import { loadOnnxEngine, type InstanceKind } from '../engines/onnx';
-import type { OnnxModelHandle } from '../native';
+import type { OnnxModelHandle, RateLimiter } from '../native';
 import { warmUp } from '../warmup';
 import { autoCompleteOnnxConfig, type RawModelConfig } from './autocomplete';
 import { precheckModelConfig, precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
@@ -32,6 +32,8 @@ export interface LoadOptions {
   log?: (line: string) => void;
   /** The serving models an ensemble's steps resolve to (the server's model lookup). */
   stepModels?: StepModels;
+  /** The server's rate limiter (rateLimit 'execution_count'), given to every model loaded. */
+  rateLimiter?: RateLimiter;
 }
 
 const ONNX_BACKENDS = new Set(['onnxruntime']);
@@ -141,7 +143,7 @@ async function loadVersion(
     // The served config tells where the instances run (Triton prints the resolved kind).
     const resolved = handle.provider === 'CPU' ? 'KIND_CPU' : 'KIND_GPU';
     config.instanceGroup = config.instanceGroup.map((g) => ({ ...g, kind: resolved }));
-    return warmedUp({ model: new BoundModel(config, { kind: 'onnx', handle: handle.handle }), finalize: async () => {} });
+    return warmedUp({ model: new BoundModel(config, { kind: 'onnx', handle: handle.handle }, options.rateLimiter), finalize: async () => {} });
   }
   if (!raw.input || !raw.output) {
     throw new InferenceServerError('INVALID_ARG', `model '${dir.name}': a JS model needs a config.pbtxt declaring its inputs and outputs`);
@@ -150,7 +152,7 @@ async function loadVersion(
   const js = await loadJsModel(found.file, config, dir);
   let model: BoundModel;
   try {
-    model = new BoundModel(config, { kind: 'js', funcs: js.funcs, strict: false });
+    model = new BoundModel(config, { kind: 'js', funcs: js.funcs, strict: false }, options.rateLimiter);
   } catch (err) {
     await js.finalize();
     throw err;

@@ -11,6 +11,7 @@
  */
 import { InferenceServerError, toInferenceServerError } from '../errors';
 import type { BoundModel } from '../model';
+import type { RateLimiter } from '../native';
 import type { RawModelConfig } from './autocomplete';
 import { checkModelName, fingerprint, scanRepositories, type ModelDirectory } from './layout';
 import { hasVersionDirectory, loadModel, noVersionDirectory, type LoadedVersion } from './loader';
@@ -46,6 +47,8 @@ export interface RepositoryOptions {
   pollSecs?: number;
   maxQueueSizeHardLimit?: number;
   log?: (line: string) => void;
+  /** The server's rate limiter (rateLimit 'execution_count'), given to every model loaded. */
+  rateLimiter?: RateLimiter;
 }
 
 /** What the load API may carry (Triton's `parameters`: `config` JSON, `file:<path>` contents). */
@@ -268,6 +271,7 @@ export class ModelRepositoryManager {
       await this.#loadSteps(name, dir, config, chain);
       const loaded = await loadModel(dir, {
         configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log,
+        rateLimiter: this.#options.rateLimiter,
         stepModels: (step, version) => this.#registry.model(step, version < 0 ? undefined : version),
       });
       if (this.#stopped) {
