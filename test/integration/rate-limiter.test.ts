@@ -192,7 +192,7 @@ describe('bound models', () => {
     const t = await serve({ rateLimit: 'execution_count' }, (x) => {
       x.bind({
         modelName: 'stream', ...TENSORS,
-        inferFunc: (requests: Request[]) => { for (const r of requests) senders.push(r.responseSender!); },
+        inferFunc: ((requests: Request[]) => { for (const r of requests) senders.push(r.responseSender!); }) as never,
         config: { maxBatchSize: 4, decoupled: true, rateLimiter: R1 },
       });
       bindHeld(x, 'b', R1);
