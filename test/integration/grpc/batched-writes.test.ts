@@ -37,7 +37,7 @@ test('a burst of writes arrives whole and in order once batchWrites is installed
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
   });
   const Client = grpc.makeGenericClientConstructor(service, 'Batched');
-  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as grpc.Client & {
+  const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
     Echo: () => grpc.ClientDuplexStream<Buffer, Buffer>;
   };
   try {
