@@ -347,13 +347,14 @@ export class BoundModel {
   }
 
   /**
-   * Batches for JS instances are formed on this thread: requests queued during one turn of the
-   * event loop are dispatched together by one pump in a microtask (as the batcher would find
-   * them queued), with no batcher-thread hop. The batcher thread takes over only for queue
-   * delays and timeouts, and then reaches JS through the channel (#execute).
+   * Batches are formed on this thread: requests queued during one turn of the event loop are
+   * dispatched together by one pump in a microtask (as the batcher would find them queued), with
+   * no batcher-thread hop — JS instances run them here, native instances get them handed to
+   * their threads. The batcher thread takes over for queue delays, timeouts and the batches that
+   * follow a native instance's completion, and reaches JS through the channel (#execute).
    */
   #schedulePump(): void {
-    if (this.#pumpScheduled || this.#nativeEngine) return;
+    if (this.#pumpScheduled) return;
     this.#pumpScheduled = true;
     queueMicrotask(this.#pump);
   }

@@ -87,8 +87,10 @@ bool ModelScheduler::ThreadNeededLocked(bool caller_pumps) const {
   const uint64_t deadline = source_->NextDeadline();
   if (deadline != 0 && deadline < thread_wake_ns_) return true;
   if (source_->Size() == 0) return false;
+  // A caller that pumps dispatches to every idle instance itself (Pump).
+  if (caller_pumps) return false;
   for (size_t i = 0; i < in_flight_.size(); ++i) {
-    if (!in_flight_[i] && !(caller_pumps && instances_[i]->RunsOnCallerThread())) return true;
+    if (!in_flight_[i]) return true;
   }
   return false;
 }
@@ -97,15 +99,33 @@ void ModelScheduler::Pump(InlineDispatch* dispatch) {
   dispatch->instance = -1;
   bool wake = false;
   Grants grants;
+  std::vector<std::pair<ModelInstance*, const Batch*>> handed;  // batches for instances on their own threads
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
     pump_pending_ = false;
+    DispatchOtherThreadsLocked(&handed, &grants);
     DispatchInlineLocked(dispatch, &grants);
     wake = dispatch->instance < 0 && ThreadNeededLocked(false);
   }
   if (wake) cv_.notify_one();
   grants.Deliver();
+  // As the batcher thread does, with mu_ released: Execute only hands the batch over (the
+  // instance's own thread runs it), and nothing frees a batch before it is executed except
+  // Stop(), which runs on this same thread.
+  for (const auto& [instance, batch] : handed) instance->Execute(*batch);
+}
+
+void ModelScheduler::DispatchOtherThreadsLocked(std::vector<std::pair<ModelInstance*, const Batch*>>* handed,
+                                                Grants* grants) {
+  const uint64_t now = SteadyNowNs();
+  const uint64_t deadline = source_->NextDeadline();
+  if (deadline != 0 && now >= deadline) return;  // the batcher thread's (timeouts first)
+  uint64_t wait_ns = 0;
+  int instance;
+  while ((instance = DispatchLocked(now, Pick::kOtherThreadsOnly, &wait_ns, grants)) >= 0) {
+    handed->emplace_back(instances_[instance].get(), in_flight_[instance].get());
+  }
 }
 
 void ModelScheduler::DispatchInlineLocked(InlineDispatch* dispatch, Grants* grants) {
@@ -242,7 +262,8 @@ void ModelScheduler::Run() {
     if (idle >= 0) {
       gate_[idle] = Gate::kOpen;
     } else {
-      idle = DispatchLocked(now, pump_pending_ ? Pick::kOtherThreadsOnly : Pick::kAny, &wait_ns, &grants);
+      // A promised Pump() dispatches what can go now; until it runs the thread leaves it be.
+      idle = pump_pending_ ? -1 : DispatchLocked(now, Pick::kAny, &wait_ns, &grants);
     }
     if (!grants.Empty()) {
       lock.unlock();

@@ -42,12 +42,13 @@ class ModelScheduler final : public BatchCompleter {
 
   // Validates and queues. On error the request stays with the caller and nothing is queued.
   // `caller_pumps`: the caller will call Pump() soon (the JS main thread does so once per
-  // burst of requests), so instances that run on its thread need no batcher-thread wake.
+  // burst of requests), which dispatches to every idle instance: no batcher-thread wake.
   Status Enqueue(std::unique_ptr<InferenceRequest>& request, bool caller_pumps = false);
 
-  // Caller's thread: dispatches the next batch the batcher would send now to an idle instance
-  // that runs on this thread and describes it in `dispatch` (the caller must execute it).
-  // When nothing can go now but something waits (queue delay), wakes the batcher thread.
+  // Caller's thread: hands the batches the batcher would send now to idle instances that run
+  // on their own threads (native engines), and describes the next one for an idle instance
+  // that runs on this thread in `dispatch` (the caller must execute it). When nothing can go
+  // now but something waits (queue delay), wakes the batcher thread.
   void Pump(InlineDispatch* dispatch);
 
   // Removes a queued request; returns its CANCELLED response, or nothing when it already left
@@ -110,6 +111,9 @@ class ModelScheduler final : public BatchCompleter {
   // in_flight_ (the loop goes on to the next idle instance); `grants` collects other
   // instances the limiter granted meanwhile, for the caller to deliver after unlocking.
   int DispatchLocked(uint64_t now_ns, Pick pick, uint64_t* wait_ns, Grants* grants);
+  // Pump(): forms the batches that can go now for idle instances running on their own threads
+  // (native engines), to be executed once mu_ is released: no batcher-thread hop for them.
+  void DispatchOtherThreadsLocked(std::vector<std::pair<ModelInstance*, const Batch*>>* handed, Grants* grants);
   void DispatchInlineLocked(InlineDispatch* dispatch, Grants* grants);
   // True when the batcher thread must look at the queue now. With `caller_pumps`, instances
   // on the caller's thread are left to Pump(); timeouts and other instances still need it.
@@ -151,8 +155,8 @@ class ModelScheduler final : public BatchCompleter {
   uint64_t next_sequence_ = 0;
   uint64_t next_token_ = 1;
   // The caller promised a Pump() (after Enqueue/CompleteBatch with caller_pumps) that has not
-  // run yet: until it does, the batcher thread leaves caller-thread instances to it, so a batch
-  // for them never takes the thread hop when the caller is about to dispatch it anyway.
+  // run yet: until it does, the batcher thread dispatches nothing, so a batch never takes the
+  // thread hop when the caller is about to dispatch it anyway (timeouts stay the thread's).
   bool pump_pending_ = false;
   // When the batcher thread will look at the source again by itself: 0 while it is awake,
   // its wake-up time while it waits (UINT64_MAX: only when notified). A deadline earlier than
