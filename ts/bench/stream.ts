@@ -3,22 +3,29 @@
  * infernode over gRPC ModelStreamInfer and HTTP generate_stream, against the same generator behind
  * a plain node:http server-sent-events endpoint (the transport's ceiling), at 1, 16 and 64
  * concurrent streams: responses/s, time to first response p50/p99, and the server process's
- * event-loop delay. Clients run in child processes (stream-load.ts).
+ * event-loop delay. Clients run in child processes (stream-load.ts). gRPC's own ceiling: the same
+ * generator behind a plain grpc-js ModelStreamInfer service (the same messages, one
+ * `call.write()` per response, no batching, no model), what a Node developer writes with grpc-js.
  */
 import { fork } from 'node:child_process';
 import * as http from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import * as path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
 import type { Request } from '../request';
 import { Triton } from '../triton';
+import type { InferRequestMessage, ParamMap } from '../server/grpc/infer-codec';
+import type { InferResponseFields } from '../server/grpc/infer-encode';
+import { SERVER_OPTIONS, forServer, inferenceServiceDefinition, isDecodeFailure, type DecodeFailure } from '../server/grpc/protos';
+import { grpcServerOptions } from '../server/grpc/server';
 import type { StreamChildResult } from './stream-load';
 
 export const STREAM_CONCURRENCIES = [1, 16, 64];
 const RESPONSES = 32;
 const MODEL = 'stream32';
 
-export type StreamServer = 'infernode gRPC stream' | 'infernode HTTP generate_stream' | 'node:http SSE';
+export type StreamServer = 'infernode gRPC stream' | 'infernode HTTP generate_stream' | 'node:http SSE' | 'grpc-js stream';
 
 export interface StreamRow {
   server: StreamServer;
@@ -88,6 +95,44 @@ async function startPeer(): Promise<{ port: number; stop: () => void }> {
   return { port: (server.address() as AddressInfo).port, stop: () => server.close() };
 }
 
+const NOT_FINAL: ParamMap = new Map([['triton_final_response', { kind: 'bool', value: false }]]);
+const FINAL: ParamMap = new Map([['triton_final_response', { kind: 'bool', value: true }]]);
+type PeerCall = ServerDuplexStream<InferRequestMessage | DecodeFailure, { errorMessage?: string; inferResponse?: InferResponseFields }>;
+
+/**
+ * gRPC's ceiling: the same generator behind a plain grpc-js ModelStreamInfer service (the
+ * project's message codec, so the wire bytes are infernode's), one `call.write()` per response
+ * and the empty final response the client asks for.
+ */
+async function startGrpcPeer(): Promise<{ port: number; stop: () => Promise<void> }> {
+  const server = new Server(grpcServerOptions({}));
+  const definition = forServer(inferenceServiceDefinition(SERVER_OPTIONS));
+  server.addService({ ModelStreamInfer: definition.ModelStreamInfer }, {
+    ModelStreamInfer: (call: PeerCall) => {
+      call.on('data', (m: InferRequestMessage | DecodeFailure) => {
+        if (isDecodeFailure(m)) {
+          call.write({ errorMessage: m.decodeError.message });
+          return;
+        }
+        const raw = m.rawInputContents[0]!;
+        const n = new Int32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + 4))[0];
+        for (const out of countdown(n)) {
+          call.write({ inferResponse: {
+            modelName: MODEL, modelVersion: '1', id: m.id, parameters: NOT_FINAL,
+            outputs: [{ name: 'OUT', datatype: 'FP32', shape: [1, 4] }], rawOutputContents: [new Uint8Array(out.buffer)],
+          } });
+        }
+        call.write({ inferResponse: { modelName: MODEL, modelVersion: '1', id: m.id, parameters: FINAL, outputs: [], rawOutputContents: [] } });
+      });
+      call.on('end', () => call.end());
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+  });
+  return { port, stop: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())) };
+}
+
 function percentile(values: number[], p: number): number {
   if (values.length === 0) return 0;
   const sorted = Float64Array.from(values).sort();
@@ -134,6 +179,7 @@ async function measure(kind: 'grpc' | 'sse', port: number, target: string, concu
 export async function runStreamBench(durationMs = 3000): Promise<StreamResult> {
   const infernode = await startInfernode();
   const peer = await startPeer();
+  const grpcPeer = await startGrpcPeer();
   const rows: StreamRow[] = [];
   try {
     for (const concurrency of STREAM_CONCURRENCIES) {
@@ -141,9 +187,11 @@ export async function runStreamBench(durationMs = 3000): Promise<StreamResult> {
       rows.push({ server: 'infernode HTTP generate_stream',
         ...await measure('sse', infernode.http, `/v2/models/${MODEL}/generate_stream`, concurrency, durationMs) });
       rows.push({ server: 'node:http SSE', ...await measure('sse', peer.port, '/stream', concurrency, durationMs) });
+      rows.push({ server: 'grpc-js stream', ...await measure('grpc', grpcPeer.port, MODEL, concurrency, durationMs) });
     }
   } finally {
     peer.stop();
+    await grpcPeer.stop();
     await infernode.stop();
   }
   const ratios: Record<string, number> = {};
@@ -152,6 +200,8 @@ export async function runStreamBench(durationMs = 3000): Promise<StreamResult> {
     const ceiling = of('node:http SSE');
     ratios[`grpc@${concurrency}`] = ceiling > 0 ? of('infernode gRPC stream') / ceiling : 0;
     ratios[`http@${concurrency}`] = ceiling > 0 ? of('infernode HTTP generate_stream') / ceiling : 0;
+    const grpcCeiling = of('grpc-js stream');
+    ratios[`grpc-js@${concurrency}`] = grpcCeiling > 0 ? of('infernode gRPC stream') / grpcCeiling : 0;
   }
   return { scenario: 'stream', durationMs, responsesPerRequest: RESPONSES, rows, ratios };
 }
@@ -170,7 +220,8 @@ export function streamMarkdown(r: StreamResult, machine: string): string {
     'infernode serves the model over gRPC `ModelStreamInfer` and HTTP `generate_stream`; the ceiling is the',
     'same generator behind a plain `node:http` server-sent-events endpoint (no batching, no model, no',
     'protocol beyond SSE). Clients run in child processes on the same machine. Target: ≥ 80% of the',
-    "ceiling's responses/s at 64 streams.",
+    "ceiling's responses/s at 64 streams. gRPC's own ceiling: the same generator behind a plain grpc-js",
+    'ModelStreamInfer service (same messages, one `call.write()` per response, no model).',
     '',
     '| server | streams | responses/s | requests/s | first response p50 µs | p99 µs | event-loop delay p99 ms | server CPU | server CPU µs/response | errors |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
@@ -182,6 +233,10 @@ export function streamMarkdown(r: StreamResult, machine: string): string {
     '| --- | ---: | ---: | ---: |',
     `| gRPC ModelStreamInfer | ${STREAM_CONCURRENCIES.map((c) => fmt(r.ratios[`grpc@${c}`], 2)).join(' | ')} |`,
     `| HTTP generate_stream | ${STREAM_CONCURRENCIES.map((c) => fmt(r.ratios[`http@${c}`], 2)).join(' | ')} |`,
+    '',
+    '| ratio to the grpc-js ceiling (responses/s) | 1 | 16 | 64 |',
+    '| --- | ---: | ---: | ---: |',
+    `| gRPC ModelStreamInfer | ${STREAM_CONCURRENCIES.map((c) => fmt(r.ratios[`grpc-js@${c}`], 2)).join(' | ')} |`,
     '',
   ].join('\n');
 }
