@@ -7,6 +7,8 @@
  *   the stream) — whatever it got is fine, provided an answer that came is right;
  * - disconnected: a raw connection closed mid-request on purpose (nothing to answer);
  * - shutdown: sent after SIGTERM, and refused (UNAVAILABLE) or cut (connection error);
+ * - expired / released: a sequence step refused with Triton's START error because its sequence
+ *   idled past max_sequence_idle / was cancelled (sequences.ts says when that is expected);
  * - failure: anything else, a wrong answer first of all.
  * Each worker sends one request at a time, so the load is bounded by the worker count, and stops
  * at the soak's deadline or once the server has exited.
@@ -23,8 +25,10 @@ import { NDArray } from '../tensor';
 import type { Triton } from '../triton';
 import { SOAK_MODELS, WIDTH, type SoakModel } from './repository';
 
-export type Outcome = 'ok' | 'unavailable-reload' | 'cancelled' | 'disconnected' | 'shutdown' | 'failure';
-export type Channel = 'http' | 'grpc' | 'stream' | 'inprocess' | 'raw' | 'control';
+export type Outcome = 'ok' | 'unavailable-reload' | 'cancelled' | 'disconnected' | 'shutdown' | 'expired' | 'released' | 'failure';
+/** The sequence clients' channels (sequences.ts). */
+export type SequenceChannel = 'seq-http' | 'seq-grpc' | 'seq-stream';
+export type Channel = 'http' | 'grpc' | 'stream' | 'inprocess' | 'raw' | 'control' | SequenceChannel;
 
 /** What every worker shares: the clock of the shutdown, the counts, the requests not yet settled. */
 export class SoakState {
@@ -50,7 +54,8 @@ export class SoakState {
   record(channel: Channel, outcome: Outcome, detail = ''): void {
     const key = `${channel}:${outcome}`;
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
-    if (outcome === 'failure' && this.failures.length < 50) this.failures.push(`${channel}: ${detail}`);
+    // The wall-clock time says which failures came together (the server's log has the same clock).
+    if (outcome === 'failure' && this.failures.length < 50) this.failures.push(`${new Date().toISOString().slice(11, 23)} ${channel}: ${detail}`);
   }
 
   /** Tracks a request (`requests`: how many it carries) until it settles (for "every accepted request settled"). */
