@@ -27,7 +27,7 @@ import { decodeStreamResponse, type StreamResponseMessage } from '../server/grpc
 import { encodeInferRequest } from '../server/grpc/infer-encode';
 import { NDArray } from '../tensor';
 import { SEQUENCE_IDLE_MS, SEQUENCE_MODELS, type SequenceModel } from './repository';
-import { classifyError, type SequenceChannel, type SoakState } from './traffic';
+import { OWN_CONNECTION, ResetBudget, classifyError, type SequenceChannel, type SoakState } from './traffic';
 
 /** Lanes (concurrent sequences) per sequence worker. */
 const LANES = 2;
@@ -74,8 +74,8 @@ const isStartError = (err: unknown): boolean =>
 const isCancelledError = (err: unknown): boolean => err instanceof InferenceServerError &&
   (err.code === 'CANCELLED' || (err.code === 'INVALID_ARG' && /was cancelled/.test(err.message)));
 
-function maybeAbort(): { signal?: AbortSignal; aborted: () => boolean } {
-  if (Math.random() >= ABORT_FRACTION) return { aborted: () => false };
+function maybeAbort(budget: ResetBudget | null): { signal?: AbortSignal; aborted: () => boolean } {
+  if (Math.random() >= ABORT_FRACTION || (budget && !budget.take())) return { aborted: () => false };
   const controller = new AbortController();
   setTimeout(() => controller.abort(), random(4));
   return { signal: controller.signal, aborted: () => controller.signal.aborted };
@@ -107,8 +107,9 @@ class Lane {
   private n = 0;
   private readonly abandoned: Abandoned[] = [];
 
+  /** `resetBudget`: the gRPC connection's (shared by the worker's lanes); null over HTTP. */
   constructor(private readonly state: SoakState, private readonly channel: SequenceChannel, private readonly name: string,
-    private readonly send: SendStep) {}
+    private readonly send: SendStep, private readonly resetBudget: ResetBudget | null) {}
 
   async run(): Promise<void> {
     while (!this.state.stopped) {
@@ -144,7 +145,7 @@ class Lane {
     // and the next step (without START) tells which.
     const start = seq.done === 0 && uncertain === null && seq.answeredAt === 0;
     const end = seq.done + 1 === seq.length;
-    const { signal, aborted } = uncertain ? { signal: undefined, aborted: () => false } : maybeAbort();
+    const { signal, aborted } = uncertain ? { signal: undefined, aborted: () => false } : maybeAbort(this.resetBudget);
     const sentAt = Date.now();
     let answer: StepAnswer;
     try {
@@ -212,8 +213,8 @@ class Lane {
 }
 
 /** Runs the lanes of one worker; `sendFor` gives each lane its way to send a step. */
-async function runLanes(state: SoakState, channel: SequenceChannel, sendFor: () => SendStep): Promise<void> {
-  await Promise.all(Array.from({ length: LANES }, (_, i) => new Lane(state, channel, `${channel}.${i}`, sendFor()).run()));
+async function runLanes(state: SoakState, channel: SequenceChannel, sendFor: () => SendStep, resetBudget: ResetBudget | null): Promise<void> {
+  await Promise.all(Array.from({ length: LANES }, (_, i) => new Lane(state, channel, `${channel}.${i}`, sendFor(), resetBudget).run()));
 }
 
 /** Sequences over HTTP (binary tensors; uint64 ids above 2^53 travel exactly). */
@@ -221,7 +222,7 @@ export async function httpSequenceWorker(state: SoakState, port: number): Promis
   const client = new HttpInferenceServerClient(`127.0.0.1:${port}`, { timeoutMs: 60_000 });
   try {
     await runLanes(state, 'seq-http', () => async (model, x, sequence, signal) =>
-      answerOf((await client.infer(request(model, x, sequence, signal))).outputs));
+      answerOf((await client.infer(request(model, x, sequence, signal))).outputs), null);
   } finally {
     await client.close?.();
   }
@@ -229,10 +230,10 @@ export async function httpSequenceWorker(state: SoakState, port: number): Promis
 
 /** Sequences over gRPC ModelInfer. */
 export async function grpcSequenceWorker(state: SoakState, port: number): Promise<void> {
-  const client = new GrpcInferenceServerClient(`127.0.0.1:${port}`, { timeoutMs: 60_000 });
+  const client = new GrpcInferenceServerClient(`127.0.0.1:${port}`, { timeoutMs: 60_000, channelOptions: OWN_CONNECTION });
   try {
     await runLanes(state, 'seq-grpc', () => async (model, x, sequence, signal) =>
-      answerOf((await client.infer(request(model, x, sequence, signal))).outputs));
+      answerOf((await client.infer(request(model, x, sequence, signal))).outputs), new ResetBudget());
   } finally {
     await client.close();
   }
@@ -242,8 +243,8 @@ export async function grpcSequenceWorker(state: SoakState, port: number): Promis
  * One ModelStreamInfer call carrying a lane's steps, one at a time, with `triton_grpc_error: true`
  * so an error ends the call with its status and Triton's code. A fresh call after an error or an
  * abort (which cancels the call); a lane's sequence may so span calls, as a client's may.
- * The call is half-closed, never cancelled, when the lane is done with it: grpc-js's server (Node's
- * nghttp2) ends the whole connection after ~1000 client resets, rapid-reset protection.
+ * The call is half-closed, never cancelled, when the lane is done with it: resets are counted
+ * (ResetBudget in traffic.ts).
  */
 class StepStream {
   private call: ClientDuplexStream<Buffer, StreamResponseMessage> | null = null;
@@ -313,14 +314,14 @@ const STREAM_PATH = '/inference.GRPCInferenceService/ModelStreamInfer';
 
 /** Sequences over gRPC ModelStreamInfer: a call per lane, kept across steps and sequences. */
 export async function streamSequenceWorker(state: SoakState, port: number): Promise<void> {
-  const client = new Client(`127.0.0.1:${port}`, credentials.createInsecure());
+  const client = new Client(`127.0.0.1:${port}`, credentials.createInsecure(), OWN_CONNECTION);
   const streams: StepStream[] = [];
   try {
     await runLanes(state, 'seq-stream', () => {
       const stream = new StepStream(client);
       streams.push(stream);
       return (model, x, sequence, signal) => stream.send(model, x, sequence, signal);
-    });
+    }, new ResetBudget());
   } finally {
     for (const stream of streams) stream.end();
     client.close();
