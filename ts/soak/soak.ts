@@ -15,6 +15,7 @@ import { HttpInferenceServerClient } from '../client/http';
 import { Triton } from '../triton';
 import { checkFlat, sampleProcess, type FlatnessCheck, type ProcessSample } from './process-stats';
 import { SOAK_MODELS, writeSoakRepository } from './repository';
+import { grpcSequenceWorker, httpSequenceWorker, streamSequenceWorker } from './sequences';
 import {
   SoakState, bindInProcessModel, classifyError, disconnectWorker, grpcWorker, httpWorker, inProcessWorker, streamWorker,
 } from './traffic';
@@ -28,12 +29,14 @@ export interface SoakOptions {
   grpcWorkers: number;
   streamWorkers: number;
   inProcessWorkers: number;
+  /** The sequence clients (sequences.ts): one per channel, HTTP, gRPC ModelInfer, ModelStreamInfer. */
+  sequences: boolean;
   /** Progress lines on stderr. */
   log: (line: string) => void;
 }
 
 export const DEFAULT_SOAK_OPTIONS: SoakOptions = {
-  seconds: 120, reloadEveryMs: 200, httpWorkers: 4, grpcWorkers: 3, streamWorkers: 2, inProcessWorkers: 2, log: () => undefined,
+  seconds: 120, reloadEveryMs: 200, httpWorkers: 4, grpcWorkers: 3, streamWorkers: 2, inProcessWorkers: 2, sequences: true, log: () => undefined,
 };
 
 export interface SoakReport {
@@ -159,6 +162,7 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
     ...Array.from({ length: o.streamWorkers }, (_, i) => streamWorker(state, grpc, i)),
     ...Array.from({ length: o.inProcessWorkers }, () => inProcessWorker(state, inProcess)),
     disconnectWorker(state, http),
+    ...(o.sequences ? [httpSequenceWorker(state, http), grpcSequenceWorker(state, grpc), streamSequenceWorker(state, grpc)] : []),
   ].map((w) => w.catch((err: Error) => { state.record('control', 'failure', `a worker crashed: ${err.stack ?? err.message}`); }));
   const control = controlLoop(state, http, o.reloadEveryMs, () => Date.now() >= loadEnds || state.stopped);
 
@@ -191,7 +195,8 @@ export async function runSoak(options: Partial<SoakOptions> = {}): Promise<SoakR
   if (unsettled > 0) problems.push(`${unsettled} request(s) never settled`);
   const internal = output.text.split('\n').filter((l) => /internal error|uncaught|unhandled/i.test(l));
   if (internal.length > 0) problems.push(`the server logged ${internal.length} internal error(s): ${internal.slice(0, 3).join(' | ')}`);
-  for (const channel of ['http', 'grpc', 'stream', 'inprocess']) {
+  const channels = ['http', 'grpc', 'stream', 'inprocess', ...(o.sequences ? ['seq-http', 'seq-grpc', 'seq-stream'] : [])];
+  for (const channel of channels) {
     if ((state.counts.get(`${channel}:ok`) ?? 0) === 0) problems.push(`no ${channel} request succeeded`);
   }
   if (operations === 0) problems.push('no repository operation succeeded');

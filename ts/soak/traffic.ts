@@ -7,6 +7,8 @@
  *   the stream) — whatever it got is fine, provided an answer that came is right;
  * - disconnected: a raw connection closed mid-request on purpose (nothing to answer);
  * - shutdown: sent after SIGTERM, and refused (UNAVAILABLE) or cut (connection error);
+ * - expired / released: a sequence step refused with Triton's START error because its sequence
+ *   idled past max_sequence_idle / was cancelled (sequences.ts says when that is expected);
  * - failure: anything else, a wrong answer first of all.
  * Each worker sends one request at a time, so the load is bounded by the worker count, and stops
  * at the soak's deadline or once the server has exited.
@@ -23,8 +25,10 @@ import { NDArray } from '../tensor';
 import type { Triton } from '../triton';
 import { SOAK_MODELS, WIDTH, type SoakModel } from './repository';
 
-export type Outcome = 'ok' | 'unavailable-reload' | 'cancelled' | 'disconnected' | 'shutdown' | 'failure';
-export type Channel = 'http' | 'grpc' | 'stream' | 'inprocess' | 'raw' | 'control';
+export type Outcome = 'ok' | 'unavailable-reload' | 'cancelled' | 'disconnected' | 'shutdown' | 'expired' | 'released' | 'failure';
+/** The sequence clients' channels (sequences.ts). */
+export type SequenceChannel = 'seq-http' | 'seq-grpc' | 'seq-stream';
+export type Channel = 'http' | 'grpc' | 'stream' | 'inprocess' | 'raw' | 'control' | SequenceChannel;
 
 /** What every worker shares: the clock of the shutdown, the counts, the requests not yet settled. */
 export class SoakState {
@@ -50,7 +54,8 @@ export class SoakState {
   record(channel: Channel, outcome: Outcome, detail = ''): void {
     const key = `${channel}:${outcome}`;
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
-    if (outcome === 'failure' && this.failures.length < 50) this.failures.push(`${channel}: ${detail}`);
+    // The wall-clock time says which failures came together (the server's log has the same clock).
+    if (outcome === 'failure' && this.failures.length < 50) this.failures.push(`${new Date().toISOString().slice(11, 23)} ${channel}: ${detail}`);
   }
 
   /** Tracks a request (`requests`: how many it carries) until it settles (for "every accepted request settled"). */
@@ -136,9 +141,37 @@ async function judged<T>(
   }
 }
 
+/**
+ * Node's HTTP/2 server (nghttp2's rapid-reset protection, CVE-2023-44487; grpc-js's server has no
+ * setting for it) ends a connection with GOAWAY(INTERNAL_ERROR) once its client has reset more
+ * than 1000 streams plus 33 a second, and every call on it fails ("Received RST_STREAM with
+ * code 2"). A soak gRPC client that cancels calls therefore has a connection of its own
+ * (grpc-js would otherwise share one between clients of the same address and options) and
+ * cancels only while this budget, well under the server's, allows.
+ */
+export class ResetBudget {
+  static readonly BURST = 300;
+  static readonly PER_SECOND = 15;
+  private tokens = ResetBudget.BURST;
+  private refilledAt = Date.now();
+
+  /** Whether one more reset fits (and counts it). */
+  take(): boolean {
+    const now = Date.now();
+    this.tokens = Math.min(ResetBudget.BURST, this.tokens + ((now - this.refilledAt) / 1000) * ResetBudget.PER_SECOND);
+    this.refilledAt = now;
+    if (this.tokens < 1) return false;
+    this.tokens--;
+    return true;
+  }
+}
+
+/** grpc-js channel options for a connection of the client's own (see ResetBudget). */
+export const OWN_CONNECTION = { 'grpc.use_local_subchannel_pool': 1 } as const;
+
 /** An AbortController that fires within a few milliseconds, for CANCEL_FRACTION of the requests. */
-function maybeCancel(): { signal?: AbortSignal; cancelled: () => boolean } {
-  if (Math.random() >= CANCEL_FRACTION) return { cancelled: () => false };
+function maybeCancel(budget?: ResetBudget): { signal?: AbortSignal; cancelled: () => boolean } {
+  if (Math.random() >= CANCEL_FRACTION || (budget && !budget.take())) return { cancelled: () => false };
   const controller = new AbortController();
   setTimeout(() => controller.abort(), random(4));
   return { signal: controller.signal, cancelled: () => controller.signal.aborted };
@@ -163,12 +196,13 @@ export async function httpWorker(state: SoakState, port: number): Promise<void> 
 
 /** One gRPC client (its own channel): unary ModelInfer, some calls cancelled. */
 export async function grpcWorker(state: SoakState, port: number): Promise<void> {
-  const client = new GrpcInferenceServerClient(`127.0.0.1:${port}`, { timeoutMs: 60_000 });
+  const client = new GrpcInferenceServerClient(`127.0.0.1:${port}`, { timeoutMs: 60_000, channelOptions: OWN_CONNECTION });
+  const budget = new ResetBudget();
   try {
     while (!state.stopped) {
       const model = pick(SOAK_MODELS);
       const input = randomInput();
-      const { signal, cancelled } = maybeCancel();
+      const { signal, cancelled } = maybeCancel(budget);
       await judged(state, 'grpc', model, cancelled,
         () => client.infer({ modelName: model.name, inputs: { [model.input]: new NDArray('FP32', [input.length / WIDTH, WIDTH], input) }, signal }),
         (r) => wrongAnswer(model, input, r.outputs[model.output]));
@@ -182,13 +216,14 @@ const STREAM_PATH = '/inference.GRPCInferenceService/ModelStreamInfer';
 
 /**
  * ModelStreamInfer: streams of 1-8 requests (ids name them), answers matched by id; one stream
- * in five is cancelled by the client after some of its answers.
+ * in five is cancelled by the client after some of its answers (within its ResetBudget).
  */
 export async function streamWorker(state: SoakState, port: number, worker: number): Promise<void> {
-  const client = new Client(`127.0.0.1:${port}`, credentials.createInsecure());
+  const client = new Client(`127.0.0.1:${port}`, credentials.createInsecure(), OWN_CONNECTION);
+  const budget = new ResetBudget();
   let streamNo = 0;
   try {
-    while (!state.stopped) await state.track(oneStream(state, client, `${worker}.${streamNo++}`), 0);
+    while (!state.stopped) await state.track(oneStream(state, client, `${worker}.${streamNo++}`, budget), 0);
   } finally {
     client.close();
   }
@@ -200,9 +235,9 @@ interface StreamRequest {
   sentAt: number;
 }
 
-function oneStream(state: SoakState, client: Client, streamId: string): Promise<void> {
+function oneStream(state: SoakState, client: Client, streamId: string, budget: ResetBudget): Promise<void> {
   const count = 1 + random(8);
-  const cancelAfter = Math.random() < 0.2 ? random(count) : -1;
+  const cancelAfter = Math.random() < 0.2 && budget.take() ? random(count) : -1;
   const call: ClientDuplexStream<Buffer, StreamResponseMessage> = client.makeBidiStreamRequest(
     STREAM_PATH, (b: Buffer) => b, decodeStreamResponse, new Metadata(), { deadline: Date.now() + 120_000 });
   const pending = new Map<string, StreamRequest>();

@@ -100,6 +100,37 @@ test('thousands of requests in flight on one stream are all answered (reads paus
   expect(new Set(st.responses.map((r) => r.infer_response?.id)).size).toBe(n);
 });
 
+test('a request on an open stream while the server drains is refused in band with its id (found by the soak)', async () => {
+  const own = await serve(bindModels);
+  const md = new Metadata();
+  const stream = own.stub.ModelStreamInfer(md) as ClientDuplexStream<unknown, Response>;
+  const responses: Response[] = [];
+  stream.on('data', (r: Response) => responses.push(r));
+  stream.on('error', () => undefined);  // the status below says how it ended
+  const ended = new Promise<StatusObject>((resolve) => stream.on('status', resolve));
+  const gate = held.hold();
+  try {
+    stream.write(request('running', [1], 'held'));
+    await waitFor(() => held.active === 1, 'the first request to run (it keeps the server draining)');
+    const stopping = own.triton.stop();
+    stream.write(request('late', [2]));
+    await waitFor(() => responses.length === 1, 'the refusal of the request sent after stop()');
+    // Triton repopulates the id of a refused stream request "so that client knows which request failed".
+    expect(responses[0].error_message).toBe('GRPC server is shutting down and has stopped accepting new requests.');
+    expect(responses[0].infer_response?.id).toBe('late');
+    gate.open();
+    await waitFor(() => responses.length === 2, 'the running request\'s answer');
+    expect(responses[1]).toMatchObject({ error_message: '', infer_response: { id: 'running' } });
+    stream.end();
+    await ended;
+    await stopping;
+  } finally {
+    gate.open();
+    own.stub.close();
+    await own.triton.stop();
+  }
+});
+
 test('a stream cancelled mid-flight: its queued request leaves the queue, the running one is dropped', async () => {
   const gate = held.hold();
   const calls = held.calls.length;

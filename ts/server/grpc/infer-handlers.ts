@@ -15,6 +15,7 @@ import { decodeRefusal, metadataValue, refusal, statusOf, type CallStatus, type 
 import type { InferRequestMessage, ParamMap } from './infer-codec';
 import type { InferResponseFields } from './infer-encode';
 import { inferenceCall, inferResponse } from './infer-request';
+import { isDecodeFailure } from './protos';
 import type { TurnQueue } from '../turn';
 
 /** Triton's answer (UNIMPLEMENTED) to unary ModelInfer on a decoupled model. */
@@ -156,7 +157,8 @@ class StreamSession {
     }
     const refused = refusal(this.o.ctx, this.o.gate, 'inference', this.call.metadata) ?? decodeRefusal(this.o.ctx, request);
     if (refused) {
-      this.#answerError(refused, '');
+      // With the request's id when it decoded, so the client can match the refusal (Triton's too).
+      this.#answerError(refused, isDecodeFailure(request) ? '' : (request as InferRequestMessage).id ?? '');
       return;
     }
     const msg = request as InferRequestMessage;
