@@ -253,6 +253,7 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
     signal?.addEventListener('abort', onAbort, { once: true });
     call.write(body);
     call.end();
+    let answered = false;  // the request's final response (or the call's OK end) arrived
     try {
       for (;;) {
         let message: StreamResponseMessage | null | typeof TIMED_OUT;
@@ -268,13 +269,18 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
         if (message.errorMessage) throw new StreamResponseError(message.errorMessage, message.inferResponse?.id ?? '');
         if (!message.inferResponse) continue;
         const result = streamResult(message.inferResponse);
+        answered = result.final;
         if (!isEmptyFinal(result)) yield result;
         if (result.final) return;
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
-      // Done early (final response, error, timeout, the reader left): the call may still be open.
-      if (!reader.ended) call.cancel();
+      // Left early (error, timeout, the reader stopped): cancel the call, and with it the
+      // request. After the final response the call is left to end by itself (the request was
+      // half-closed, so the server ends it OK at once): cancelling it would reset the HTTP/2
+      // stream, and a server counts resets — Node's HTTP/2 closes a connection past about
+      // 1000 + 33/s of them (its rapid-reset protection), failing every call on it.
+      if (!reader.ended && !answered) call.cancel();
     }
   }
 

@@ -198,6 +198,23 @@ describe('streamInfer', () => {
     expect([...(results[0].outputs.OUT.data as Float32Array)]).toEqual([4, 5]);
   });
 
+  test('1,200 calls in a row on one connection all succeed: a finished call is not reset (HTTP/2 rapid-reset limit)', async () => {
+    // Node's HTTP/2 server closes a connection past about 1000 + 33/s stream resets from its
+    // client; a client that cancelled each call after its final response failed near call 1,100.
+    const own = new GrpcInferenceServerClient(`grpc://127.0.0.1:${s.port}`);
+    try {
+      let answered = 0;
+      for (let i = 0; i < 1200; i++) {
+        for await (const r of own.streamInfer({ modelName: 'plain', inputs: { IN: f32(i) } })) {
+          if ((r.outputs.OUT.data as Float32Array)[0] === i) answered++;
+        }
+      }
+      expect(answered).toBe(1200);
+    } finally {
+      await own.close();
+    }
+  }, 60_000);
+
   test('an unknown model: NOT_FOUND with Triton\'s text', async () => {
     await expectRejects(client.streamInfer({ modelName: 'nope', inputs: { IN: f32(1) } }).next(),
       'NOT_FOUND', "Request for unknown model: 'nope' is not found");
