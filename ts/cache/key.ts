@@ -8,9 +8,9 @@
  * the datatype, shape, parameters and requested outputs out, so two requests with the same
  * bytes read as FP32[4] and INT32[2,2] share an answer there; here they do not.
  *
- * The hash is XXH3-128 (cpp/core/hash128.h, native `hash128`), about 25 GB/s here: hashing a
- * request's inputs costs less than copying them once, where SHA-256 (about 1 GB/s) cost a hit
- * more than the identity model's whole round trip for 256 KiB. It is NOT cryptographic:
+ * The hash is XXH3-128 (cpp/core/hash128.h, native `hash128`, reading the inputs in place): the
+ * key of a 256 KiB input costs about 13 µs (20 GB/s) where SHA-256 cost about 175 µs, more than
+ * the identity model's whole round trip (bench/results/cache.md). It is NOT cryptographic:
  *  - Accidental collisions (two different requests, one key, so one gets the other's answer)
  *    are as unlikely as for any 128-bit hash: about n²/2¹²⁹ for n distinct requests, nil in
  *    practice (Triton's 64-bit key is 2⁶⁴ times likelier to collide).
