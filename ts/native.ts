@@ -249,6 +249,12 @@ export interface Addon {
   openCudaSharedMemory(handle: Uint8Array, deviceId: number, byteSize: number): CudaSharedMemory;
   init(errorClass: typeof InferenceServerError): void;
   buildInfo(): BuildInfo;
+  /**
+   * XXH3-128 of the parts in order (strings as their UTF-16 code units, views as their bytes,
+   * read in place), keyed with a random secret drawn once per process: 32 lower-case hex digits.
+   * Not cryptographic (cpp/core/hash128.h); the response cache key (ts/cache/key.ts).
+   */
+  hash128(parts: readonly (string | ArrayBufferView)[]): string;
   /** Creates `instanceCount` sessions off the event loop (libuv pool). */
   loadOnnxModel(libraryPath: string, modelPath: string, instanceCount: number, options: OnnxLoadOptions): Promise<OnnxModelHandle>;
 }

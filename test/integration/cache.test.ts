@@ -8,6 +8,7 @@
  */
 import { InferenceServerError } from '../../ts/errors';
 import { responseCacheKey } from '../../ts/cache/key';
+import { native } from '../../ts/native';
 import { ENTRY_OVERHEAD_BYTES, OUTPUT_OVERHEAD_BYTES } from '../../ts/cache/response-cache';
 import type { Request } from '../../ts/request';
 import { NDArray } from '../../ts/tensor';
@@ -130,6 +131,40 @@ describe('hits and misses', () => {
     expect(key('FP32')).not.toBe(key('FP32', 'm', 2));
     expect(key('FP32')).toBe(key('FP32'));
     expect(key('FP32')).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  test('the key reads each input view in place: only its own bytes count, every byte of a large one', () => {
+    const key = (data: Float32Array): string => responseCacheKey({
+      model: 'm', version: 1, generation: 1, outputs: null, parameters: {}, inputs: { IN: new NDArray('FP32', [1, data.length], data) },
+    });
+    const backing = new Float32Array([9, 1, 2, 9]);
+    // A view in the middle of a larger buffer is keyed by its two elements, not the buffer's four.
+    expect(key(backing.subarray(1, 3))).toBe(key(new Float32Array([1, 2])));
+    expect(key(backing.subarray(0, 2))).not.toBe(key(new Float32Array([1, 2])));
+    // A large input (every byte hashed): one changed element changes the key.
+    const large = new Float32Array(65536).map((_, i) => i);
+    const before = key(large);
+    large[40000] += 1;
+    expect(key(large)).not.toBe(before);
+    large[40000] -= 1;
+    expect(key(large)).toBe(before);
+  });
+
+  test('the key tells apart strings that UTF-8 would fold together (a lone surrogate and U+FFFD)', () => {
+    const key = (value: string): string => responseCacheKey({
+      model: 'm', version: 1, generation: 1, outputs: null, parameters: { p: value },
+      inputs: { IN: new NDArray('FP32', [1, 1], new Float32Array([1])) },
+    });
+    expect(key('\uD800')).not.toBe(key('\uFFFD'));
+    expect(key('\uD800')).toBe(key('\uD800'));
+  });
+
+  test('native hash128 refuses a part that is neither a string nor a view, naming it', () => {
+    const bad = ['header', 42] as unknown as string[];
+    expect(() => native().hash128(bad)).toThrow(/part 1 is neither a string nor an ArrayBufferView/);
+    const bytes = new Uint8Array([1, 2, 3, 4]);
+    expect(native().hash128([new DataView(bytes.buffer, 1, 2)])).toBe(native().hash128([bytes.subarray(1, 3)]));
+    expect(native().hash128(['ab', 'c'])).toBe(native().hash128(['abc']));
   });
 
   test('BYTES inputs and outputs are cached and answered byte-identically', async () => {
