@@ -13,7 +13,8 @@
  * The two modes alternate in short windows (ROUNDS per concurrency) and each mode's windows are
  * merged, so background load on a shared machine does not favour one of them.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
+import { ServerProcess } from './server-process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import {
@@ -107,37 +108,6 @@ function referenceLogits(rows: Float32Array[]): Float64Array[] {
     }
     return x as Float64Array;
   });
-}
-
-/** The bench server in its own process. */
-class ServerProcess {
-  private constructor(private readonly child: ChildProcess, readonly port: number) {}
-
-  static start(): Promise<ServerProcess> {
-    const child = fork(path.join(__dirname, 'ensemble-server.js'), [REPOSITORY], { stdio: 'inherit' });
-    return new Promise((resolve, reject) => {
-      child.once('message', (m: { port: number }) => resolve(new ServerProcess(child, m.port)));
-      child.once('exit', (code) => reject(new Error(`the ensemble bench server exited with ${code} before listening (its reason is above)`)));
-    });
-  }
-
-  report(): Promise<EnsembleServerReport> {
-    return new Promise((resolve) => {
-      this.child.once('message', (m: EnsembleServerReport) => resolve(m));
-      this.child.send('report');
-    });
-  }
-
-  reset(): void {
-    this.child.send('reset');
-  }
-
-  stop(): Promise<void> {
-    return new Promise((resolve) => {
-      this.child.once('exit', () => resolve());
-      this.child.send('stop');
-    });
-  }
 }
 
 function load(job: EnsembleLoadJob): Promise<EnsembleLoadReport> {
@@ -294,19 +264,19 @@ export async function runEnsembleBench(windowMs = 2000): Promise<EnsembleBenchRe
   prepareRepository();
   const inputRows = sampleRows();
   const encodedRows = inputRows.map((r) => Buffer.from(r.buffer, r.byteOffset, r.byteLength).toString('base64'));
-  const server = await ServerProcess.start();
+  const server = await ServerProcess.start(path.join(__dirname, 'ensemble-server.js'), [REPOSITORY], 'the ensemble bench server');
   const windows: Window[] = [];
   try {
     for (const concurrency of ENSEMBLE_CONCURRENCIES) {
       for (let round = 0; round < ROUNDS; round++) {
         for (const mode of MODES) {
-          const before = await server.report();
+          const before = await server.ask<EnsembleServerReport>('report');
           const startedAt = performance.now();
           server.reset();
           const report = await load({
             port: server.port, mode, names: NAMES, rows: encodedRows, concurrency, warmupMs: 500, durationMs: windowMs,
           });
-          const after = await server.report();
+          const after = await server.ask<EnsembleServerReport>('report');
           windows.push({
             mode, concurrency, report, serverCpuUs: after.cpuUs - before.cpuUs, wallSeconds: (performance.now() - startedAt) / 1000,
             preprocess: delta(before.preprocess, after.preprocess), mlp: delta(before.mlp, after.mlp), eventLoopDelayP99Ms: after.p99Ms,

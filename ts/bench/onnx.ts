@@ -6,7 +6,8 @@
  * same load generator (a child process), at concurrency 1 to 64; each server runs in its own
  * child process with its event-loop delay measured. Writes bench/results/onnx.{md,json,svg}.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
+import { ServerProcess } from './server-process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { LoadJob, LoadReport } from './http-load';
@@ -80,37 +81,6 @@ interface ServerReport extends EventLoopDelay {
   executions: { rows: number; executions: number } | null;
 }
 
-/** A bench server in its own process, answering IPC requests one at a time. */
-class ServerProcess {
-  private constructor(private readonly child: ChildProcess, readonly port: number) {}
-
-  static start(mode: 'infernode' | 'naive', m: BenchModel): Promise<ServerProcess> {
-    const child = fork(path.join(__dirname, 'onnx-server.js'), [mode, repositoryOf(m), modelFileOf(m)], { stdio: 'inherit' });
-    return new Promise((resolve, reject) => {
-      child.once('message', (m: { port: number }) => resolve(new ServerProcess(child, m.port)));
-      child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)));
-    });
-  }
-
-  ask<T>(message: string): Promise<T> {
-    return new Promise((resolve) => {
-      this.child.once('message', (m: T) => resolve(m));
-      this.child.send(message);
-    });
-  }
-
-  reset(): void {
-    this.child.send('reset');
-  }
-
-  stop(): Promise<void> {
-    return new Promise((resolve) => {
-      this.child.once('exit', () => resolve());
-      this.child.send('stop');
-    });
-  }
-}
-
 function load(job: LoadJob): Promise<LoadReport> {
   return new Promise((resolve, reject) => {
     const child = fork(path.join(__dirname, 'http-load.js'), [], { stdio: 'inherit' });
@@ -145,7 +115,7 @@ export interface OnnxBenchResult {
 }
 
 async function measure(server: 'infernode' | 'naive', m: BenchModel, durationMs: number): Promise<OnnxBenchRow[]> {
-  const proc = await ServerProcess.start(server, m);
+  const proc = await ServerProcess.start(path.join(__dirname, 'onnx-server.js'), [server, repositoryOf(m), modelFileOf(m)], `${server} server`);
   const request = requestBytes().toString('base64');
   const rows: OnnxBenchRow[] = [];
   try {

@@ -9,7 +9,8 @@
  * the ratios. Servers and load generators run in their own processes (sequence-server.ts,
  * sequence-load.ts). Target: ≥ 5× the naive steps/s at 64 sequences, with a lower p99.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
+import { ServerProcess } from './server-process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { RNN_BENCH_HIDDEN, RNN_BENCH_INPUT_SIZE, RNN_BENCH_SEED, rnnStepModel } from '../tools/onnx/factories';
@@ -88,38 +89,6 @@ export function prepareSequenceRepository(size: SequenceSize): string {
   return repositoryOf(size);
 }
 
-/** A bench server in its own process. */
-class ServerProcess {
-  private constructor(private readonly child: ChildProcess, readonly port: number) {}
-
-  static start(server: SequenceServer, size: SequenceSize): Promise<ServerProcess> {
-    const child = fork(path.join(__dirname, 'sequence-server.js'), [server, repositoryOf(size), modelFileOf(size), String(size.hidden)],
-      { stdio: 'inherit' });
-    return new Promise((resolve, reject) => {
-      child.once('message', (m: { port: number }) => resolve(new ServerProcess(child, m.port)));
-      child.once('exit', (code) => reject(new Error(`the ${server} sequence server exited with ${code} before listening (its reason is above)`)));
-    });
-  }
-
-  report(): Promise<ServerReport> {
-    return new Promise((resolve) => {
-      this.child.once('message', (m: ServerReport) => resolve(m));
-      this.child.send('report');
-    });
-  }
-
-  reset(): void {
-    this.child.send('reset');
-  }
-
-  stop(): Promise<void> {
-    return new Promise((resolve) => {
-      this.child.once('exit', () => resolve());
-      this.child.send('stop');
-    });
-  }
-}
-
 export interface SequenceRow {
   server: SequenceServer;
   sequences: number;
@@ -174,11 +143,11 @@ async function measureCell(
     c.once('exit', (code) => { if (code !== 0) reject(new Error(`a sequence load generator exited with ${code}`)); });
   }));
   await Promise.all(children.map((c) => new Promise<void>((resolve) => c.once('message', () => resolve()))));
-  const before = await proc.report();
+  const before = await proc.ask<ServerReport>('report');
   proc.reset();
   for (const c of children) c.send({ type: 'go', durationMs });
   const done = await Promise.all(results);
-  const after = await proc.report();
+  const after = await proc.ask<ServerReport>('report');
   const seconds = durationMs / 1000;
   const latencies = Float64Array.from(done.flatMap((r) => Array.from(r.stepUs))).sort();
   const runs = after.executions && before.executions ? after.executions.executions - before.executions.executions : 0;
@@ -199,7 +168,8 @@ async function measureCell(
 }
 
 async function measureServer(server: SequenceServer, durationMs: number, size: SequenceSize): Promise<SequenceRow[]> {
-  const proc = await ServerProcess.start(server, size);
+  const proc = await ServerProcess.start(path.join(__dirname, 'sequence-server.js'),
+    [server, repositoryOf(size), modelFileOf(size), String(size.hidden)], `the ${server} sequence server`);
   const rows: SequenceRow[] = [];
   try {
     for (const sequences of SEQUENCE_CONCURRENCIES) rows.push(await measureCell(proc, server, sequences, durationMs, size));
