@@ -6,6 +6,7 @@
  * bound and a repository model, including the fields perf_analyzer reads.
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { errorOf } from './error-of';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { InferenceServerError } from '../../ts/errors';
@@ -45,16 +46,6 @@ function normalizeDir(dir: ModelDirectory, raw: RawModelConfig = readRawConfig(d
 /** Normalizes a config.pbtxt of model `m`. */
 function fromPbtxt(text: string, files: Record<string, string | Buffer> = {}): NormalizedModelConfig {
   return normalizeDir(modelDir('m', text, files));
-}
-
-function errorOf(fn: () => unknown): InferenceServerError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InferenceServerError);
-    return err as InferenceServerError;
-  }
-  throw new Error('expected an error');
 }
 
 function expectError(fn: () => unknown, code: string, message: string): void {

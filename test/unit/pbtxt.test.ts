@@ -5,19 +5,10 @@
  * files with the exact line:column of the error.
  */
 import { InferenceServerError } from '../../ts/errors';
+import { errorOf } from './error-of';
 import { parsePbtxt, printPbtxt, validateModelConfigJson, type ProtoJsonObject } from '../../ts/config/pbtxt';
 
 /** The error a call throws (fails the test when it does not throw). */
-function errorOf(fn: () => unknown): InferenceServerError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InferenceServerError);
-    return err as InferenceServerError;
-  }
-  throw new Error('expected an error');
-}
-
 const parse = (text: string): ProtoJsonObject => parsePbtxt(text, 'm/config.pbtxt');
 const parseError = (text: string): string => {
   const err = errorOf(() => parsePbtxt(text, 'm/config.pbtxt'));

@@ -6,6 +6,7 @@
  * ONNX auto-complete leaving the batcher's tensors out of `input` / `output`.
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { errorOf } from './error-of';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { InferenceServerError } from '../../ts/errors';
@@ -49,16 +50,6 @@ function bound(config: ModelConfig): NormalizedModelConfig {
     modelName: 'm', inputs: [{ name: 'x', dtype: 'FP32', shape: [3] }], outputs: [{ name: 'y', dtype: 'FP32', shape: [3] }],
     config, instanceCount: 1,
   });
-}
-
-function errorOf(fn: () => unknown): InferenceServerError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InferenceServerError);
-    return err as InferenceServerError;
-  }
-  throw new Error('expected an error');
 }
 
 function expectInvalid(fn: () => unknown, message: string | RegExp): void {
