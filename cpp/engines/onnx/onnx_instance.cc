@@ -66,12 +66,18 @@ void OnnxInstance::RunBatch(const Batch& batch) {
   Status status = GatherBatchInputs(*config_, batch, pool_, &inputs);
   const uint64_t gathered = SteadyNowNs();
   timings.input_ns = gathered > batch.dispatch_ns ? gathered - batch.dispatch_ns : 0;
-  if (status.IsOk()) status = session_->Run(inputs, batch.rows, config_->max_batch_size > 0, served_outputs_, pool_, &outputs);
+  DeviceCopyTimes copies;
+  if (status.IsOk()) {
+    status = session_->Run(inputs, batch.rows, config_->max_batch_size > 0, served_outputs_, pool_, &outputs, &copies);
+  }
   if (status.IsOk()) UndoOutputReshapes(*config_, &outputs);
   const uint64_t ran = SteadyNowNs();
-  timings.infer_ns = ran - gathered;
+  // On a GPU, Triton counts the copies to and from the device as compute input and output.
+  const uint64_t copied = copies.to_device_ns + copies.to_host_ns;
+  timings.infer_ns = ran - gathered > copied ? ran - gathered - copied : 0;
+  timings.input_ns += copies.to_device_ns;
   if (status.IsOk()) status = SplitOutputs(batch, config_->max_batch_size > 0, outputs, &per_request);
-  timings.output_ns = SteadyNowNs() - ran;
+  timings.output_ns = SteadyNowNs() - ran + copies.to_host_ns;
   if (!status.IsOk()) {
     status = Status(status.Code(), "model '" + config_->name + "': " + status.Message());
   }

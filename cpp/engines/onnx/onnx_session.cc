@@ -23,37 +23,34 @@ std::string CopyName(const OrtApi* api, OrtAllocator* allocator, char* name) {
 }
 
 // Providers are appended in priority order; a failure here (no library, no device) is
-// UNAVAILABLE so the caller can fall back (TensorRT → CUDA → CPU) and say so.
-Status AppendCuda(const OrtRuntime& runtime, OrtSessionOptions* options, int device_id) {
-  const OrtApi* api = runtime.Api();
-  OrtPtr<OrtCUDAProviderOptionsV2> cuda(api);
-  Status status = runtime.Check(api->CreateCUDAProviderOptions(OutParam(cuda)), "CUDA execution provider");
-  if (status.IsOk()) {
-    const std::string device = std::to_string(device_id);
-    const char* keys[] = {"device_id"};
-    const char* values[] = {device.c_str()};
-    status = runtime.Check(api->UpdateCUDAProviderOptions(cuda.get(), keys, values, 1), "CUDA execution provider");
-    if (status.IsOk()) {
-      status = runtime.Check(api->SessionOptionsAppendExecutionProvider_CUDA_V2(options, cuda.get()), "CUDA execution provider");
-    }
-  }
+// UNAVAILABLE so the caller can fall back (TensorRT → CUDA → CPU) and say so. The option structs
+// of the first API version are used on purpose: ONNX Runtime builds without CUDA compiled in
+// (the CPU package, with the CUDA provider library dropped beside it) refuse the V2 calls, while
+// these go through the provider bridge that loads libonnxruntime_providers_cuda.so.
+// Both providers compute on the instance's own stream (`stream`).
+Status AppendCuda(const OrtRuntime& runtime, OrtSessionOptions* options, int device_id, void* stream) {
+  OrtCUDAProviderOptions cuda;
+  cuda.device_id = device_id;
+  cuda.has_user_compute_stream = 1;
+  cuda.user_compute_stream = stream;
+  const Status status = runtime.Check(runtime.Api()->SessionOptionsAppendExecutionProvider_CUDA(options, &cuda),
+                                      "CUDA execution provider");
   return status.IsOk() ? status : Unavailable(status.Message());
 }
 
-Status AppendTensorRt(const OrtRuntime& runtime, OrtSessionOptions* options, int device_id) {
-  const OrtApi* api = runtime.Api();
-  OrtPtr<OrtTensorRTProviderOptionsV2> trt(api);
-  Status status = runtime.Check(api->CreateTensorRTProviderOptions(OutParam(trt)), "TensorRT execution provider");
-  if (status.IsOk()) {
-    const std::string device = std::to_string(device_id);
-    const char* keys[] = {"device_id"};
-    const char* values[] = {device.c_str()};
-    status = runtime.Check(api->UpdateTensorRTProviderOptions(trt.get(), keys, values, 1), "TensorRT execution provider");
-    if (status.IsOk()) {
-      status = runtime.Check(api->SessionOptionsAppendExecutionProvider_TensorRT_V2(options, trt.get()),
-                             "TensorRT execution provider");
-    }
-  }
+Status AppendTensorRt(const OrtRuntime& runtime, OrtSessionOptions* options, const OnnxSessionOptions& wanted, void* stream) {
+  OrtTensorRTProviderOptions trt{};
+  trt.device_id = wanted.device_id;
+  trt.has_user_compute_stream = 1;
+  trt.user_compute_stream = stream;
+  trt.trt_max_partition_iterations = 1000;  // ONNX Runtime's defaults
+  trt.trt_min_subgraph_size = 1;
+  trt.trt_max_workspace_size = wanted.tensorrt.max_workspace_bytes;
+  trt.trt_fp16_enable = wanted.tensorrt.fp16 ? 1 : 0;
+  trt.trt_engine_cache_enable = wanted.tensorrt.engine_cache_path.empty() ? 0 : 1;
+  trt.trt_engine_cache_path = wanted.tensorrt.engine_cache_path.c_str();
+  const Status status = runtime.Check(runtime.Api()->SessionOptionsAppendExecutionProvider_TensorRT(options, &trt),
+                                      "TensorRT execution provider");
   return status.IsOk() ? status : Unavailable(status.Message());
 }
 
@@ -109,14 +106,27 @@ Status OnnxSession::Create(std::shared_ptr<OrtRuntime> runtime, const std::strin
     RETURN_IF_ERROR(runtime->Check(api->AddSessionConfigEntry(raw_options, key.c_str(), value.c_str()),
                                    "session config entry '" + key + "'"));
   }
-  if (options.use_tensorrt) RETURN_IF_ERROR(AppendTensorRt(*runtime, raw_options, options.device_id));
-  if (options.use_tensorrt || options.use_cuda) RETURN_IF_ERROR(AppendCuda(*runtime, raw_options, options.device_id));
+  if (options.use_tensorrt || options.use_cuda) {
+    // The instance's stream: without CUDA or the device, the provider is unavailable (fallback).
+    std::unique_ptr<DeviceStream> created_stream;
+    RETURN_IF_ERROR(DeviceStream::Create(options.device_id, &created_stream));
+    session->stream_ = std::move(created_stream);
+    void* stream = session->stream_->Handle();
+    if (options.use_tensorrt) RETURN_IF_ERROR(AppendTensorRt(*runtime, raw_options, options, stream));
+    RETURN_IF_ERROR(AppendCuda(*runtime, raw_options, options.device_id, stream));
+    session->device_memory_ = OrtPtr<OrtMemoryInfo>(api);
+    RETURN_IF_ERROR(runtime->Check(api->CreateMemoryInfo("Cuda", OrtDeviceAllocator, options.device_id, OrtMemTypeDefault,
+                                                         OutParam(session->device_memory_)),
+                                   "creating CUDA memory info"));
+  }
   session->provider_ = options.use_tensorrt ? "TensorRT" : options.use_cuda ? "CUDA" : "CPU";
   OrtSession* created = nullptr;
   RETURN_IF_ERROR(runtime->Check(api->CreateSession(runtime->Env(), path.c_str(), raw_options, &created),
                                  "loading ONNX model '" + path + "'"));
   // Shared (not an OrtPtr): ONNX Runtime's own outputs keep the session alive (see session_).
-  session->session_ = std::shared_ptr<OrtSession>(created, [runtime](OrtSession* s) { runtime->Api()->ReleaseSession(s); });
+  session->session_ = std::shared_ptr<OrtSession>(created, [runtime, stream = session->stream_](OrtSession* s) {
+    runtime->Api()->ReleaseSession(s);
+  });
   session->cpu_memory_ = OrtPtr<OrtMemoryInfo>(api);
   RETURN_IF_ERROR(runtime->Check(api->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, OutParam(session->cpu_memory_)),
                                  "creating CPU memory info"));

@@ -46,6 +46,20 @@ Status OnnxSession::MakeInputValue(const GatheredInput& input, OrtPtr<OrtValue>*
   return Status::Success();
 }
 
+Status OnnxSession::MakeDeviceInputValue(const GatheredInput& input, std::vector<DeviceBuffer>* held,
+                                         OrtPtr<OrtValue>* value) const {
+  const std::string what = "input '" + input.name + "'";
+  DeviceBuffer device;
+  RETURN_IF_ERROR(stream_->Allocate(input.buffer.Size(), &device));
+  RETURN_IF_ERROR(stream_->CopyToDevice(device.Data(), input.buffer.Data(), input.buffer.Size()));
+  void* data = device.Data();
+  held->push_back(std::move(device));
+  return runtime_->Check(runtime_->Api()->CreateTensorWithDataAsOrtValue(device_memory_.get(), data, input.buffer.Size(),
+                                                                         input.shape.data(), input.shape.size(),
+                                                                         OnnxFromDataType(input.dtype), OutParam(*value)),
+                         what);
+}
+
 Status OnnxSession::ReadOutputValue(OrtValue* value, const std::string& name, std::shared_ptr<const void> owner,
                                     OutputTensor* out) const {
   const OrtApi* api = runtime_->Api();
@@ -92,17 +106,54 @@ Status OnnxSession::ReadOutputValue(OrtValue* value, const std::string& name, st
   return Status::Success();
 }
 
+Status OnnxSession::CopyOutputsToHost(const std::vector<DeviceBuffer>& device_outputs,
+                                      const std::vector<std::shared_ptr<PooledBuffer>>& pooled, DeviceCopyTimes* times) {
+  RETURN_IF_ERROR(stream_->Record(DeviceMark::kComputed));
+  for (size_t i = 0; i < device_outputs.size(); ++i) {
+    if (device_outputs[i].Data() == nullptr) continue;
+    RETURN_IF_ERROR(stream_->CopyToHost(pooled[i]->Data(), device_outputs[i].Data(), device_outputs[i].Size()));
+  }
+  RETURN_IF_ERROR(stream_->Record(DeviceMark::kOutputsCopied));
+  RETURN_IF_ERROR(stream_->Synchronize());
+  if (times != nullptr) {
+    times->to_device_ns = stream_->ElapsedNs(DeviceMark::kStart, DeviceMark::kInputsCopied);
+    times->to_host_ns = stream_->ElapsedNs(DeviceMark::kComputed, DeviceMark::kOutputsCopied);
+  }
+  return Status::Success();
+}
+
 Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, bool batching,
-                        const std::vector<std::string>& wanted, BufferPool* pool, std::vector<OutputTensor>* outputs) {
+                        const std::vector<std::string>& wanted, BufferPool* pool, std::vector<OutputTensor>* outputs,
+                        DeviceCopyTimes* device_times) {
+  Status status = RunOnce(inputs, rows, batching, wanted, pool, outputs, device_times);
+  if (stream_ != nullptr) {
+    // Whatever failed, no copy may still read the caller's input blocks once Run returns.
+    const Status synced = stream_->Synchronize();
+    if (status.IsOk()) status = synced;
+  }
+  return status;
+}
+
+Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t rows, bool batching,
+                            const std::vector<std::string>& wanted, BufferPool* pool, std::vector<OutputTensor>* outputs,
+                            DeviceCopyTimes* device_times) {
   const OrtApi* api = runtime_->Api();
   outputs->clear();
+  // GPU sessions: device buffers of this batch, released (in stream order) when Run returns,
+  // after the stream has been synchronised. Empty and BYTES tensors stay on the host: ONNX
+  // Runtime moves them itself.
+  const bool on_device = stream_ != nullptr;
+  std::vector<DeviceBuffer> device_buffers;
+  auto to_device = [on_device](DataType dtype, size_t bytes) { return on_device && dtype != DataType::kBytes && bytes > 0; };
+  if (on_device) RETURN_IF_ERROR(stream_->Record(DeviceMark::kStart));
   std::vector<OrtPtr<OrtValue>> input_values;
   std::vector<const OrtValue*> input_raw;
   std::vector<const char*> input_names;
   input_values.reserve(inputs.size());
   for (const GatheredInput& input : inputs) {
     input_values.emplace_back(api);
-    RETURN_IF_ERROR(MakeInputValue(input, &input_values.back()));
+    RETURN_IF_ERROR(to_device(input.dtype, input.buffer.Size()) ? MakeDeviceInputValue(input, &device_buffers, &input_values.back())
+                                                                : MakeInputValue(input, &input_values.back()));
     input_raw.push_back(input_values.back().get());
     input_names.push_back(input.name.c_str());
   }
@@ -117,6 +168,7 @@ Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, 
   std::vector<OrtPtr<OrtValue>> output_values;
   output_values.reserve(fetched.size());
   std::vector<std::shared_ptr<PooledBuffer>> pooled(fetched.size());
+  std::vector<DeviceBuffer> device_outputs(fetched.size());
   std::vector<const char*> output_names;
   for (size_t i = 0; i < fetched.size(); ++i) {
     const OnnxTensorInfo& info = *fetched[i];
@@ -130,11 +182,19 @@ Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, 
     if (!ByteSize(info.dtype, shape, &bytes).IsOk()) continue;  // symbolic dims remain
     pooled[i] = std::make_shared<PooledBuffer>();
     RETURN_IF_ERROR(pool->Acquire(bytes, pooled[i].get()));
-    RETURN_IF_ERROR(runtime_->Check(api->CreateTensorWithDataAsOrtValue(cpu_memory_.get(), pooled[i]->Data(), bytes, shape.data(),
-                                                                        shape.size(), OnnxFromDataType(info.dtype),
-                                                                        OutParam(output_values[i])),
+    void* data = pooled[i]->Data();
+    const OrtMemoryInfo* where = cpu_memory_.get();
+    if (to_device(info.dtype, bytes)) {
+      // Computed into a device buffer, copied back into the pooled (pinned) block after the run.
+      RETURN_IF_ERROR(stream_->Allocate(bytes, &device_outputs[i]));
+      data = device_outputs[i].Data();
+      where = device_memory_.get();
+    }
+    RETURN_IF_ERROR(runtime_->Check(api->CreateTensorWithDataAsOrtValue(where, data, bytes, shape.data(), shape.size(),
+                                                                        OnnxFromDataType(info.dtype), OutParam(output_values[i])),
                                     "output '" + info.name + "'"));
   }
+  if (on_device) RETURN_IF_ERROR(stream_->Record(DeviceMark::kInputsCopied));
   // ONNX Runtime fills the null slots with values it allocates; they are adopted right after the
   // call, whatever it returned.
   std::vector<OrtValue*> output_raw(fetched.size(), nullptr);
@@ -146,6 +206,7 @@ Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, 
     if (output_values[i] == nullptr && output_raw[i] != nullptr) output_values[i].reset(output_raw[i]);
   }
   RETURN_IF_ERROR(status);
+  if (on_device) RETURN_IF_ERROR(CopyOutputsToHost(device_outputs, pooled, device_times));
   for (size_t i = 0; i < fetched.size(); ++i) {
     if (output_values[i] == nullptr) continue;
     OrtValue* value = output_values[i].get();
@@ -156,6 +217,8 @@ Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, 
     }
     OutputTensor out;
     RETURN_IF_ERROR(ReadOutputValue(value, fetched[i]->name, std::move(owner), &out));
+    // A device-bound output's value points at device memory: serve the host copy instead.
+    if (device_outputs[i].Data() != nullptr) out.data = pooled[i]->Data();
     outputs->push_back(std::move(out));
   }
   return Status::Success();

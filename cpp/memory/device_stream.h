@@ -1,0 +1,71 @@
+// One CUDA stream on one device, owned by a GPU model instance: the batch's inputs are copied
+// host-to-device on it, ONNX Runtime computes on it (its user_compute_stream), and outputs are
+// copied back on it, so one instance never waits for another's work and nothing synchronises
+// the whole device. Device memory comes from CUDA's stream-ordered pool (cudaMallocAsync on this
+// stream; freed in stream order), which caches blocks between batches.
+// Created on the load worker; afterwards used only from its instance's thread.
+// Implemented in cuda/device_stream.cu; the CPU build (device_stream_none.cc) has none.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "core/status.h"
+
+namespace infernode {
+
+class DeviceStream;
+
+// Move-only owner of a block of device memory, returned to the pool in stream order.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+
+  void* Data() const { return ptr_; }
+  size_t Size() const { return size_; }
+
+ private:
+  friend class DeviceStream;
+  void Release();
+
+  DeviceStream* stream_ = nullptr;  // outlives the buffer (buffers live within one batch)
+  void* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+// The phases of a batch on the device, measured with CUDA events between marks.
+enum class DeviceMark { kStart = 0, kInputsCopied = 1, kComputed = 2, kOutputsCopied = 3 };
+constexpr int kDeviceMarks = 4;
+
+class DeviceStream {
+ public:
+  // A non-blocking stream on `device_id`. UNAVAILABLE without CUDA or without that device.
+  static Status Create(int device_id, std::unique_ptr<DeviceStream>* out);
+  virtual ~DeviceStream() = default;
+
+  // The cudaStream_t, for ONNX Runtime's user_compute_stream.
+  virtual void* Handle() const = 0;
+  virtual int DeviceId() const = 0;
+
+  virtual Status Allocate(size_t bytes, DeviceBuffer* out) = 0;
+  // Asynchronous on this stream; the host side must stay valid until Synchronize returns.
+  virtual Status CopyToDevice(void* device_dst, const void* host_src, size_t bytes) = 0;
+  virtual Status CopyToHost(void* host_dst, const void* device_src, size_t bytes) = 0;
+  virtual Status Record(DeviceMark mark) = 0;
+  // Waits for this stream alone.
+  virtual Status Synchronize() = 0;
+  // Nanoseconds between two recorded marks (after Synchronize); 0 when either is missing.
+  virtual uint64_t ElapsedNs(DeviceMark from, DeviceMark to) = 0;
+
+ protected:
+  friend class DeviceBuffer;
+  static DeviceBuffer MakeBuffer(DeviceStream* stream, void* ptr, size_t size);
+  virtual void Free(void* ptr) = 0;
+};
+
+}  // namespace infernode

@@ -1,0 +1,106 @@
+/**
+ * ONNX models on ONNX Runtime's CUDA execution provider: the same model loaded as KIND_GPU and
+ * KIND_CPU gives the same answers (within float tolerance) for single requests and for
+ * dynamically batched ones, the served config says KIND_GPU, and the phases are timed.
+ * Needs a CUDA device and the CUDA provider library beside libonnxruntime.so (ONNXRUNTIME_ROOT,
+ * docs/gpu.md); without a device every test here is skipped, and the suite says so.
+ */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { native } from '../../ts/native';
+import { NDArray } from '../../ts/tensor';
+import type { Triton } from '../../ts/triton';
+import {
+  TempRepo, addConstModel, randomFloats, rowSumModel, slowAddModel, startRepoTriton, type Served,
+} from '../integration/repository/repo-helpers';
+
+const hasDevice = native().buildInfo().cudaDeviceCount > 0;
+if (!hasDevice) console.warn('GPU suite skipped: no CUDA device (onnx-cuda)');
+const gpuTest = hasDevice ? test : test.skip;
+
+const MLP = path.join(__dirname, '../../examples/models/mlp_classifier/1/model.onnx');
+
+let repo: TempRepo;
+let served: Served | undefined;
+
+beforeEach(() => {
+  repo = new TempRepo('cuda');
+});
+
+afterEach(async () => {
+  await served?.triton.stop();
+  served = undefined;
+  repo.cleanup();
+});
+
+/** Writes `bytes` twice, as `<name>_gpu` (KIND_GPU) and `<name>_cpu` (KIND_CPU), with `config` lines. */
+function twins(name: string, bytes: Uint8Array, config: string, count = 1): void {
+  for (const kind of ['gpu', 'cpu']) {
+    repo.onnx(`${name}_${kind}`, 1, bytes);
+    repo.config(`${name}_${kind}`, `platform: "onnxruntime_onnx"\n${config}\n` +
+      `instance_group [ { count: ${count}, kind: KIND_${kind.toUpperCase()} } ]`);
+  }
+}
+
+async function serve(): Promise<Triton> {
+  served = await startRepoTriton(repo.root);
+  return served.triton;
+}
+
+function expectClose(gpu: NDArray, cpu: NDArray, tolerance = 1e-4): void {
+  expect(gpu.shape).toEqual(cpu.shape);
+  expect(gpu.dtype).toBe(cpu.dtype);
+  const a = gpu.data as Float32Array;
+  const b = cpu.data as Float32Array;
+  // Errors relative to the tensor's largest magnitude: matrix products run in TF32 on the GPU
+  // (ONNX Runtime's default there), whose rounding scales with the operands, not each result.
+  const scale = b.reduce((m, v) => Math.max(m, Math.abs(v)), 1);
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]) / scale);
+  expect(worst).toBeLessThanOrEqual(tolerance);
+}
+
+/** Sends `rows` requests at once to both twins and compares each answer. */
+async function compareBatched(triton: Triton, name: string, input: string, dims: number[], rows: number, seed: number,
+  tolerance = 1e-4): Promise<void> {
+  const per = dims.reduce((a, b) => a * b, 1);
+  const requests = Array.from({ length: rows }, (_, i) => new NDArray('FP32', [1, ...dims], randomFloats(per, seed + i)));
+  const [gpu, cpu] = await Promise.all(['gpu', 'cpu'].map((kind) =>
+    Promise.all(requests.map((tensor) => triton.infer(`${name}_${kind}`, { [input]: tensor })))));
+  for (let i = 0; i < rows; i++) {
+    for (const output of Object.keys(cpu[i])) expectClose(gpu[i][output], cpu[i][output], tolerance);
+  }
+}
+
+gpuTest('KIND_GPU loads on the CUDA provider and the served config says so', async () => {
+  twins('add', addConstModel(3, 16), 'max_batch_size: 8');
+  const triton = await serve();
+  expect(served!.logs.filter((l) => /runs on|unavailable/i.test(l))).toEqual([]);
+  expect(triton.model('add_gpu').config.instanceGroup[0].kind).toBe('KIND_GPU');
+  expect(triton.model('add_cpu').config.instanceGroup[0].kind).toBe('KIND_CPU');
+  const out = await triton.infer('add_gpu', { INPUT0: new NDArray('FP32', [2, 16], new Float32Array(32).fill(1)) });
+  expect(Array.from(out.OUTPUT0.data as Float32Array)).toEqual(new Array(32).fill(4));
+});
+
+gpuTest('the MLP classifier: GPU and CPU agree, one request at a time and dynamically batched', async () => {
+  twins('mlp', readFileSync(MLP), 'max_batch_size: 64\ndynamic_batching { max_queue_delay_microseconds: 2000 }');
+  const triton = await serve();
+  await compareBatched(triton, 'mlp', 'input', [16], 1, 1, 5e-3);
+  await compareBatched(triton, 'mlp', 'input', [16], 64, 100, 5e-3);
+  const stats = triton.model('mlp_gpu').stats();
+  expect(stats.batchStats.some((s) => s.batchSize > 1)).toBe(true);
+  expect(stats.computeInfer.count).toBeGreaterThan(0);
+});
+
+gpuTest('shapes the model computes (ReduceSum keepdims) and odd row counts match the CPU', async () => {
+  twins('rows', rowSumModel(true), 'max_batch_size: 16\ninput [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 2, 3 ] } ]\n' +
+    'output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 2, 1 ] } ]\ndynamic_batching { max_queue_delay_microseconds: 2000 }');
+  const triton = await serve();
+  for (const rows of [1, 3, 7, 13]) await compareBatched(triton, 'rows', 'INPUT0', [2, 3], rows, rows * 10);
+});
+
+gpuTest('a compute-heavy model (matrix products) agrees within tolerance, two GPU instances', async () => {
+  twins('slow', slowAddModel(5, 64, 4), 'max_batch_size: 8\ndynamic_batching { max_queue_delay_microseconds: 1000 }', 2);
+  const triton = await serve();
+  await compareBatched(triton, 'slow', 'INPUT0', [64, 64], 16, 7, 2e-2);
+});
