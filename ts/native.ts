@@ -103,6 +103,25 @@ export interface NativeModelStats {
   /** Queued now (not yet handed to an instance). */
   queued: number;
   batchStats: NativeBatchStats[];
+  /** The model's batch-buffer pool (cpp/memory/buffer_pool.h): pinned blocks on a GPU machine. */
+  memory: NativeMemoryStats;
+}
+
+export interface NativeMemoryStats {
+  /** `cuda-pinned` or `aligned`. */
+  allocator: string;
+  hits: number;
+  misses: number;
+  cachedBytes: number;
+  inUseBytes: number;
+}
+
+/** The process-wide pinned budget (cpp/memory/cuda_host.h); zeros without CUDA. */
+export interface PinnedMemoryStats {
+  totalBytes: number;
+  usedBytes: number;
+  /** Blocks served from pageable memory because the budget was spent. */
+  pageableFallbacks: number;
 }
 
 /**
@@ -255,6 +274,8 @@ export interface Addon {
    * Not cryptographic (cpp/core/hash128.h); the response cache key (ts/cache/key.ts).
    */
   hash128(parts: readonly (string | ArrayBufferView)[]): string;
+  /** Sets the process-wide pinned budget when given (bytes), and returns its statistics. */
+  pinnedMemory(limitBytes?: number): PinnedMemoryStats;
   /** Creates `instanceCount` sessions off the event loop (libuv pool). */
   loadOnnxModel(libraryPath: string, modelPath: string, instanceCount: number, options: OnnxLoadOptions): Promise<OnnxModelHandle>;
 }

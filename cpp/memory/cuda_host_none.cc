@@ -6,5 +6,7 @@ namespace infernode {
 int CudaDeviceCount() { return 0; }
 bool CudaCompiledIn() { return false; }
 std::unique_ptr<HostAllocator> MakePinnedAllocator() { return nullptr; }
+void SetPinnedMemoryLimit(uint64_t) {}
+PinnedMemoryStats GetPinnedMemoryStats() { return {}; }
 
 }  // namespace infernode

@@ -33,6 +33,24 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// pinnedMemory(limitBytes?): sets the process-wide pinned budget when given, and returns its
+// statistics (all zero without CUDA).
+Napi::Value PinnedMemory(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() > 0 && !info[0].IsUndefined()) {
+    if (!info[0].IsNumber() || info[0].As<Napi::Number>().DoubleValue() < 0) {
+      throw Napi::TypeError::New(env, "pinnedMemory(limitBytes): a non-negative number");
+    }
+    SetPinnedMemoryLimit(static_cast<uint64_t>(info[0].As<Napi::Number>().DoubleValue()));
+  }
+  const PinnedMemoryStats stats = GetPinnedMemoryStats();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("totalBytes", static_cast<double>(stats.limit_bytes));
+  out.Set("usedBytes", static_cast<double>(stats.used_bytes));
+  out.Set("pageableFallbacks", static_cast<double>(stats.fallbacks));
+  return out;
+}
+
 }  // namespace
 
 Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
@@ -48,6 +66,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
   exports.Set("loadOnnxModel", Napi::Function::New<LoadOnnxModel>(env, "loadOnnxModel"));
   exports.Set("hash128", Napi::Function::New<Hash128Function>(env, "hash128"));
+  exports.Set("pinnedMemory", Napi::Function::New<PinnedMemory>(env, "pinnedMemory"));
   Napi::Function cuda_shm = CudaSharedMemory::Define(env);
   data->cuda_shared_memory = Napi::Persistent(cuda_shm);
   Napi::Function system_shm = SystemSharedMemoryRegion::Define(env);

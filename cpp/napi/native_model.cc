@@ -500,6 +500,15 @@ Napi::Value NativeModel::Stats(const Napi::CallbackInfo& info) {
     batches.Set(i++, b);
   }
   out.Set("batchStats", batches);
+  // The model's batch-buffer pool (pinned blocks on a GPU machine).
+  const PoolStats pool = pool_->Stats();
+  Napi::Object memory = Napi::Object::New(env);
+  memory.Set("allocator", pool_->AllocatorName());
+  memory.Set("hits", static_cast<double>(pool.hits));
+  memory.Set("misses", static_cast<double>(pool.misses));
+  memory.Set("cachedBytes", static_cast<double>(pool.cached_bytes));
+  memory.Set("inUseBytes", static_cast<double>(pool.in_use_bytes));
+  out.Set("memory", memory);
   return out;
 }
 
