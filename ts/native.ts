@@ -237,6 +237,25 @@ export interface SystemSharedMemoryRegion {
   close(): void;
 }
 
+/**
+ * One GPU as NVML reports it (cpp/gpu/gpu_metrics.h). A metric the device does not report
+ * (NVML_ERROR_NOT_SUPPORTED for power on some boards) is absent.
+ */
+export interface GpuDeviceReading {
+  /** 'GPU-xxxxxxxx-...': Triton's gpu_uuid label. */
+  uuid: string;
+  name: string;
+  /** 0..1 over NVML's last sample period. */
+  utilization?: number;
+  memoryTotalBytes?: number;
+  memoryUsedBytes?: number;
+  powerUsageWatts?: number;
+  /** The enforced power limit. */
+  powerLimitWatts?: number;
+  /** Total energy since the driver loaded. */
+  energyMillijoules?: number;
+}
+
 export interface Addon {
   NativeModel: NativeModelConstructor;
   RateLimiter: RateLimiterConstructor;
@@ -255,6 +274,13 @@ export interface Addon {
    * Not cryptographic (cpp/core/hash128.h); the response cache key (ts/cache/key.ts).
    */
   hash128(parts: readonly (string | ArrayBufferView)[]): string;
+  /**
+   * Every GPU's readings through NVML (libnvidia-ml.so.1, dlopen'ed on the first call), or null
+   * when NVML cannot be used (no NVIDIA driver). Synchronous: NVML answers in microseconds.
+   */
+  readGpuMetrics(): GpuDeviceReading[] | null;
+  /** Why readGpuMetrics() returned null (dlopen's or NVML's words); null otherwise. */
+  gpuMetricsUnavailable(): string | null;
   /** Creates `instanceCount` sessions off the event loop (libuv pool). */
   loadOnnxModel(libraryPath: string, modelPath: string, instanceCount: number, options: OnnxLoadOptions): Promise<OnnxModelHandle>;
 }

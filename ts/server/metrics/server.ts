@@ -16,6 +16,7 @@ import type { Frontend } from '../frontends';
 import { httpFrontend, listen } from '../http/listener';
 import { sendError, sendJson } from '../http/respond';
 import { parseMetricsConfig } from './config';
+import { startGpuMetrics } from './gpu';
 import { ModelMetrics } from './model-metrics';
 import { startSystemMetrics } from './system';
 
@@ -50,6 +51,7 @@ export function createTritonMetrics(ctx: ServerContext): TritonMetrics {
   const registry = new Registry();
   const models = new ModelMetrics(ctx.triton, registry, settings);
   const stopSystem = startSystemMetrics(registry, interval);
+  const stopGpu = (config.allowGpuMetrics ?? true) ? startGpuMetrics(registry, interval, ctx.logger) : () => undefined;
   if (models.observing) ctx.inference.onSuccess = (model, ms) => models.observe(model, ms);
   const process = processMetrics();
   return {
@@ -62,6 +64,7 @@ export function createTritonMetrics(ctx: ServerContext): TritonMetrics {
     },
     stop: () => {
       stopSystem();
+      stopGpu();
       if (models.observing) ctx.inference.onSuccess = null;
     },
   };
