@@ -275,10 +275,11 @@ export interface Addon {
    */
   hash128(parts: readonly (string | ArrayBufferView)[]): string;
   /**
-   * Every GPU's readings through NVML (libnvidia-ml.so.1, dlopen'ed on the first call), or null
-   * when NVML cannot be used (no NVIDIA driver). Synchronous: NVML answers in microseconds.
+   * Every GPU's readings through NVML (libnvidia-ml.so.1, dlopen'ed by the first read), or null
+   * when NVML cannot be used (no NVIDIA driver). Runs on the libuv pool: NVML's energy query
+   * takes milliseconds per GPU.
    */
-  readGpuMetrics(): GpuDeviceReading[] | null;
+  readGpuMetrics(): Promise<GpuDeviceReading[] | null>;
   /** Why readGpuMetrics() returned null (dlopen's or NVML's words); null otherwise. */
   gpuMetricsUnavailable(): string | null;
   /** Creates `instanceCount` sessions off the event loop (libuv pool). */

@@ -54,4 +54,20 @@ std::vector<GpuDeviceMetrics> ReadGpuMetrics(const nvml::NvmlLibrary& nvml) {
   return devices;
 }
 
+Status GpuMetricsSource::Read(std::vector<GpuDeviceMetrics>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!tried_) {
+    tried_ = true;
+    open_status_ = nvml::NvmlLibrary::Open(library_, &nvml_);
+  }
+  if (!open_status_.IsOk()) return open_status_;
+  *out = ReadGpuMetrics(*nvml_);
+  return Status::Success();
+}
+
+std::string GpuMetricsSource::UnavailableReason() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_status_.Message();
+}
+
 }  // namespace infernode

@@ -1,5 +1,5 @@
 // Per-environment addon state (the addon also loads in worker threads): the JS error class
-// and the constructors, and the environment's NVML handle (GPU metrics). Owned by the Napi::Env as
+// and the constructors, and the environment's NVML (GPU metrics). Owned by the Napi::Env as
 // instance data.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "gpu/nvml_library.h"
+#include "gpu/gpu_metrics.h"
 
 namespace infernode {
 
@@ -18,10 +18,9 @@ struct AddonData {
   Napi::FunctionReference rate_limiter;
   Napi::FunctionReference cuda_shared_memory;
   Napi::FunctionReference system_shared_memory;
-  // readGpuMetrics() (napi/gpu_metrics_function.cc): NVML opened on the first call, or why not.
-  bool nvml_tried = false;
-  std::unique_ptr<nvml::NvmlLibrary> nvml;
-  std::string nvml_unavailable;
+  // readGpuMetrics() (napi/gpu_metrics_function.cc); shared with the pool thread of a read in
+  // flight, so NVML closes when both are done.
+  std::shared_ptr<GpuMetricsSource> gpu_metrics = std::make_shared<GpuMetricsSource>();
 };
 
 }  // namespace infernode

@@ -1,21 +1,15 @@
 #include "napi/gpu_metrics_function.h"
 
+#include <memory>
+#include <utility>
+#include <vector>
+
 #include "gpu/gpu_metrics.h"
 #include "napi/addon_data.h"
 
 namespace infernode {
 
 namespace {
-
-// The environment's NVML, opened on first use; null (with the reason kept) when unavailable.
-const nvml::NvmlLibrary* NvmlOf(AddonData* data) {
-  if (!data->nvml_tried) {
-    data->nvml_tried = true;
-    Status status = nvml::NvmlLibrary::Open(nvml::kDefaultLibrary, &data->nvml);
-    if (!status.IsOk()) data->nvml_unavailable = status.Message();
-  }
-  return data->nvml.get();
-}
 
 Napi::Object DeviceObject(Napi::Env env, const GpuDeviceMetrics& device) {
   Napi::Object out = Napi::Object::New(env);
@@ -31,23 +25,51 @@ Napi::Object DeviceObject(Napi::Env env, const GpuDeviceMetrics& device) {
   return out;
 }
 
+class ReadWorker final : public Napi::AsyncWorker {
+ public:
+  ReadWorker(Napi::Env env, std::shared_ptr<GpuMetricsSource> source)
+      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), source_(std::move(source)) {}
+
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+
+  // libuv pool thread: no V8 here.
+  void Execute() override { status_ = source_->Read(&devices_); }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (!status_.IsOk()) {
+      deferred_.Resolve(env.Null());  // no NVML: GPU metrics are absent, which is no error
+      return;
+    }
+    Napi::Array out = Napi::Array::New(env, devices_.size());
+    for (size_t i = 0; i < devices_.size(); ++i) out.Set(static_cast<uint32_t>(i), DeviceObject(env, devices_[i]));
+    deferred_.Resolve(out);
+  }
+
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<GpuMetricsSource> source_;
+  Status status_;
+  std::vector<GpuDeviceMetrics> devices_;
+};
+
 }  // namespace
 
 Napi::Value ReadGpuMetricsFunction(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const nvml::NvmlLibrary* nvml = NvmlOf(env.GetInstanceData<AddonData>());
-  if (nvml == nullptr) return env.Null();
-  std::vector<GpuDeviceMetrics> devices = ReadGpuMetrics(*nvml);
-  Napi::Array out = Napi::Array::New(env, devices.size());
-  for (size_t i = 0; i < devices.size(); ++i) out.Set(static_cast<uint32_t>(i), DeviceObject(env, devices[i]));
-  return out;
+  auto* worker = new ReadWorker(env, env.GetInstanceData<AddonData>()->gpu_metrics);
+  Napi::Promise promise = worker->Promise();
+  worker->Queue();  // the worker deletes itself after OnOK/OnError
+  return promise;
 }
 
 Napi::Value GpuMetricsUnavailableFunction(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  AddonData* data = env.GetInstanceData<AddonData>();
-  if (data->nvml_unavailable.empty()) return env.Null();
-  return Napi::String::New(env, data->nvml_unavailable);
+  std::string reason = env.GetInstanceData<AddonData>()->gpu_metrics->UnavailableReason();
+  if (reason.empty()) return env.Null();
+  return Napi::String::New(env, reason);
 }
 
 }  // namespace infernode

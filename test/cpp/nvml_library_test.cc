@@ -2,6 +2,7 @@
 // is not NVML, gives UNAVAILABLE with the reason instead of failing the addon; where the driver
 // is present, every device read has a GPU- uuid and plausible values.
 #include <string>
+#include <vector>
 
 #include "gpu/gpu_metrics.h"
 #include "gpu/nvml_library.h"
@@ -23,6 +24,16 @@ TEST(NvmlLibraryWithoutTheEntryPointsIsUnavailable) {
   EXPECT_EQ(status.Code(), StatusCode::kUnavailable);
   EXPECT_CONTAINS(status.Message(), "'libm.so.6' does not export nvmlInit_v2");
   EXPECT_TRUE(library == nullptr);
+}
+
+TEST(GpuMetricsSourceKeepsWhyNvmlIsUnavailable) {
+  GpuMetricsSource source("libinfernode-no-such-nvml.so.1");
+  EXPECT_EQ(source.UnavailableReason(), std::string());
+  std::vector<GpuDeviceMetrics> devices;
+  EXPECT_EQ(source.Read(&devices).Code(), StatusCode::kUnavailable);
+  EXPECT_CONTAINS(source.UnavailableReason(), "libinfernode-no-such-nvml.so.1");
+  EXPECT_EQ(source.Read(&devices).Code(), StatusCode::kUnavailable);  // decided once, answered again
+  EXPECT_TRUE(devices.empty());
 }
 
 // Runs on a GPU host; elsewhere the driver's library is absent and only the reason is checked.

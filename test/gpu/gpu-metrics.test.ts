@@ -3,15 +3,27 @@
  * family with a GPU-... uuid per GPU and plausible values, and the energy counter not decreasing.
  * Without NVML (no NVIDIA driver) or a GPU every test here is skipped, and the suite says so.
  */
+import { spawnSync } from 'node:child_process';
 import * as http from 'node:http';
-import { native } from '../../ts/native';
+import * as path from 'node:path';
+import { native, type GpuDeviceReading } from '../../ts/native';
 import { Triton } from '../../ts/triton';
 
-const readings = native().readGpuMetrics();
-const hasGpu = readings !== null && readings.length > 0;
-if (!hasGpu) {
-  console.warn(`GPU metrics suite skipped: ${readings === null ? native().gpuMetricsUnavailable() : 'NVML reports no GPU'}`);
+/**
+ * NVML's answer, asked in a child process: the read is asynchronous, and whether the tests run
+ * or skip must be known when they are declared.
+ */
+function probeNvml(): { readings: GpuDeviceReading[] | null; unavailable: string | null } {
+  const script = "const a = require('node-gyp-build')(process.argv[1]); a.readGpuMetrics().then((readings) => " +
+    'process.stdout.write(JSON.stringify({ readings, unavailable: a.gpuMetricsUnavailable() })))';
+  const r = spawnSync(process.execPath, ['-e', script, path.join(__dirname, '..', '..')], { encoding: 'utf8', timeout: 30_000 });
+  if (r.status !== 0) throw new Error(`probing NVML failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as { readings: GpuDeviceReading[] | null; unavailable: string | null };
 }
+
+const { readings, unavailable } = probeNvml();
+const hasGpu = readings !== null && readings.length > 0;
+if (!hasGpu) console.warn(`GPU metrics suite skipped: ${readings === null ? unavailable : 'NVML reports no GPU'}`);
 const gpuTest = hasGpu ? test : test.skip;
 
 const FAMILIES = [
@@ -95,11 +107,10 @@ gpuTest('the energy counter grows from the server start and never decreases', as
   for (const [uuid, joules] of first) expect(second.get(uuid)!).toBeGreaterThan(joules);
 });
 
-gpuTest('a read of every GPU takes microseconds, so the synchronous read on the event loop is fine', () => {
-  const rounds = 50;
+gpuTest('the read runs off the event loop and reports what this process reads (a measurement, logged)', async () => {
+  const rounds = 20;
   const start = process.hrtime.bigint();
-  for (let i = 0; i < rounds; i++) native().readGpuMetrics();
+  for (let i = 0; i < rounds; i++) expect((await native().readGpuMetrics())!.map((d) => d.uuid)).toEqual(readings!.map((d) => d.uuid));
   const microsPerRead = Number(process.hrtime.bigint() - start) / 1000 / rounds;
-  console.warn(`readGpuMetrics: ${microsPerRead.toFixed(0)} us per read of ${readings!.length} GPU(s)`);
-  expect(microsPerRead).toBeGreaterThan(0);
+  console.warn(`readGpuMetrics: ${microsPerRead.toFixed(0)} us per read of ${readings!.length} GPU(s), on the libuv pool`);
 });

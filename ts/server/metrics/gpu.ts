@@ -10,8 +10,8 @@
  * /metrics has no nv_gpu_* lines rather than zeros, as Triton built without GPU metrics. A
  * metric one GPU does not report (power on some boards) is missing for that GPU only.
  *
- * The read is synchronous on the event loop: NVML answers each query in microseconds (see
- * docs/http.md, Metrics), far less than a timer tick every two seconds.
+ * The read runs on the libuv pool, not the event loop: NVML's energy query alone takes about
+ * 4 ms per GPU (H100), which would stall every request once per interval (docs/http.md).
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../../log';
@@ -73,29 +73,37 @@ function record(families: GpuFamilies, energy: EnergySinceStart, device: GpuDevi
 
 /**
  * Reads the GPUs once; when NVML reports at least one, registers the families and refreshes
- * them every `intervalMs` (an unref'd timer: it never keeps the process alive). Returns the
- * stop function, which clears the timer.
+ * them every `intervalMs` (an unref'd timer: it never keeps the process alive), skipping a tick
+ * while the previous read is still running. Resolves to the stop function, which clears the
+ * timer; a read in flight then records nothing.
  */
-export function startGpuMetrics(registry: Registry, intervalMs: number, logger: Logger): () => void {
+export async function startGpuMetrics(registry: Registry, intervalMs: number, logger: Logger): Promise<() => void> {
   const addon = native();
-  const first = addon.readGpuMetrics();
-  if (first === null) {
-    logger.verbose(1, `GPU metrics: none reported (${addon.gpuMetricsUnavailable() ?? 'NVML unavailable'})`);
-    return () => undefined;
-  }
-  if (first.length === 0) {
-    logger.verbose(1, 'GPU metrics: none reported (NVML found no GPU)');
+  const first = await addon.readGpuMetrics();
+  if (first === null || first.length === 0) {
+    logger.verbose(1, `GPU metrics: none reported (${first === null ? addon.gpuMetricsUnavailable() : 'NVML found no GPU'})`);
     return () => undefined;
   }
   first.forEach((device, index) => logger.info(`Collecting metrics for GPU ${index}: ${device.name} (${device.uuid})`));
   const families = registerFamilies(registry);
   const energy = new EnergySinceStart();
+  let stopped = false;
+  let reading = false;
+  // A failed read (null) keeps the previous values until the next interval.
   const refresh = (readings: GpuDeviceReading[] | null): void => {
-    // A failed read (null) keeps the previous values until the next interval.
+    if (stopped) return;
     for (const device of readings ?? []) record(families, energy, device);
   };
   refresh(first);
-  const timer = setInterval(() => refresh(addon.readGpuMetrics()), intervalMs);
+  const timer = setInterval(() => {
+    if (reading) return;
+    reading = true;
+    addon.readGpuMetrics().then(refresh, (err: unknown) => logger.verbose(1, `GPU metrics: read failed: ${String(err)}`))
+      .finally(() => { reading = false; });
+  }, intervalMs);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
 }

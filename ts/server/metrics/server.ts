@@ -42,8 +42,11 @@ export interface TritonMetrics {
   stop(): void;
 }
 
-/** Builds the registry of `ctx`'s Triton and hooks the per-request observations if enabled. */
-export function createTritonMetrics(ctx: ServerContext): TritonMetrics {
+/**
+ * Builds the registry of `ctx`'s Triton and hooks the per-request observations if enabled.
+ * Resolves once the GPUs were read the first time, so the first scrape has the GPU families.
+ */
+export async function createTritonMetrics(ctx: ServerContext): Promise<TritonMetrics> {
   const config = ctx.triton.config;
   const settings = parseMetricsConfig(config.metricsConfig);
   const interval = config.metricsIntervalMs ?? 2000;
@@ -51,8 +54,18 @@ export function createTritonMetrics(ctx: ServerContext): TritonMetrics {
   const registry = new Registry();
   const models = new ModelMetrics(ctx.triton, registry, settings);
   const stopSystem = startSystemMetrics(registry, interval);
-  const stopGpu = (config.allowGpuMetrics ?? true) ? startGpuMetrics(registry, interval, ctx.logger) : () => undefined;
   if (models.observing) ctx.inference.onSuccess = (model, ms) => models.observe(model, ms);
+  const stopOwn = (): void => {
+    stopSystem();
+    if (models.observing) ctx.inference.onSuccess = null;
+  };
+  let stopGpu: () => void = () => undefined;
+  try {
+    if (config.allowGpuMetrics ?? true) stopGpu = await startGpuMetrics(registry, interval, ctx.logger);
+  } catch (err) {
+    stopOwn();
+    throw err;
+  }
   const process = processMetrics();
   return {
     registry,
@@ -63,9 +76,8 @@ export function createTritonMetrics(ctx: ServerContext): TritonMetrics {
       return `${own}\n${shared}`;
     },
     stop: () => {
-      stopSystem();
       stopGpu();
-      if (models.observing) ctx.inference.onSuccess = null;
+      stopOwn();
     },
   };
 }
@@ -73,7 +85,7 @@ export function createTritonMetrics(ctx: ServerContext): TritonMetrics {
 /** Starts the metrics frontend (TritonConfig metricsAddress/metricsPort; port 0 picks one). */
 export async function startMetricsFrontend(ctx: ServerContext): Promise<Frontend> {
   const config = ctx.triton.config;
-  const metrics = createTritonMetrics(ctx);
+  const metrics = await createTritonMetrics(ctx);
   const server = http.createServer({ noDelay: true }, (req, res) => {
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path !== '/metrics' && path !== '/metrics/') return sendJson(res, 404, { error: 'Not Found' });
