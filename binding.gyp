@@ -5,7 +5,7 @@
     {
       "target_name": "infernode",
       "sources": [
-        "<!@(node -e \"const g=require('fs');const p=require('path');const out=[];for(const d of ['core','memory','scheduling','engines','engines/onnx','napi']){for(const f of g.readdirSync(p.join('cpp',d))){if(f.endsWith('.cc'))out.push('cpp/'+d+'/'+f)}}console.log(out.join(' '))\")"
+        "<!@(node -e \"const g=require('fs');const p=require('path');const out=[];for(const d of ['core','gpu','memory','scheduling','engines','engines/onnx','napi']){for(const f of g.readdirSync(p.join('cpp',d))){if(f.endsWith('.cc'))out.push('cpp/'+d+'/'+f)}}console.log(out.join(' '))\")"
       ],
       "include_dirs": [
         "cpp",

@@ -256,6 +256,25 @@ export interface SystemSharedMemoryRegion {
   close(): void;
 }
 
+/**
+ * One GPU as NVML reports it (cpp/gpu/gpu_metrics.h). A metric the device does not report
+ * (NVML_ERROR_NOT_SUPPORTED for power on some boards) is absent.
+ */
+export interface GpuDeviceReading {
+  /** 'GPU-xxxxxxxx-...': Triton's gpu_uuid label. */
+  uuid: string;
+  name: string;
+  /** 0..1 over NVML's last sample period. */
+  utilization?: number;
+  memoryTotalBytes?: number;
+  memoryUsedBytes?: number;
+  powerUsageWatts?: number;
+  /** The enforced power limit. */
+  powerLimitWatts?: number;
+  /** Total energy since the driver loaded. */
+  energyMillijoules?: number;
+}
+
 export interface Addon {
   NativeModel: NativeModelConstructor;
   RateLimiter: RateLimiterConstructor;
@@ -276,6 +295,14 @@ export interface Addon {
   hash128(parts: readonly (string | ArrayBufferView)[]): string;
   /** Sets the process-wide pinned budget when given (bytes), and returns its statistics. */
   pinnedMemory(limitBytes?: number): PinnedMemoryStats;
+  /**
+   * Every GPU's readings through NVML (libnvidia-ml.so.1, dlopen'ed by the first read), or null
+   * when NVML cannot be used (no NVIDIA driver). Runs on the libuv pool: NVML's energy query
+   * takes milliseconds per GPU.
+   */
+  readGpuMetrics(): Promise<GpuDeviceReading[] | null>;
+  /** Why readGpuMetrics() returned null (dlopen's or NVML's words); null otherwise. */
+  gpuMetricsUnavailable(): string | null;
   /** Creates `instanceCount` sessions off the event loop (libuv pool). */
   loadOnnxModel(libraryPath: string, modelPath: string, instanceCount: number, options: OnnxLoadOptions): Promise<OnnxModelHandle>;
 }

@@ -5,6 +5,7 @@
 #include "memory/cuda_host.h"
 #include "memory/host_allocator.h"
 #include "napi/addon_data.h"
+#include "napi/gpu_metrics_function.h"
 #include "napi/hash128_function.h"
 #include "napi/native_model.h"
 #include "napi/onnx_loader.h"
@@ -67,6 +68,8 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("loadOnnxModel", Napi::Function::New<LoadOnnxModel>(env, "loadOnnxModel"));
   exports.Set("hash128", Napi::Function::New<Hash128Function>(env, "hash128"));
   exports.Set("pinnedMemory", Napi::Function::New<PinnedMemory>(env, "pinnedMemory"));
+  exports.Set("readGpuMetrics", Napi::Function::New<ReadGpuMetricsFunction>(env, "readGpuMetrics"));
+  exports.Set("gpuMetricsUnavailable", Napi::Function::New<GpuMetricsUnavailableFunction>(env, "gpuMetricsUnavailable"));
   Napi::Function cuda_shm = CudaSharedMemory::Define(env);
   data->cuda_shared_memory = Napi::Persistent(cuda_shm);
   Napi::Function system_shm = SystemSharedMemoryRegion::Define(env);

@@ -1,8 +1,14 @@
 // Per-environment addon state (the addon also loads in worker threads): the JS error class
-// and the constructors. Owned by the Napi::Env as instance data.
+// and the constructors, and the environment's NVML (GPU metrics). Owned by the Napi::Env as
+// instance data.
 #pragma once
 
 #include <napi.h>
+
+#include <memory>
+#include <string>
+
+#include "gpu/gpu_metrics.h"
 
 namespace infernode {
 
@@ -12,6 +18,9 @@ struct AddonData {
   Napi::FunctionReference rate_limiter;
   Napi::FunctionReference cuda_shared_memory;
   Napi::FunctionReference system_shared_memory;
+  // readGpuMetrics() (napi/gpu_metrics_function.cc); shared with the pool thread of a read in
+  // flight, so NVML closes when both are done.
+  std::shared_ptr<GpuMetricsSource> gpu_metrics = std::make_shared<GpuMetricsSource>();
 };
 
 }  // namespace infernode

@@ -83,6 +83,7 @@ describe('--help', () => {
     '--metrics-port', '--allow-http', '--allow-grpc', '--allow-metrics', '--strict-readiness', '--exit-on-error',
     '--exit-timeout-secs', '--log-verbose', '--http-restricted-api', '--grpc-restricted-protocol', '--allow-client-shm',
     '--http-max-input-size', '--metrics-config', '--trace-config', '--log-file', '--log-format', '--log-info',
+    '--allow-gpu-metrics', '--metrics-interval-ms',
   ];
 
   test('serve --help lists every flag with an explanation and its default, and exits 0', () => {
@@ -118,6 +119,9 @@ describe('bad flag values exit non-zero with a clear message', () => {
     [['--exit-timeout-secs=1.5'], /--exit-timeout-secs <s>' argument '1\.5' is invalid/],
     [['--exit-on-error=maybe'], /--exit-on-error \[bool\]' argument 'maybe' is invalid\. expected true or false, got 'maybe'/],
     [['--no-such-flag'], /unknown option '--no-such-flag'/],
+    [['--metrics-interval-ms=0'], /--metrics-interval-ms <ms>' argument '0' is invalid\. expected a positive integer, got '0'/],
+    [['--metrics-interval-ms=2s'], /--metrics-interval-ms <ms>' argument '2s' is invalid\. expected a positive integer, got '2s'/],
+    [['--allow-gpu-metrics=sometimes'], /--allow-gpu-metrics \[bool\]' argument 'sometimes' is invalid\. expected true or false/],
     [['--http-restricted-api=everything:k=v'], /--http-restricted-api: unknown API group 'everything'/],
     [['--load-model=*', '--load-model=add', '--model-control-mode=explicit'], /--load-model=\* loads every model and must be the only --load-model/],
   ])('%j', (flags, message) => {
@@ -331,5 +335,32 @@ describe('--grpc-max-decompressed-size', () => {
       exitTimeoutSecs: 30, logVerbose: 0, grpcMaxDecompressedSize: 1234,
     };
     expect(tritonConfigFromOptions(options).grpcMaxDecompressedSize).toBe(1234);
+  });
+});
+
+describe('--allow-gpu-metrics and --metrics-interval-ms', () => {
+  test('are listed in --help with their defaults', () => {
+    const { status, stdout } = runSync(['serve', '--help']);
+    expect(status).toBe(0);
+    expect(stdout).toMatch(/--allow-gpu-metrics \[bool\]\s+report per-GPU metrics[\s\S]*?\(default true\)/);
+    expect(stdout).toMatch(/--metrics-interval-ms <ms>\s+how often CPU, memory and GPU metrics refresh[\s\S]*?\(default 2000\)/);
+  });
+
+  test('--allow-gpu-metrics false (a separate word) parses and the server serves', async () => {
+    const s = serve([`--model-repository=${repo.root}`, ...NO_LISTENERS, '--allow-gpu-metrics', 'false', '--metrics-interval-ms', '500']);
+    await s.waitFor(/serving 1 model version\(s\)/);
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toEqual({ code: 0, signal: null });
+  });
+
+  test('reach TritonConfig.allowGpuMetrics (default true) and metricsIntervalMs', () => {
+    const options: ServeOptions = {
+      modelRepository: [], modelControlMode: 'none', repositoryPollSecs: 15, httpPort: 0, grpcPort: 0, metricsPort: 0,
+      exitTimeoutSecs: 30, logVerbose: 0,
+    };
+    expect(tritonConfigFromOptions(options).allowGpuMetrics).toBe(true);
+    const given = tritonConfigFromOptions({ ...options, allowGpuMetrics: false, metricsIntervalMs: 500 });
+    expect(given.allowGpuMetrics).toBe(false);
+    expect(given.metricsIntervalMs).toBe(500);
   });
 });

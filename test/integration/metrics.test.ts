@@ -4,6 +4,7 @@
  * opt-in summaries and histogram, and one registry per Triton.
  */
 import { Recorder, waitFor } from './helpers';
+import { native } from '../../ts/native';
 import { Triton } from '../../ts/triton';
 import type { TritonConfig } from '../../ts/config/types';
 import { closeAgent, echo, get, post, RawConnection, rawPost, serve, type Served } from './http/http-helpers';
@@ -122,7 +123,7 @@ test('failures by reason: BACKEND, REJECTED, CANCELED; the pending gauge is the 
   expect(value(text, 'nv_inference_pending_request_count', H)).toBe(0);
 });
 
-test('CPU and process metrics are there; GPU metrics are not (no GPU)', async () => {
+test('CPU and process metrics are there', async () => {
   const text = await scrape(s.metricsPort);
   const util = value(text, 'nv_cpu_utilization')!;
   expect(util).toBeGreaterThanOrEqual(0);
@@ -133,8 +134,35 @@ test('CPU and process metrics are there; GPU metrics are not (no GPU)', async ()
   expect(used).toBeGreaterThan(0);
   expect(text).toMatch(/^process_cpu_user_seconds_total \d/m);
   expect(text).toMatch(/^nodejs_eventloop_lag_seconds \d/m);
-  expect(text).not.toContain('nv_gpu_');
   expect(text).not.toContain('_summary_us');
+});
+
+describe('GPU metrics (the GPU suite checks their values: test/gpu/gpu-metrics.test.ts)', () => {
+  test('are there exactly when NVML reports a GPU: without one the families are absent, not zero', async () => {
+    const gpus = await native().readGpuMetrics();
+    const text = await scrape(s.metricsPort);
+    if (gpus === null || gpus.length === 0) {
+      // The CPU machines npm test runs on: no NVIDIA driver.
+      if (gpus === null) expect(native().gpuMetricsUnavailable()).toContain('libnvidia-ml.so.1');
+      expect(text).not.toContain('nv_gpu_');
+      expect(text).not.toContain('nv_energy_consumption');
+      expect((await post(s.port, '/v2/models/m/infer', body(1))).status).toBe(200);
+    } else {
+      expect(text).toMatch(/^nv_gpu_memory_total_bytes\{gpu_uuid="GPU-[^"]+"\} \d/m);
+    }
+  });
+
+  test('allowGpuMetrics: false leaves them out on any machine', async () => {
+    const x = await serve(bindModels, { allowGpuMetrics: false, metricsIntervalMs: 500 });
+    try {
+      const text = await scrape(x.metricsPort);
+      expect(text).not.toContain('nv_gpu_');
+      expect(text).not.toContain('nv_energy_consumption');
+      expect(text).toContain('# TYPE nv_cpu_utilization gauge');
+    } finally {
+      await x.triton.stop();
+    }
+  });
 });
 
 describe('opt-in latency metrics and configuration', () => {

@@ -24,6 +24,12 @@ function parseIntArg(value: string): number {
   return n;
 }
 
+function parsePositiveIntArg(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isSafeInteger(n) || n <= 0) throw new InvalidArgumentError(`expected a positive integer, got '${value}'`);
+  return n;
+}
+
 function parsePort(value: string): number {
   const n = Number(value);
   if (value.trim() === '' || !Number.isSafeInteger(n) || n < 0 || n > 65535) {
@@ -53,6 +59,7 @@ export interface ServeOptions {
   allowHttp?: boolean;
   allowGrpc?: boolean;
   allowMetrics?: boolean;
+  allowGpuMetrics?: boolean;
   strictReadiness?: boolean;
   exitOnError?: boolean;
   exitTimeoutSecs: number;
@@ -91,6 +98,7 @@ export function tritonConfigFromOptions(o: ServeOptions): TritonConfig {
     httpAddress: o.httpAddress, httpPort: o.httpPort, allowHttp: o.allowHttp ?? true,
     grpcAddress: o.grpcAddress, grpcPort: o.grpcPort, allowGrpc: o.allowGrpc ?? true,
     metricsAddress: o.metricsAddress, metricsPort: o.metricsPort, allowMetrics: o.allowMetrics ?? true,
+    allowGpuMetrics: o.allowGpuMetrics ?? true,
     strictReadiness: o.strictReadiness ?? true, exitOnError: o.exitOnError ?? true, exitTimeoutSecs: o.exitTimeoutSecs,
     logVerbose: o.logVerbose,
     httpRestrictedApi: o.httpRestrictedApi?.join(';'), grpcRestrictedProtocol: o.grpcRestrictedProtocol?.join(';'),
@@ -229,7 +237,8 @@ export function buildProgram(): Command {
     .addOption(new Option('--grpc-infer-response-compression-level <level>', 'gRPC response compression (grpc-js sends uncompressed; other levels are logged and ignored)')
       .choices(['none', 'low', 'medium', 'high']))
     .option('--metrics-config <setting>', 'metrics settings as tritonserver: summary_latencies=true, histogram_latencies=true, summary_quantiles=0.5:0.05,0.99:0.001 (repeatable)', collect)
-    .option('--metrics-interval-ms <ms>', 'how often CPU and memory metrics refresh (default 2000)', parseIntArg)
+    .addOption(boolOption('--allow-gpu-metrics [bool]', 'report per-GPU metrics (nv_gpu_*, nv_energy_consumption) read through NVML; absent without an NVIDIA driver or GPU', true))
+    .option('--metrics-interval-ms <ms>', 'how often CPU, memory and GPU metrics refresh, in milliseconds (default 2000)', parsePositiveIntArg)
     .option('--trace-config <setting>', 'trace settings as tritonserver: [triton,]file=..., level=TIMESTAMPS, rate=1000, count=-1, log-frequency=0 (repeatable)', collect)
     .option('--cache-config <cache,key=value>', 'response cache as tritonserver: local,size=<bytes> enables the local cache, an LRU of that many bytes of outputs shared by every model whose config has response_cache { enable: true } (repeatable)', collect)
     .option('--response-cache-byte-size <bytes>', 'deprecated: the same as --cache-config local,size=<bytes> (0 = no cache)', parseIntArg)

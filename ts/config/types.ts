@@ -305,8 +305,13 @@ export interface TritonConfig {
   metricsPort?: number;
   /** `<setting>=<value>` entries (tritonserver's --metrics-config), e.g. summary_latencies=true. */
   metricsConfig?: string[];
-  /** Default 2000: how often the per-interval (CPU, memory) metrics refresh. */
+  /** Default 2000: how often the per-interval (CPU, memory, GPU) metrics refresh. */
   metricsIntervalMs?: number;
+  /**
+   * Default true: report Triton's per-GPU metrics (nv_gpu_*, nv_energy_consumption) read through
+   * NVML; absent from /metrics where there is no NVIDIA driver or GPU (--allow-gpu-metrics).
+   */
+  allowGpuMetrics?: boolean;
   /** Default false: clients may register system/CUDA shared-memory regions (--allow-client-shm). */
   allowClientShm?: boolean;
   /** `[triton,]<setting>=<value>` entries (tritonserver's --trace-config): file, level, rate, count, log-frequency. */

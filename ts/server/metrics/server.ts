@@ -16,6 +16,7 @@ import type { Frontend } from '../frontends';
 import { httpFrontend, listen } from '../http/listener';
 import { sendError, sendJson } from '../http/respond';
 import { parseMetricsConfig } from './config';
+import { startGpuMetrics } from './gpu';
 import { ModelMetrics } from './model-metrics';
 import { startSystemMetrics } from './system';
 
@@ -41,8 +42,11 @@ export interface TritonMetrics {
   stop(): void;
 }
 
-/** Builds the registry of `ctx`'s Triton and hooks the per-request observations if enabled. */
-export function createTritonMetrics(ctx: ServerContext): TritonMetrics {
+/**
+ * Builds the registry of `ctx`'s Triton and hooks the per-request observations if enabled.
+ * Resolves once the GPUs were read the first time, so the first scrape has the GPU families.
+ */
+export async function createTritonMetrics(ctx: ServerContext): Promise<TritonMetrics> {
   const config = ctx.triton.config;
   const settings = parseMetricsConfig(config.metricsConfig);
   const interval = config.metricsIntervalMs ?? 2000;
@@ -51,6 +55,17 @@ export function createTritonMetrics(ctx: ServerContext): TritonMetrics {
   const models = new ModelMetrics(ctx.triton, registry, settings);
   const stopSystem = startSystemMetrics(registry, interval);
   if (models.observing) ctx.inference.onSuccess = (model, ms) => models.observe(model, ms);
+  const stopOwn = (): void => {
+    stopSystem();
+    if (models.observing) ctx.inference.onSuccess = null;
+  };
+  let stopGpu: () => void = () => undefined;
+  try {
+    if (config.allowGpuMetrics ?? true) stopGpu = await startGpuMetrics(registry, interval, ctx.logger);
+  } catch (err) {
+    stopOwn();
+    throw err;
+  }
   const process = processMetrics();
   return {
     registry,
@@ -61,8 +76,8 @@ export function createTritonMetrics(ctx: ServerContext): TritonMetrics {
       return `${own}\n${shared}`;
     },
     stop: () => {
-      stopSystem();
-      if (models.observing) ctx.inference.onSuccess = null;
+      stopGpu();
+      stopOwn();
     },
   };
 }
@@ -70,7 +85,7 @@ export function createTritonMetrics(ctx: ServerContext): TritonMetrics {
 /** Starts the metrics frontend (TritonConfig metricsAddress/metricsPort; port 0 picks one). */
 export async function startMetricsFrontend(ctx: ServerContext): Promise<Frontend> {
   const config = ctx.triton.config;
-  const metrics = createTritonMetrics(ctx);
+  const metrics = await createTritonMetrics(ctx);
   const server = http.createServer({ noDelay: true }, (req, res) => {
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path !== '/metrics' && path !== '/metrics/') return sendJson(res, 404, { error: 'Not Found' });

@@ -3,8 +3,7 @@
  * (default 2000): `nv_cpu_utilization` (0-1, all cores, over the last interval),
  * `nv_cpu_memory_total_bytes` and `nv_cpu_memory_used_bytes` (MemTotal - MemAvailable).
  * Reads are asynchronous so a slow /proc never stalls the event loop. Where /proc is missing
- * (not Linux) the gauges are not registered. GPU metrics need DCGM/NVML and a
- * GPU; infernode does not report them.
+ * (not Linux) the gauges are not registered. The GPU metrics are in ./gpu.ts.
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
