@@ -103,8 +103,8 @@ export interface NativeModelStats {
   /** Queued now (not yet handed to an instance). */
   queued: number;
   batchStats: NativeBatchStats[];
-  /** The model's batch-buffer pool (cpp/memory/buffer_pool.h): pinned blocks on a GPU machine. */
-  memory: NativeMemoryStats;
+  /** The model's batch-buffer pool (cpp/memory/buffer_pool.h): pinned blocks on a GPU machine; none for ensembles. */
+  memory?: NativeMemoryStats;
 }
 
 export interface NativeMemoryStats {

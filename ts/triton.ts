@@ -101,6 +101,13 @@ export class Triton {
     const rateLimits = parseRateLimiterSettings(this.config);
     this.rateLimiter = rateLimits ? new (native().RateLimiter)(rateLimits.map((r) => [r.name, r.count, r.device])) : null;
     this.logger = new Logger(this.config);
+    const pinned = this.config.pinnedMemoryPoolByteSize;
+    if (pinned !== undefined) {
+      if (!Number.isSafeInteger(pinned) || pinned < 0) {
+        throw new InferenceServerError('INVALID_ARG', `pinnedMemoryPoolByteSize must be a non-negative integer (bytes), got ${pinned}`);
+      }
+      native().pinnedMemory(pinned);
+    }
   }
 
   /** Binds a callable (or one per instance) as a model; it can serve requests at once. */

@@ -83,7 +83,7 @@ describe('--help', () => {
     '--metrics-port', '--allow-http', '--allow-grpc', '--allow-metrics', '--strict-readiness', '--exit-on-error',
     '--exit-timeout-secs', '--log-verbose', '--http-restricted-api', '--grpc-restricted-protocol', '--allow-client-shm',
     '--http-max-input-size', '--metrics-config', '--trace-config', '--log-file', '--log-format', '--log-info',
-    '--allow-gpu-metrics', '--metrics-interval-ms',
+    '--allow-gpu-metrics', '--metrics-interval-ms', '--pinned-memory-pool-byte-size',
   ];
 
   test('serve --help lists every flag with an explanation and its default, and exits 0', () => {
@@ -122,6 +122,7 @@ describe('bad flag values exit non-zero with a clear message', () => {
     [['--metrics-interval-ms=0'], /--metrics-interval-ms <ms>' argument '0' is invalid\. expected a positive integer, got '0'/],
     [['--metrics-interval-ms=2s'], /--metrics-interval-ms <ms>' argument '2s' is invalid\. expected a positive integer, got '2s'/],
     [['--allow-gpu-metrics=sometimes'], /--allow-gpu-metrics \[bool\]' argument 'sometimes' is invalid\. expected true or false/],
+    [['--pinned-memory-pool-byte-size=-1'], /--pinned-memory-pool-byte-size <bytes>' argument '-1' is invalid\. expected a non-negative integer/],
     [['--http-restricted-api=everything:k=v'], /--http-restricted-api: unknown API group 'everything'/],
     [['--load-model=*', '--load-model=add', '--model-control-mode=explicit'], /--load-model=\* loads every model and must be the only --load-model/],
   ])('%j', (flags, message) => {

@@ -152,6 +152,22 @@ describe('GPU metrics (the GPU suite checks their values: test/gpu/gpu-metrics.t
     }
   });
 
+  test('the pinned pool gauges are there exactly when a CUDA device is (nothing is pinned without one)', async () => {
+    const text = await scrape(s.metricsPort);
+    if (native().buildInfo().cudaDeviceCount === 0) {
+      expect(text).not.toContain('nv_pinned_memory_pool');
+      expect(native().pinnedMemory()).toEqual({ totalBytes: 0, usedBytes: 0, pageableFallbacks: 0 });
+    } else {
+      expect(text).toMatch(/^nv_pinned_memory_pool_total_bytes \d/m);
+      expect(text).toMatch(/^nv_pinned_memory_pool_used_bytes \d/m);
+    }
+  });
+
+  test('pinnedMemoryPoolByteSize must be a non-negative integer', () => {
+    expect(() => new Triton({ config: { pinnedMemoryPoolByteSize: -1 } }))
+      .toThrow('pinnedMemoryPoolByteSize must be a non-negative integer (bytes), got -1');
+  });
+
   test('allowGpuMetrics: false leaves them out on any machine', async () => {
     const x = await serve(bindModels, { allowGpuMetrics: false, metricsIntervalMs: 500 });
     try {

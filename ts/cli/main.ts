@@ -89,6 +89,7 @@ export interface ServeOptions {
   responseCacheByteSize?: number;
   rateLimit?: string;
   rateLimitResource?: string[];
+  pinnedMemoryPoolByteSize?: number;
 }
 
 /** The TritonConfig a command line asks for. */
@@ -115,6 +116,7 @@ export function tritonConfigFromOptions(o: ServeOptions): TritonConfig {
     cacheConfig: o.cacheConfig, responseCacheByteSize: o.responseCacheByteSize,
     // Checked (case-insensitively, as tritonserver) when the Triton is made.
     rateLimit: o.rateLimit as TritonConfig['rateLimit'], rateLimitResource: o.rateLimitResource,
+    pinnedMemoryPoolByteSize: o.pinnedMemoryPoolByteSize,
   };
 }
 
@@ -243,6 +245,7 @@ export function buildProgram(): Command {
     .option('--cache-config <cache,key=value>', 'response cache as tritonserver: local,size=<bytes> enables the local cache, an LRU of that many bytes of outputs shared by every model whose config has response_cache { enable: true } (repeatable)', collect)
     .option('--response-cache-byte-size <bytes>', 'deprecated: the same as --cache-config local,size=<bytes> (0 = no cache)', parseIntArg)
     .option('--rate-limit <mode>', 'rate limiting as tritonserver: off (default: instances execute as soon as they are free) or execution_count (an instance executes only when the resources of its instance group\'s rate_limiter are available; priority weights instances of all models)')
+    .option('--pinned-memory-pool-byte-size <bytes>', 'pinned host memory the batch buffers may use, process-wide, with a CUDA device (default 256 MiB); past it they are pageable', parseIntArg)
     .option('--rate-limit-resource <name:count[:device]>', 'how many of a rate limiter resource exist, on <device> or on every device (default: the largest count any instance asks for; once given, every resource used must be given) (repeatable)', collect)
     .addOption(boolOption('--log-info [bool]', 'log info messages', true))
     .addOption(boolOption('--log-warning [bool]', 'log warnings', true))

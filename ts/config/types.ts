@@ -312,6 +312,12 @@ export interface TritonConfig {
    * NVML; absent from /metrics where there is no NVIDIA driver or GPU (--allow-gpu-metrics).
    */
   allowGpuMetrics?: boolean;
+  /**
+   * Default 256 MiB: pinned host memory the batch buffers may use (--pinned-memory-pool-byte-size).
+   * Process-wide (pinned pages are a system resource), so the last Triton made sets it; past it,
+   * blocks are pageable. Matters only with a CUDA device.
+   */
+  pinnedMemoryPoolByteSize?: number;
   /** Default false: clients may register system/CUDA shared-memory regions (--allow-client-shm). */
   allowClientShm?: boolean;
   /** `[triton,]<setting>=<value>` entries (tritonserver's --trace-config): file, level, rate, count, log-frequency. */

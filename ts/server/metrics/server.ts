@@ -18,6 +18,7 @@ import { sendError, sendJson } from '../http/respond';
 import { parseMetricsConfig } from './config';
 import { startGpuMetrics } from './gpu';
 import { ModelMetrics } from './model-metrics';
+import { startPinnedMetrics } from './pinned';
 import { startSystemMetrics } from './system';
 
 /** Triton's content type for the metrics text. */
@@ -54,9 +55,11 @@ export async function createTritonMetrics(ctx: ServerContext): Promise<TritonMet
   const registry = new Registry();
   const models = new ModelMetrics(ctx.triton, registry, settings);
   const stopSystem = startSystemMetrics(registry, interval);
+  const stopPinned = startPinnedMetrics(registry, interval);
   if (models.observing) ctx.inference.onSuccess = (model, ms) => models.observe(model, ms);
   const stopOwn = (): void => {
     stopSystem();
+    stopPinned();
     if (models.observing) ctx.inference.onSuccess = null;
   };
   let stopGpu: () => void = () => undefined;
