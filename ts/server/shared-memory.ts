@@ -109,6 +109,15 @@ export class SharedMemoryManager {
     }
   }
 
+  /**
+   * Closes every region of both kinds: the server is stopping (Triton.stop()). Not an API
+   * call, so it works whether or not client shared memory is allowed.
+   */
+  releaseAll(): void {
+    for (const region of this.#regions.values()) region.memory.close();
+    this.#regions.clear();
+  }
+
   /** Status of one system region (NOT_FOUND when unknown) or of all. */
   systemStatus(name?: string): SystemRegionStatus[] {
     this.#checkAllowed();
