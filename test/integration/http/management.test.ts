@@ -131,6 +131,7 @@ describe('system shared memory', () => {
     });
     expect(beyond.status).toBe(400);
     expect(beyond.error).toContain('exceeds the 64 bytes');
+    expect(beyond.error).toContain("Invalid offset + byte size for shared memory region: 'r2'");  // what Triton's QA matches
     const tooSmall = await post(s.port, '/v2/models/echo/infer', {
       inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }],
       outputs: [{ name: 'OUT', parameters: { shared_memory_region: 'r2', shared_memory_byte_size: 8 } }],
