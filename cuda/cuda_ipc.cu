@@ -1,5 +1,11 @@
 // CUDA shared-memory regions: cudaIpcOpenMemHandle on the client's handle, synchronous copies
-// to and from host memory on a stream of our own. Without a device, opening fails cleanly.
+// to and from host memory on a non-blocking stream of the region's own. Without a device,
+// opening fails cleanly.
+//
+// Threads: a region is opened, copied to/from and closed on the Node main thread (the
+// frontends decode and answer requests there); the device that thread has current is restored
+// after every call, so other CUDA users of the main thread are not moved to another device.
+#include <cuda.h>  // CUdeviceptr and CUresult only: the driver is reached through cudart's entry points
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -12,20 +18,67 @@ namespace infernode {
 
 namespace {
 
+// Clears the error a failed call left behind: a later, unrelated cudaGetLastError() (an engine
+// checking its kernel launch) must not see it.
+void ClearLastError() { cudaGetLastError(); }
+
 Status CudaError(const std::string& what, cudaError_t err) {
-  cudaGetLastError();  // clear the sticky error
-  return InvalidArg(what + ": " + cudaGetErrorString(err));
+  ClearLastError();
+  return InvalidArg(what + ": " + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")");
+}
+
+// Makes `device` current for a scope and restores the caller's device after it.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    status_ = cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+    ClearLastError();
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  cudaError_t status() const { return status_; }
+
+ private:
+  int previous_ = -1;
+  cudaError_t status_;
+};
+
+// The extent, in this process, of the device allocation holding `ptr` (cuMemGetAddressRange,
+// through cudart's driver entry points: the addon links no libcuda, so it loads without a driver).
+using GetAddressRangeFn = CUresult (*)(CUdeviceptr* base, size_t* size, CUdeviceptr ptr);
+
+Status AllocationExtent(const void* ptr, uint64_t* base, uint64_t* size) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  cudaError_t err = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &found);
+  if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || fn == nullptr) {
+    ClearLastError();
+    return Internal("unable to check the size of the CUDA IPC allocation: the driver has no cuMemGetAddressRange");
+  }
+  CUdeviceptr alloc_base = 0;
+  size_t alloc_size = 0;
+  const CUresult result = reinterpret_cast<GetAddressRangeFn>(fn)(&alloc_base, &alloc_size, reinterpret_cast<CUdeviceptr>(ptr));
+  if (result != CUDA_SUCCESS) {
+    return InvalidArg("unable to find the size of the opened CUDA IPC allocation (driver error " +
+                      std::to_string(static_cast<int>(result)) + ")");
+  }
+  *base = alloc_base;
+  *size = alloc_size;
+  return Status::Success();
 }
 
 class OpenedIpcRegion final : public CudaIpcRegion {
  public:
-  OpenedIpcRegion(void* base, int device, uint64_t byte_size) : base_(base), device_(device), byte_size_(byte_size) {}
+  OpenedIpcRegion(void* base, int device, uint64_t byte_size, cudaStream_t stream)
+      : base_(base), device_(device), byte_size_(byte_size), stream_(stream) {}
   ~OpenedIpcRegion() override {
-    int previous = 0;
-    cudaGetDevice(&previous);
-    cudaSetDevice(device_);
-    cudaIpcCloseMemHandle(base_);
-    cudaSetDevice(previous);
+    DeviceScope scope(device_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    cudaIpcCloseMemHandle(base_);  // reference-counted by the driver: one close per open
   }
   uint64_t ByteSize() const override { return byte_size_; }
   int DeviceId() const override { return device_; }
@@ -37,9 +90,14 @@ class OpenedIpcRegion final : public CudaIpcRegion {
   }
 
  private:
+  // On the region's own non-blocking stream: a copy on the legacy default stream would wait for
+  // every kernel in flight on the device (the engines' batches), blocking the event loop.
   Status Copy(void* dst, const void* src, uint64_t bytes, cudaMemcpyKind kind) const {
-    cudaError_t err = cudaSetDevice(device_);
-    if (err == cudaSuccess) err = cudaMemcpy(dst, src, bytes, kind);
+    if (bytes == 0) return Status::Success();
+    DeviceScope scope(device_);
+    cudaError_t err = scope.status();
+    if (err == cudaSuccess) err = cudaMemcpyAsync(dst, src, bytes, kind, stream_);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(stream_);
     if (err != cudaSuccess) return CudaError("CUDA shared memory copy failed", err);
     return Status::Success();
   }
@@ -47,6 +105,7 @@ class OpenedIpcRegion final : public CudaIpcRegion {
   void* base_;
   int device_;
   uint64_t byte_size_;
+  cudaStream_t stream_;
 };
 
 }  // namespace
@@ -65,14 +124,33 @@ Status OpenCudaIpcRegion(const uint8_t* handle, size_t handle_size, int device_i
   }
   cudaIpcMemHandle_t ipc{};
   std::memcpy(&ipc, handle, sizeof(ipc));
-  int previous = 0;
-  cudaGetDevice(&previous);
-  cudaError_t err = cudaSetDevice(device_id);
+  DeviceScope scope(device_id);
+  if (scope.status() != cudaSuccess) return CudaError("unable to use CUDA device " + std::to_string(device_id), scope.status());
   void* base = nullptr;
-  if (err == cudaSuccess) err = cudaIpcOpenMemHandle(&base, ipc, cudaIpcMemLazyEnablePeerAccess);
-  cudaSetDevice(previous);
+  // A handle made in this very process, a freed allocation or random bytes: cudaErrorInvalidValue
+  // or cudaErrorInvalidContext, neither sticky.
+  cudaError_t err = cudaIpcOpenMemHandle(&base, ipc, cudaIpcMemLazyEnablePeerAccess);
   if (err != cudaSuccess) return CudaError("unable to open the CUDA IPC handle", err);
-  out->reset(new OpenedIpcRegion(base, device_id, byte_size));
+  // The client's byte_size must lie within its allocation: past it, copies would reach whatever
+  // this process has mapped next (another client's region, a model's weights).
+  uint64_t alloc_base = 0;
+  uint64_t alloc_size = 0;
+  Status extent = AllocationExtent(base, &alloc_base, &alloc_size);
+  const uint64_t available = extent.IsOk() ? alloc_size - (reinterpret_cast<uint64_t>(base) - alloc_base) : 0;
+  if (extent.IsOk() && byte_size > available) {
+    extent = InvalidArg("byte_size " + std::to_string(byte_size) + " exceeds the " + std::to_string(available) +
+                        " bytes of the CUDA allocation the IPC handle refers to");
+  }
+  cudaStream_t stream = nullptr;
+  if (extent.IsOk()) {
+    err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (err != cudaSuccess) extent = CudaError("unable to create a CUDA stream for the shared memory region", err);
+  }
+  if (!extent.IsOk()) {
+    cudaIpcCloseMemHandle(base);
+    return extent;
+  }
+  out->reset(new OpenedIpcRegion(base, device_id, byte_size, stream));
   return Status::Success();
 }
 

@@ -229,6 +229,32 @@ export interface BuildInfo {
   hostAllocator: string;
 }
 
+/** Options of measureCopyBandwidth (cpp/memory/copy_bandwidth.h). */
+export interface CopyBandwidthOptions {
+  /** Bytes per copy, 1 B .. 4 GiB. */
+  bytes: number;
+  /** Timed copies, 1 .. 10000 (default 10), after one untimed warm-up copy. */
+  iterations?: number;
+  /** Source: a block of a pinned BufferPool (true, the default) or malloc'ed pageable memory. */
+  pinned?: boolean;
+  deviceId?: number;
+}
+
+/** Host-to-device copy bandwidth, timed with CUDA events on a stream of its own. */
+export interface CopyBandwidth {
+  bytes: number;
+  iterations: number;
+  source: 'pinned-pool' | 'pageable';
+  /** Decimal GB/s over all timed copies back to back (total bytes ÷ total time). */
+  gbPerSecond: number;
+  /** Decimal GB/s of the fastest single copy. */
+  bestGbPerSecond: number;
+  totalMs: number;
+  deviceId: number;
+  /** The device's name as CUDA reports it (what nvidia-smi shows), e.g. 'NVIDIA H100 80GB HBM3'. */
+  deviceName: string;
+}
+
 /** A client's CUDA IPC region (cpp/napi/shared_memory.h). Main thread only. */
 export interface CudaSharedMemory {
   /** Copies `byteSize` bytes at `offset` of the device region into a new Buffer. */
@@ -287,6 +313,11 @@ export interface Addon {
   openCudaSharedMemory(handle: Uint8Array, deviceId: number, byteSize: number): CudaSharedMemory;
   init(errorClass: typeof InferenceServerError): void;
   buildInfo(): BuildInfo;
+  /**
+   * Measures host-to-device copy bandwidth; blocks the calling thread for the copies (bench
+   * only). INVALID_ARG for bad options, UNAVAILABLE without CUDA or a device.
+   */
+  measureCopyBandwidth(options: CopyBandwidthOptions): CopyBandwidth;
   /**
    * XXH3-128 of the parts in order (strings as their UTF-16 code units, views as their bytes,
    * read in place), keyed with a random secret drawn once per process: 32 lower-case hex digits.

@@ -346,6 +346,9 @@ export class Triton {
     const closed = Promise.all(this.#frontends.map((f) => f.close()));
     if (inTime) inTime = await settlesWithin(closed, Math.max(0, deadline - Date.now()));
     this.#frontends = [];
+    // Client regions (POSIX fds, CUDA IPC mappings) are released now rather than when collected:
+    // an embedding process may run on long after its server stopped.
+    this.#server?.sharedMemory.releaseAll();
     this.#server?.tracer.flush();
     if (!inTime) {
       this.#exitTimeoutExpired = true;

@@ -5,6 +5,7 @@
 #include "memory/cuda_host.h"
 #include "memory/host_allocator.h"
 #include "napi/addon_data.h"
+#include "napi/copy_bandwidth_function.h"
 #include "napi/gpu_metrics_function.h"
 #include "napi/hash128_function.h"
 #include "napi/native_model.h"
@@ -76,6 +77,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   data->system_shared_memory = Napi::Persistent(system_shm);
   exports.Set("openSystemSharedMemory", Napi::Function::New<OpenSystemSharedMemory>(env, "openSystemSharedMemory"));
   exports.Set("openCudaSharedMemory", Napi::Function::New<OpenCudaSharedMemory>(env, "openCudaSharedMemory"));
+  exports.Set("measureCopyBandwidth", Napi::Function::New<MeasureCopyBandwidthFunction>(env, "measureCopyBandwidth"));
   return exports;
 }
 

@@ -2,6 +2,7 @@
  * CUDA paths that need no execution provider: device discovery and pinned batch buffers.
  * Without a CUDA device every test here is skipped, and the suite says so.
  */
+import type { InferenceServerError } from '../../ts/errors';
 import { native } from '../../ts/native';
 
 const info = native().buildInfo();
@@ -20,4 +21,39 @@ test('the addon reports its CUDA build and device count', () => {
 gpuTest('batch buffers are pinned with cudaHostAlloc when a device exists', () => {
   expect(info.cuda).toBe(true);
   expect(info.hostAllocator).toBe('cuda-pinned');
+});
+
+describe('measureCopyBandwidth', () => {
+  const codeOf = (fn: () => unknown): string | undefined => {
+    try {
+      fn();
+      return undefined;
+    } catch (err) {
+      return (err as InferenceServerError).code;
+    }
+  };
+
+  test('bad options are INVALID_ARG, on every build', () => {
+    for (const options of [{ bytes: 0 }, { bytes: 1.5 }, { bytes: 2 ** 33 }, { bytes: 1024, iterations: 0 }, { bytes: 1024, pinned: 'yes' }]) {
+      expect(codeOf(() => native().measureCopyBandwidth(options as never))).toBe('INVALID_ARG');
+    }
+  });
+
+  (hasDevice ? test.skip : test)('without a CUDA device it answers UNAVAILABLE, saying why', () => {
+    expect(() => native().measureCopyBandwidth({ bytes: 1024 })).toThrow(/no CUDA (device was found|support)/);
+    expect(codeOf(() => native().measureCopyBandwidth({ bytes: 1024 }))).toBe('UNAVAILABLE');
+  });
+
+  gpuTest('pinned pool and pageable sources both move bytes, and name the device', () => {
+    const pinned = native().measureCopyBandwidth({ bytes: 4 << 20, iterations: 5, pinned: true });
+    const pageable = native().measureCopyBandwidth({ bytes: 4 << 20, iterations: 5, pinned: false });
+    expect(pinned).toMatchObject({ bytes: 4 << 20, iterations: 5, source: 'pinned-pool', deviceId: 0 });
+    expect(pageable.source).toBe('pageable');
+    for (const r of [pinned, pageable]) {
+      expect(r.gbPerSecond).toBeGreaterThan(0);
+      expect(r.bestGbPerSecond).toBeGreaterThanOrEqual(r.gbPerSecond * 0.999);
+      expect(r.deviceName.length).toBeGreaterThan(0);
+    }
+    expect(codeOf(() => native().measureCopyBandwidth({ bytes: 1024, deviceId: info.cudaDeviceCount }))).toBe('INVALID_ARG');
+  });
 });

@@ -15,6 +15,7 @@ import { runStreamBench, streamMarkdown } from './stream';
 import { cacheMarkdown, runCacheBench } from './cache';
 import { SEQUENCE_SIZES, runSequenceBench, sequenceMarkdown } from './sequence';
 import { ensembleMarkdown, runEnsembleBench } from './ensemble';
+import { gpuMarkdown, runGpuBench } from './gpu';
 
 const RESULTS_DIR = path.join(__dirname, '..', '..', 'bench', 'results');
 
@@ -81,6 +82,10 @@ async function main(): Promise<void> {
   if (want('ensemble')) {
     const result = await runEnsembleBench();
     write('ensemble', result, ensembleMarkdown(result, machineDescription()));
+  }
+  if (want('gpu')) {
+    const result = await runGpuBench();  // null without a CUDA device (it says so)
+    if (result) write('gpu', result, gpuMarkdown(result, machineDescription()));
   }
   for (const size of SEQUENCE_SIZES) {
     if (!want(size.scenario)) continue;

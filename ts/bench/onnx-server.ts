@@ -10,6 +10,9 @@
  * Both read the same KServe v2 binary request (JSON header + FP32 bytes) and answer with the
  * output as binary data, so the wire costs are the same.
  *
+ * argv: mode, repository, model file (naive), model name (infernode's executions; default
+ * mlp_bench, the gpu scenario serves others).
+ *
  * IPC: the child sends {port} once listening; the parent sends 'reset' (clear the delay
  * histogram), 'report' (→ {p50Ms, p99Ms, maxMs, executions}) and 'stop'.
  */
@@ -28,14 +31,14 @@ interface BenchServer {
   stop(): Promise<unknown>;
 }
 
-async function startInfernode(repository: string): Promise<BenchServer> {
+async function startInfernode(repository: string, model: string): Promise<BenchServer> {
   const triton = new Triton({ config: { httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: false, allowMetrics: false, logInfo: false } });
   triton.useRepository({ repositories: [repository] });
   await triton.run();
   return {
     port: triton.ports.http!,
     executions: () => {
-      const s = triton.model('mlp_bench').stats();
+      const s = triton.model(model).stats();
       return { rows: s.inferenceCount, executions: s.executionCount };
     },
     stop: () => triton.stop(),
@@ -94,10 +97,10 @@ async function startNaive(modelPath: string): Promise<BenchServer> {
 }
 
 async function main(): Promise<void> {
-  const [mode, repository, modelPath] = process.argv.slice(2);
+  const [mode, repository, modelPath, model = 'mlp_bench'] = process.argv.slice(2);
   const delay = monitorEventLoopDelay({ resolution: 1 });
   delay.enable();
-  const server = mode === 'infernode' ? await startInfernode(repository) : await startNaive(modelPath);
+  const server = mode === 'infernode' ? await startInfernode(repository, model) : await startNaive(modelPath);
   process.on('message', (message: string) => {
     if (message === 'reset') delay.reset();
     else if (message === 'report') {

@@ -81,7 +81,8 @@ interface ServerReport extends EventLoopDelay {
   executions: { rows: number; executions: number } | null;
 }
 
-function load(job: LoadJob): Promise<LoadReport> {
+/** Runs one job of the load generator (http-load.js) in a child process of its own. */
+export function load(job: LoadJob): Promise<LoadReport> {
   return new Promise((resolve, reject) => {
     const child = fork(path.join(__dirname, 'http-load.js'), [], { stdio: 'inherit' });
     child.once('message', (report: LoadReport) => resolve(report));

@@ -109,6 +109,15 @@ export class SharedMemoryManager {
     }
   }
 
+  /**
+   * Closes every region of both kinds: the server is stopping (Triton.stop()). Not an API
+   * call, so it works whether or not client shared memory is allowed.
+   */
+  releaseAll(): void {
+    for (const region of this.#regions.values()) region.memory.close();
+    this.#regions.clear();
+  }
+
   /** Status of one system region (NOT_FOUND when unknown) or of all. */
   systemStatus(name?: string): SystemRegionStatus[] {
     this.#checkAllowed();
@@ -141,8 +150,9 @@ export class SharedMemoryManager {
     const region = this.#regions.get(ref.region);
     if (!region) throw invalidArg(`${what}: unable to find shared memory region '${ref.region}'`);
     if (ref.offset > region.byteSize || ref.byteSize > region.byteSize - ref.offset) {
-      throw invalidArg(`${what}: shared memory offset ${ref.offset} + byte size ${ref.byteSize} exceeds ` +
-        `the ${region.byteSize} bytes of region '${ref.region}'`);
+      // Triton's words first (its clients and QA match them), then the numbers.
+      throw invalidArg(`${what}: Invalid offset + byte size for shared memory region: '${ref.region}': ` +
+        `offset ${ref.offset} + byte size ${ref.byteSize} exceeds the ${region.byteSize} bytes of region '${ref.region}'`);
     }
     return region;
   }

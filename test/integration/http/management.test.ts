@@ -4,7 +4,7 @@
  * read from and an output written to a POSIX region, status, unregister), CUDA shared memory
  * without a device, and shared memory refused when the server does not allow it.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { closeAgent, echo, get, post, serve, type Served } from './http-helpers';
@@ -131,6 +131,7 @@ describe('system shared memory', () => {
     });
     expect(beyond.status).toBe(400);
     expect(beyond.error).toContain('exceeds the 64 bytes');
+    expect(beyond.error).toContain("Invalid offset + byte size for shared memory region: 'r2'");  // what Triton's QA matches
     const tooSmall = await post(s.port, '/v2/models/echo/infer', {
       inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }],
       outputs: [{ name: 'OUT', parameters: { shared_memory_region: 'r2', shared_memory_byte_size: 8 } }],
@@ -151,6 +152,25 @@ describe('system shared memory', () => {
     expect((await get(s.port, '/v2/systemsharedmemory/region/ghost/status')).status).toBe(404);
     expect((await post(s.port, '/v2/systemsharedmemory/unregister')).status).toBe(200);
     expect((await get(s.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toEqual([]);
+  });
+
+  // Regions used to stay open after stop() until their objects were collected: an embedding
+  // process kept the client's shm objects (and CUDA IPC mappings) open for as long as it ran.
+  test('stopping the server closes the regions it still had', async () => {
+    const own = await serve(bindEcho, { allowClientShm: true });
+    const openFds = (): string[] => readdirSync('/proc/self/fd').flatMap((fd) => {
+      try {
+        return [readlinkSync(`/proc/self/fd/${fd}`)];
+      } catch {
+        return [];  // the directory's own descriptor, gone once read
+      }
+    }).filter((target) => target === file);
+    expect((await post(own.port, '/v2/systemsharedmemory/region/kept/register', { key, offset: 0, byte_size: 64 })).status).toBe(200);
+    expect(openFds()).toHaveLength(1);
+    const manager = own.triton.server!.sharedMemory;
+    await own.triton.stop();
+    expect(openFds()).toEqual([]);
+    expect(manager.systemStatus()).toEqual([]);
   });
 
   // Shrinking the object after registration used to kill the server (SIGBUS reading the mapping).

@@ -1,0 +1,138 @@
+// Host-to-device copy bandwidth with CUDA events (cpp/memory/copy_bandwidth.h). The pinned
+// source is a block of a BufferPool with the pinned allocator, as the server's batch buffers
+// are; the pageable one is malloc'ed and touched first, so page faults are not timed.
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "memory/buffer_pool.h"
+#include "memory/copy_bandwidth.h"
+#include "memory/cuda_host.h"
+
+namespace infernode {
+
+namespace {
+
+Status CudaFailure(const std::string& what, cudaError_t err) {
+  cudaGetLastError();  // not left for unrelated callers to find
+  return Unavailable(what + ": " + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")");
+}
+
+// The device-side resources of one measurement, released in reverse order on every path.
+struct DeviceResources {
+  int previous_device = -1;
+  void* destination = nullptr;
+  cudaStream_t stream = nullptr;
+  std::vector<cudaEvent_t> events;
+
+  ~DeviceResources() {
+    for (cudaEvent_t e : events) cudaEventDestroy(e);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+    if (destination != nullptr) cudaFree(destination);
+    if (previous_device >= 0) cudaSetDevice(previous_device);
+    cudaGetLastError();
+  }
+};
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+Status CheckRequest(const CopyBandwidthRequest& r, int devices) {
+  if (r.bytes == 0 || r.bytes > kMaxCopyBandwidthBytes) {
+    return InvalidArg("copy bandwidth: bytes must be between 1 and " + std::to_string(kMaxCopyBandwidthBytes) + ", got " +
+                      std::to_string(r.bytes));
+  }
+  if (r.iterations == 0 || r.iterations > kMaxCopyBandwidthIterations) {
+    return InvalidArg("copy bandwidth: iterations must be between 1 and " + std::to_string(kMaxCopyBandwidthIterations) +
+                      ", got " + std::to_string(r.iterations));
+  }
+  if (devices == 0) return Unavailable("host-to-device copy bandwidth cannot be measured: no CUDA device was found");
+  if (r.device < 0 || r.device >= devices) {
+    return InvalidArg("copy bandwidth: invalid CUDA device id " + std::to_string(r.device) + ": " + std::to_string(devices) +
+                      " device(s) present");
+  }
+  return Status::Success();
+}
+
+}  // namespace
+
+Status MeasureCopyBandwidth(const CopyBandwidthRequest& request, CopyBandwidthResult* result) {
+  RETURN_IF_ERROR(CheckRequest(request, CudaDeviceCount()));
+  const size_t bytes = static_cast<size_t>(request.bytes);
+
+  // The source, filled so the copies move real data.
+  std::unique_ptr<BufferPool> pool;
+  PooledBuffer block;
+  std::unique_ptr<void, FreeDeleter> pageable;
+  const void* source = nullptr;
+  if (request.pinned) {
+    std::unique_ptr<HostAllocator> pinned = MakePinnedAllocator();
+    if (!pinned) return Unavailable("copy bandwidth: pinned host memory is not available");
+    pool = std::make_unique<BufferPool>(std::move(pinned), 0);
+    RETURN_IF_ERROR(pool->Acquire(bytes, &block));
+    std::memset(block.Data(), 0x5a, bytes);
+    source = block.Data();
+  } else {
+    pageable.reset(std::malloc(bytes));
+    if (!pageable) return Unavailable("copy bandwidth: unable to allocate " + std::to_string(bytes) + " bytes of host memory");
+    std::memset(pageable.get(), 0x5a, bytes);
+    source = pageable.get();
+  }
+
+  DeviceResources res;
+  if (cudaGetDevice(&res.previous_device) != cudaSuccess) res.previous_device = -1;
+  cudaError_t err = cudaSetDevice(request.device);
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaSetDevice", err);
+  cudaDeviceProp props{};
+  err = cudaGetDeviceProperties(&props, request.device);
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaGetDeviceProperties", err);
+  err = cudaMalloc(&res.destination, bytes);
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaMalloc of " + std::to_string(bytes) + " bytes", err);
+  err = cudaStreamCreateWithFlags(&res.stream, cudaStreamNonBlocking);
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaStreamCreate", err);
+  res.events.resize(request.iterations + 1, nullptr);
+  for (cudaEvent_t& e : res.events) {
+    err = cudaEventCreate(&e);
+    if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaEventCreate", err);
+  }
+
+  // One untimed copy (first-touch costs: the pinned mapping, the driver's staging buffers).
+  err = cudaMemcpyAsync(res.destination, source, bytes, cudaMemcpyHostToDevice, res.stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(res.stream);
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: warm-up copy", err);
+
+  // Copies back to back, an event between each two: event i+1 - event i is copy i.
+  err = cudaEventRecord(res.events[0], res.stream);
+  for (uint32_t i = 0; err == cudaSuccess && i < request.iterations; ++i) {
+    err = cudaMemcpyAsync(res.destination, source, bytes, cudaMemcpyHostToDevice, res.stream);
+    if (err == cudaSuccess) err = cudaEventRecord(res.events[i + 1], res.stream);
+  }
+  if (err == cudaSuccess) err = cudaStreamSynchronize(res.stream);
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: timed copies", err);
+
+  float total_ms = 0;
+  float best_ms = 0;
+  for (uint32_t i = 0; i < request.iterations; ++i) {
+    float ms = 0;
+    err = cudaEventElapsedTime(&ms, res.events[i], res.events[i + 1]);
+    if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaEventElapsedTime", err);
+    if (i == 0 || ms < best_ms) best_ms = ms;
+  }
+  err = cudaEventElapsedTime(&total_ms, res.events[0], res.events[request.iterations]);
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaEventElapsedTime", err);
+
+  const double gb = static_cast<double>(bytes) / 1e9;
+  result->total_ms = total_ms;
+  result->gb_per_second = total_ms > 0 ? gb * request.iterations / (total_ms / 1e3) : 0;
+  result->best_gb_per_second = best_ms > 0 ? gb / (best_ms / 1e3) : 0;
+  result->source = request.pinned ? "pinned-pool" : "pageable";
+  result->device_name = props.name;
+  return Status::Success();
+}
+
+}  // namespace infernode
