@@ -93,6 +93,7 @@ bool CudaCompiledIn() { return true; }
 void SetPinnedMemoryLimit(uint64_t bytes) { Budget().limit = bytes; }
 
 PinnedMemoryStats GetPinnedMemoryStats() {
+  if (CudaDeviceCount() == 0) return {};  // nothing is pinned without a device
   return {Budget().limit.load(), Budget().used.load(), Budget().fallbacks.load()};
 }
 
