@@ -7,7 +7,9 @@
 import { native } from '../../ts/native';
 import { NDArray } from '../../ts/tensor';
 import { Triton } from '../../ts/triton';
-import { echo } from '../integration/http/http-helpers';
+import type { TritonConfig } from '../../ts/config/types';
+import { identityModel } from '../../ts/tools/onnx';
+import { TempRepo } from '../integration/repository/repo-helpers';
 
 const hasDevice = native().buildInfo().cudaDeviceCount > 0;
 if (!hasDevice) console.warn('GPU suite skipped: no CUDA device (pinned-memory)');
@@ -15,15 +17,18 @@ const gpuTest = hasDevice ? test : test.skip;
 
 const DEFAULT_BUDGET = 256 * 1024 * 1024;
 
-/** A bound identity model of `width` FP32 values per row, dynamically batched. */
-function bindIdentity(triton: Triton, name: string, width: number): void {
-  triton.bind({
-    modelName: name,
-    inferFunc: echo({ OUTPUT0: 'INPUT0' }),
-    inputs: [{ name: 'INPUT0', dtype: 'FP32', shape: [width] }],
-    outputs: [{ name: 'OUTPUT0', dtype: 'FP32', shape: [width] }],
-    config: { maxBatchSize: 8, batcher: { maxQueueDelayMicroseconds: 100 } },
-  });
+/**
+ * A Triton serving an ONNX identity model of `width` FP32 values per row from a temporary
+ * repository (ONNX batches are gathered into the model's pooled, pinned buffers).
+ */
+async function serveIdentity(name: string, width: number, config: TritonConfig): Promise<{ triton: Triton; repo: TempRepo }> {
+  const repo = new TempRepo('pinned');
+  repo.onnx(name, 1, identityModel('FP32', [width]));
+  repo.config(name, `platform: "onnxruntime_onnx"\nmax_batch_size: 8\ninstance_group [ { kind: KIND_CPU } ]`);
+  const triton = new Triton({ config: { exitOnError: false, ...config } });
+  triton.useRepository({ repositories: [repo.root], log: () => undefined });
+  await triton.run();
+  return { triton, repo };
 }
 
 afterAll(() => {
@@ -31,9 +36,9 @@ afterAll(() => {
 });
 
 gpuTest('batch buffers are pinned and reused: misses first, then hits; the pinned bytes are counted', async () => {
-  const triton = new Triton({ config: { pinnedMemoryPoolByteSize: DEFAULT_BUDGET, allowHttp: false, allowGrpc: false, allowMetrics: false } });
-  bindIdentity(triton, 'id', 1024);
-  await triton.run();
+  const { triton, repo } = await serveIdentity('id', 1024, {
+    pinnedMemoryPoolByteSize: DEFAULT_BUDGET, allowHttp: false, allowGrpc: false, allowMetrics: false,
+  });
   try {
     const before = native().pinnedMemory();
     expect(before.totalBytes).toBe(DEFAULT_BUDGET);
@@ -50,13 +55,14 @@ gpuTest('batch buffers are pinned and reused: misses first, then hits; the pinne
     expect(after.usedBytes).toBeLessThanOrEqual(DEFAULT_BUDGET);
   } finally {
     await triton.stop();
+    repo.cleanup();
   }
 });
 
 gpuTest('past the budget, blocks are pageable and requests still succeed', async () => {
-  const triton = new Triton({ config: { pinnedMemoryPoolByteSize: 0, allowHttp: false, allowGrpc: false, allowMetrics: false } });
-  bindIdentity(triton, 'big', 64 * 1024);
-  await triton.run();
+  const { triton, repo } = await serveIdentity('big', 64 * 1024, {
+    pinnedMemoryPoolByteSize: 0, allowHttp: false, allowGrpc: false, allowMetrics: false,
+  });
   try {
     const fallbacks = native().pinnedMemory().pageableFallbacks;
     const out = await triton.infer('big', { INPUT0: new NDArray('FP32', [4, 64 * 1024], new Float32Array(4 * 64 * 1024).fill(3)) });
@@ -65,13 +71,14 @@ gpuTest('past the budget, blocks are pageable and requests still succeed', async
     expect(native().pinnedMemory().totalBytes).toBe(0);
   } finally {
     await triton.stop();
+    repo.cleanup();
   }
 });
 
 gpuTest('the metrics port reports the pinned pool with Triton\'s names', async () => {
-  const triton = new Triton({ config: { pinnedMemoryPoolByteSize: DEFAULT_BUDGET, httpPort: 0, allowGrpc: false, metricsPort: 0, metricsIntervalMs: 100 } });
-  bindIdentity(triton, 'id', 16);
-  await triton.run();
+  const { triton, repo } = await serveIdentity('id', 16, {
+    pinnedMemoryPoolByteSize: DEFAULT_BUDGET, httpPort: 0, allowGrpc: false, metricsPort: 0, metricsIntervalMs: 100,
+  });
   try {
     const res = await fetch(`http://127.0.0.1:${triton.ports.metrics}/metrics`);
     const text = await res.text();
@@ -80,5 +87,6 @@ gpuTest('the metrics port reports the pinned pool with Triton\'s names', async (
     expect(text).toMatch(/^nv_pinned_memory_pool_used_bytes \d+$/m);
   } finally {
     await triton.stop();
+    repo.cleanup();
   }
 });
