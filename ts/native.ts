@@ -45,11 +45,20 @@ export interface OnnxModelHandle {
   handle: object;
 }
 
+export interface TensorRtLoadOptions {
+  fp16?: boolean;
+  maxWorkspaceBytes?: number;
+  /** Where built engines are cached; none when absent. */
+  engineCachePath?: string;
+}
+
 export interface OnnxLoadOptions {
   intraOpThreads?: number;
   interOpThreads?: number;
   useCuda?: boolean;
   useTensorRt?: boolean;
+  /** The TensorRT accelerator's parameters (useTensorRt). */
+  tensorRt?: TensorRtLoadOptions;
   deviceId?: number;
   /** ONNX Runtime session config entries, e.g. { 'session.intra_op.allow_spinning': '0' }. */
   sessionConfig?: Record<string, string>;

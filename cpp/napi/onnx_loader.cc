@@ -93,6 +93,15 @@ Napi::Value LoadOnnxModel(const Napi::CallbackInfo& info) {
   options.device_id = IntOption(js, "deviceId");
   options.use_cuda = js.Get("useCuda").ToBoolean();
   options.use_tensorrt = js.Get("useTensorRt").ToBoolean();
+  Napi::Value trt = js.Get("tensorRt");
+  if (trt.IsObject()) {
+    Napi::Object t = trt.As<Napi::Object>();
+    options.tensorrt.fp16 = t.Get("fp16").ToBoolean();
+    if (t.Get("maxWorkspaceBytes").IsNumber()) {
+      options.tensorrt.max_workspace_bytes = static_cast<size_t>(t.Get("maxWorkspaceBytes").As<Napi::Number>().DoubleValue());
+    }
+    if (t.Get("engineCachePath").IsString()) options.tensorrt.engine_cache_path = t.Get("engineCachePath").ToString().Utf8Value();
+  }
   options.compute_thread_nice = IntOption(js, "computeThreadNice");
   Napi::Value entries = js.Get("sessionConfig");
   if (entries.IsObject()) {

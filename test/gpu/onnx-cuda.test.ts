@@ -104,3 +104,26 @@ gpuTest('a compute-heavy model (matrix products) agrees within tolerance, two GP
   const triton = await serve();
   await compareBatched(triton, 'slow', 'INPUT0', [64, 64], 16, 7, 2e-2);
 });
+
+gpuTest('the TensorRT accelerator runs on TensorRT where it is installed, else on CUDA with a log line saying so', async () => {
+  repo.onnx('trt', 1, addConstModel(1, 16));
+  repo.config('trt', `platform: "onnxruntime_onnx"\nmax_batch_size: 8\ninstance_group [ { kind: KIND_GPU } ]
+    optimization { execution_accelerators { gpu_execution_accelerator: [ { name: "tensorrt",
+      parameters [ { key: "precision_mode" value: "FP16" } ] } ] } }`);
+  const triton = await serve();
+  expect(triton.model('trt').config.instanceGroup[0].kind).toBe('KIND_GPU');
+  const fellBack = served!.logs.filter((l) => l.includes("model 'trt' runs on CUDA (TensorRT unavailable)"));
+  expect(fellBack.length).toBeLessThanOrEqual(1);
+  const out = await triton.infer('trt', { INPUT0: new NDArray('FP32', [1, 16], new Float32Array(16).fill(2)) });
+  expect(Array.from(out.OUTPUT0.data as Float32Array)).toEqual(new Array(16).fill(3));
+});
+
+gpuTest('compute input and output include the copies to and from the device', async () => {
+  twins('big', addConstModel(1, 1 << 20), 'max_batch_size: 4');
+  const triton = await serve();
+  await triton.infer('big_gpu', { INPUT0: new NDArray('FP32', [4, 1 << 20], new Float32Array(4 << 20)) });
+  const stats = triton.model('big_gpu').stats();
+  expect(stats.computeInput.count).toBe(1);
+  expect(stats.computeInput.ns).toBeGreaterThan(0);
+  expect(stats.computeOutput.ns).toBeGreaterThan(0);
+});

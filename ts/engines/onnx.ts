@@ -3,7 +3,7 @@
  * execution provider a model gets (TensorRT → CUDA → CPU, as its config asks and the host
  * allows, with a log line saying which), and the sessions, created off the event loop.
  */
-import { native, type OnnxLoadOptions, type OnnxModelHandle } from '../native';
+import { native, type OnnxLoadOptions, type OnnxModelHandle, type TensorRtLoadOptions } from '../native';
 import { InferenceServerError } from '../errors';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -22,7 +22,8 @@ export interface OnnxEngineRequest {
   instanceCount: number;
   kind: InstanceKind;
   deviceId?: number;
-  tensorRt?: boolean;
+  /** The TensorRT accelerator's parameters when the config asks for it. */
+  tensorRt?: TensorRtLoadOptions;
   intraOpThreads?: number;
   interOpThreads?: number;
   /** ONNX Runtime session config entries (the model's `session.*` parameters). */
@@ -40,7 +41,7 @@ export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxModelH
   };
   const gpuWanted = req.kind === 'KIND_GPU' || (req.kind === 'KIND_AUTO' && native().buildInfo().cudaDeviceCount > 0);
   const attempts: { name: string; options: OnnxLoadOptions }[] = [];
-  if (gpuWanted && req.tensorRt) attempts.push({ name: 'TensorRT', options: { ...base, useTensorRt: true } });
+  if (gpuWanted && req.tensorRt) attempts.push({ name: 'TensorRT', options: { ...base, useTensorRt: true, tensorRt: req.tensorRt } });
   if (gpuWanted) attempts.push({ name: 'CUDA', options: { ...base, useCuda: true } });
   if (req.kind !== 'KIND_GPU') attempts.push({ name: 'CPU', options: base });
   const log = req.log ?? ((line: string) => console.log(line));

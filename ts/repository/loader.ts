@@ -9,7 +9,7 @@ import { InferenceServerError, toInferenceServerError } from '../errors';
 import { BoundModel } from '../model';
 import type { NormalizedInstanceGroup, NormalizedModelConfig } from '../config/normalize';
 import { loadOnnxEngine, type InstanceKind } from '../engines/onnx';
-import type { OnnxModelHandle, RateLimiter } from '../native';
+import type { OnnxModelHandle, RateLimiter, TensorRtLoadOptions } from '../native';
 import { warmUp } from '../warmup';
 import { autoCompleteOnnxConfig, type RawModelConfig } from './autocomplete';
 import { precheckModelConfig, precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
@@ -98,10 +98,45 @@ function inVersion(where: string, err: unknown): InferenceServerError {
   return e.message.startsWith('model ') ? e : new InferenceServerError(e.code, `${where}: ${e.message}`);
 }
 
-function wantsTensorRt(config: RawModelConfig): boolean {
-  const accelerators = (config.optimization as { execution_accelerators?: { gpu_execution_accelerator?: { name?: string }[] } } | undefined)
+/**
+ * The TensorRT accelerator a config asks for (`optimization { execution_accelerators {
+ * gpu_execution_accelerator: [ { name: "tensorrt", parameters {...} } ] } }`), with the parameters
+ * Triton's onnxruntime backend takes; null when it asks for none.
+ */
+export function tensorRtOptions(model: string, config: RawModelConfig): TensorRtLoadOptions | null {
+  const accelerators = (config.optimization as { execution_accelerators?: { gpu_execution_accelerator?: { name?: string; parameters?: Record<string, string> }[] } } | undefined)
     ?.execution_accelerators?.gpu_execution_accelerator ?? [];
-  return accelerators.some((a) => a.name === 'tensorrt');
+  const trt = accelerators.find((a) => a.name === 'tensorrt');
+  if (!trt) return null;
+  const options: TensorRtLoadOptions = {};
+  let cacheEnabled = false;
+  for (const [key, value] of Object.entries(trt.parameters ?? {})) {
+    const refuse = (expected: string): never => {
+      throw new InferenceServerError('INVALID_ARG', `model '${model}': TensorRT accelerator parameter '${key}' is '${value}', expected ${expected}`);
+    };
+    if (key === 'precision_mode') {
+      if (value === 'INT8') refuse('FP32 or FP16 (INT8 needs a calibration table, which infernode does not take yet)');
+      if (value !== 'FP32' && value !== 'FP16') refuse('FP32 or FP16');
+      options.fp16 = value === 'FP16';
+    } else if (key === 'max_workspace_size_bytes') {
+      const n = Number(value);
+      if (value.trim() === '' || !Number.isSafeInteger(n) || n <= 0) refuse('a positive number of bytes');
+      options.maxWorkspaceBytes = n;
+    } else if (key === 'trt_engine_cache_enable') {
+      if (value !== 'true' && value !== 'false') refuse('true or false');
+      cacheEnabled = value === 'true';
+    } else if (key === 'trt_engine_cache_path') {
+      options.engineCachePath = value;
+    } else {
+      throw new InferenceServerError('INVALID_ARG', `model '${model}': unknown parameter '${key}' is provided for TensorRT Execution Accelerator ` +
+        '(known: precision_mode, max_workspace_size_bytes, trt_engine_cache_enable, trt_engine_cache_path)');
+    }
+  }
+  if (cacheEnabled && !options.engineCachePath) {
+    throw new InferenceServerError('INVALID_ARG', `model '${model}': trt_engine_cache_enable is true but no trt_engine_cache_path is given`);
+  }
+  if (!cacheEnabled) delete options.engineCachePath;
+  return options;
 }
 
 async function loadVersion(
@@ -132,7 +167,7 @@ async function loadVersion(
     try {
       handle = await loadOnnxEngine({
         modelName: dir.name, modelPath: found.file, instanceCount: instances.count, kind: instances.kind,
-        deviceId: instances.deviceId, tensorRt: wantsTensorRt(raw), intraOpThreads, interOpThreads,
+        deviceId: instances.deviceId, tensorRt: tensorRtOptions(dir.name, raw) ?? undefined, intraOpThreads, interOpThreads,
         sessionConfig: sessionConfigEntries(raw), computeThreadNice, log: options.log,
       });
     } catch (err) {

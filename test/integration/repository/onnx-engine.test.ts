@@ -199,6 +199,34 @@ describe('instance groups', () => {
     const out = await triton.infer('trt', { INPUT0: new NDArray('FP32', [1, 4], new Float32Array(4)) });
     expect(Array.from(out.OUTPUT0.data as Float32Array)).toEqual([2, 2, 2, 2]);
   });
+
+  const trtConfig = (parameters: string): string => `platform: "onnxruntime_onnx"\nmax_batch_size: 4
+    instance_group [ { kind: KIND_CPU } ]
+    optimization { execution_accelerators { gpu_execution_accelerator: [ { name: "tensorrt", parameters ${parameters} } ] } }`;
+
+  test('the TensorRT parameters of Triton\'s onnxruntime backend are accepted', async () => {
+    repo.onnx('trt', 1, addConstModel(2));
+    repo.config('trt', trtConfig(`[ { key: "precision_mode" value: "FP16" }, { key: "max_workspace_size_bytes" value: "1073741824" },
+      { key: "trt_engine_cache_enable" value: "true" }, { key: "trt_engine_cache_path" value: "${repo.path('engines')}" } ]`));
+    const triton = await serve();
+    expect(triton.repositoryIndex()[0]).toMatchObject({ name: 'trt', state: 'READY' });
+  });
+
+  test.each([
+    ['{ key: "precision_mode" value: "FP64" }', "TensorRT accelerator parameter 'precision_mode' is 'FP64', expected FP32 or FP16"],
+    ['{ key: "precision_mode" value: "INT8" }', 'INT8 needs a calibration table'],
+    ['{ key: "max_workspace_size_bytes" value: "lots" }', "'max_workspace_size_bytes' is 'lots', expected a positive number of bytes"],
+    ['{ key: "trt_engine_cache_enable" value: "true" }', 'trt_engine_cache_enable is true but no trt_engine_cache_path is given'],
+    ['{ key: "max_batch" value: "8" }', "unknown parameter 'max_batch' is provided for TensorRT Execution Accelerator"],
+  ])('a bad TensorRT parameter fails the load, naming it: %s', async (parameter, message) => {
+    repo.onnx('trt', 1, addConstModel(2));
+    repo.config('trt', trtConfig(`[ ${parameter} ]`));
+    const triton = await serve();
+    const entry = triton.repositoryIndex()[0];
+    expect(entry.state).toBe('UNAVAILABLE');
+    expect(entry.reason).toContain("model 'trt'");
+    expect(entry.reason).toContain(message);
+  });
 });
 
 describe('session parameters', () => {
