@@ -58,6 +58,16 @@ function write(name: string, json: unknown, markdown: string): void {
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);
+  const scenarios = [
+    'inprocess', 'http', 'grpc', 'stream', 'cache', 'ensemble', 'gpu',
+    ...SEQUENCE_SIZES.map((s) => s.scenario), ...BENCH_MODELS.map((m) => m.scenario),
+  ];
+  const unknown = wanted.filter((name) => !scenarios.includes(name));
+  if (unknown.length > 0) {
+    console.error(`bench: unknown scenario${unknown.length > 1 ? 's' : ''} ${unknown.map((n) => `'${n}'`).join(', ')}; ` +
+      `the scenarios are: ${scenarios.join(', ')} (none named: all of them)`);
+    process.exit(2);
+  }
   const want = (name: string): boolean => wanted.length === 0 || wanted.includes(name);
   if (want('inprocess')) {
     const result = await runInProcessBench();

@@ -198,8 +198,15 @@ async function stopServer(triton: Triton): Promise<void> {
   triton.logger.info('infernode: stopped');
 }
 
+/** This package's version (package.json sits two levels above both ts/cli and lib/cli). */
+function packageVersion(): string {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('../../package.json') as { version: string }).version;
+}
+
 export function buildProgram(): Command {
-  const program = new Command('infernode').description('A Triton-compatible inference server for Node.js');
+  const program = new Command('infernode').description('A Triton-compatible inference server for Node.js')
+    .version(packageVersion(), '-v, --version', 'print the infernode version');
   program
     .command('serve')
     .description('serve a Triton model repository over HTTP, gRPC and metrics')

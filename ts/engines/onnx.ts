@@ -60,7 +60,17 @@ export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxModelH
   }
   if (req.kind === 'KIND_GPU') {
     throw new InferenceServerError('UNAVAILABLE', `model '${req.modelName}' asks for KIND_GPU instances, but no CUDA ` +
-      `execution provider could be used: ${(lastError as Error)?.message ?? 'no CUDA device'}`);
+      `execution provider could be used: ${(lastError as Error)?.message ?? 'no CUDA device'}. ${gpuHint()}`);
   }
   throw lastError;
+}
+
+/** What to do when KIND_GPU cannot be served: which piece is missing on this machine. */
+function gpuHint(): string {
+  const cpuFallback = 'Use kind KIND_AUTO (GPU when usable, else CPU) or KIND_CPU to run it on the CPU';
+  if (native().buildInfo().cudaDeviceCount === 0) {
+    return `${cpuFallback}: this machine has no usable CUDA device.`;
+  }
+  return `${cpuFallback}, or give ONNX Runtime its CUDA provider: install com.github.asus4.onnxruntime.linux-x64-gpu, ` +
+    'put its libraries beside libonnxruntime.so under ONNXRUNTIME_ROOT/lib, with cuDNN 9 and cuBLAS on LD_LIBRARY_PATH (docs/gpu.md).';
 }

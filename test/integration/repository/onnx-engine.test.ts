@@ -179,6 +179,7 @@ describe('instance groups', () => {
     }
     expect(entry.state).toBe('UNAVAILABLE');
     expect(entry.reason).toMatch(/^model 'gpu' asks for KIND_GPU instances, but no CUDA execution provider could be used: ./);
+    expect(entry.reason).toContain('Use kind KIND_AUTO (GPU when usable, else CPU) or KIND_CPU to run it on the CPU');
     expect(triton.repositoryIndex().find((e) => e.name === 'cpu')!.state).toBe('READY');
   });
 
