@@ -9,7 +9,7 @@
  * the ratios. Servers and load generators run in their own processes (sequence-server.ts,
  * sequence-load.ts). Target: ≥ 5× the naive steps/s at 64 sequences, with a lower p99.
  */
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { ServerProcess } from './server-process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -125,6 +125,29 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** How long a cell's warm-up, and a measurement's last step, may take before the bench gives up. */
+const WARMUP_LIMIT_MS = 180_000;
+const STEP_LIMIT_MS = 60_000;
+
+/**
+ * `work`, or an error saying what stalled once `limitMs` passes (the load generators are killed):
+ * a bench must end, and a lost answer must be reported, not waited for.
+ */
+async function withinTime<T>(work: Promise<T>, limitMs: number, stalled: string, children: readonly ChildProcess[]): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      for (const c of children) c.kill('SIGKILL');
+      reject(new Error(`${stalled} after ${limitMs / 1000} s`));
+    }, limitMs);
+  });
+  try {
+    return await Promise.race([work, limit]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** One cell: `sequences` concurrent sequences from up to two load processes for `durationMs`. */
 async function measureCell(
   proc: ServerProcess, server: SequenceServer, sequences: number, durationMs: number, size: SequenceSize,
@@ -142,14 +165,20 @@ async function measureCell(
     c.on('message', (m: { type: string }) => { if (m.type === 'result') resolve(m as SequenceChildResult); });
     c.once('exit', (code) => { if (code !== 0) reject(new Error(`a sequence load generator exited with ${code}`)); });
   }));
-  await Promise.all(children.map((c) => new Promise<void>((resolve) => c.once('message', () => resolve()))));
+  const cell = `bench ${size.scenario}: ${server} server, ${sequences} sequence(s)`;
+  const ready = Promise.all(children.map((c) => new Promise<void>((resolve) => c.once('message', () => resolve()))));
+  await withinTime(ready, WARMUP_LIMIT_MS, `${cell}: the load generators did not finish warming up`, children);
   const before = await proc.ask<ServerReport>('report');
   proc.reset();
+  process.stderr.write(`${cell}: measuring ${durationMs / 1000} s\n`);
   for (const c of children) c.send({ type: 'go', durationMs });
-  const done = await Promise.all(results);
+  const done = await withinTime(Promise.all(results), durationMs + STEP_LIMIT_MS,
+    `${cell}: a step got no answer (the load generators are still waiting)`, children);
   const after = await proc.ask<ServerReport>('report');
   const seconds = durationMs / 1000;
   const latencies = Float64Array.from(done.flatMap((r) => Array.from(r.stepUs))).sort();
+  process.stderr.write(`${cell}: ${Math.round(done.reduce((n, r) => n + r.steps, 0) / (durationMs / 1000))} steps/s, ` +
+    `p50 ${(percentile(latencies, 50) / 1000).toFixed(2)} ms, p99 ${(percentile(latencies, 99) / 1000).toFixed(2)} ms\n`);
   const runs = after.executions && before.executions ? after.executions.executions - before.executions.executions : 0;
   return {
     server, sequences,
