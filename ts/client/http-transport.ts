@@ -96,7 +96,7 @@ export class HttpTransport {
   /** The error of a request that never got an answer: no connection, or a failed TLS handshake. */
   #unreachable(err: NodeJS.ErrnoException): InferenceServerError {
     if (this.url.protocol === 'https:' && isTlsFailure(err.code)) {
-      return new InferenceServerError('UNAVAILABLE', `TLS with the server at ${this.url.origin} failed (${err.code}: ${err.message}): ` +
+      return new InferenceServerError('UNAVAILABLE', `TLS with the server at ${this.url.origin} failed (${err.code}: ${err.message.trim()}): ` +
         "give the CA that signed the server's certificate (sslOptions.caCerts) and, when the server requires " +
         'client certificates, the client certificate and key (sslOptions.certFile, sslOptions.keyFile)');
     }
