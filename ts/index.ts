@@ -15,7 +15,8 @@ export {
 } from './tensor';
 export type { InferOptions, StreamOptions } from './model';
 export * from './decorators';
-export { HttpInferenceServerClient, type HttpClientOptions } from './client/http';
+export { HttpInferenceServerClient, type HttpClientOptions, type HttpSslOptions } from './client/http';
+export type { PemSource } from './client/tls';
 export {
   GrpcInferenceServerClient, type GrpcClientOptions, type StartStreamOptions, type StreamCallback, type StreamInferRequest,
 } from './client/grpc';

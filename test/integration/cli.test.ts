@@ -84,6 +84,8 @@ describe('--help', () => {
     '--exit-timeout-secs', '--log-verbose', '--http-restricted-api', '--grpc-restricted-protocol', '--allow-client-shm',
     '--http-max-input-size', '--metrics-config', '--trace-config', '--log-file', '--log-format', '--log-info',
     '--allow-gpu-metrics', '--metrics-interval-ms', '--pinned-memory-pool-byte-size',
+    '--grpc-use-ssl', '--grpc-use-ssl-mutual', '--grpc-server-cert', '--grpc-server-key', '--grpc-root-cert',
+    '--http-use-ssl', '--http-use-ssl-mutual', '--http-server-cert', '--http-server-key', '--http-root-cert',
   ];
 
   test('serve --help lists every flag with an explanation and its default, and exits 0', () => {

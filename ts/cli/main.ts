@@ -81,6 +81,16 @@ export interface ServeOptions {
   grpcKeepalivePermitWithoutCalls?: boolean;
   grpcHttp2MaxPingsWithoutData?: number;
   grpcInferResponseCompressionLevel?: 'none' | 'low' | 'medium' | 'high';
+  grpcUseSsl?: boolean;
+  grpcUseSslMutual?: boolean;
+  grpcServerCert?: string;
+  grpcServerKey?: string;
+  grpcRootCert?: string;
+  httpUseSsl?: boolean;
+  httpUseSslMutual?: boolean;
+  httpServerCert?: string;
+  httpServerKey?: string;
+  httpRootCert?: string;
   metricsConfig?: string[];
   metricsIntervalMs?: number;
   traceConfig?: string[];
@@ -111,6 +121,10 @@ export function tritonConfigFromOptions(o: ServeOptions): TritonConfig {
     grpcKeepaliveTimeout: o.grpcKeepaliveTimeout, grpcKeepalivePermitWithoutCalls: o.grpcKeepalivePermitWithoutCalls,
     grpcHttp2MaxPingsWithoutData: o.grpcHttp2MaxPingsWithoutData,
     grpcInferResponseCompressionLevel: o.grpcInferResponseCompressionLevel,
+    grpcUseSsl: o.grpcUseSsl, grpcUseSslMutual: o.grpcUseSslMutual,
+    grpcServerCert: o.grpcServerCert, grpcServerKey: o.grpcServerKey, grpcRootCert: o.grpcRootCert,
+    httpUseSsl: o.httpUseSsl, httpUseSslMutual: o.httpUseSslMutual,
+    httpServerCert: o.httpServerCert, httpServerKey: o.httpServerKey, httpRootCert: o.httpRootCert,
     metricsConfig: o.metricsConfig, metricsIntervalMs: o.metricsIntervalMs, traceConfig: o.traceConfig,
     maxQueuedResponses: o.maxQueuedResponses,
     cacheConfig: o.cacheConfig, responseCacheByteSize: o.responseCacheByteSize,
@@ -245,6 +259,16 @@ export function buildProgram(): Command {
     .option('--grpc-http2-max-pings-without-data <n>', 'pings allowed without data before the server stops answering them (default 2)', parseIntArg)
     .addOption(new Option('--grpc-infer-response-compression-level <level>', 'gRPC response compression (grpc-js sends uncompressed; other levels are logged and ignored)')
       .choices(['none', 'low', 'medium', 'high']))
+    .addOption(boolOption('--grpc-use-ssl [bool]', 'serve gRPC over TLS with --grpc-server-cert and --grpc-server-key', false))
+    .addOption(boolOption('--grpc-use-ssl-mutual [bool]', 'serve gRPC over TLS and require client certificates signed by --grpc-root-cert; preempts --grpc-use-ssl', false))
+    .option('--grpc-server-cert <path>', 'PEM file holding the gRPC server certificate (chain); ignored unless --grpc-use-ssl or --grpc-use-ssl-mutual')
+    .option('--grpc-server-key <path>', 'PEM file holding the gRPC server private key; ignored unless --grpc-use-ssl or --grpc-use-ssl-mutual')
+    .option('--grpc-root-cert <path>', 'PEM file holding the CA certificate client certificates must be signed by; required by --grpc-use-ssl-mutual')
+    .addOption(boolOption('--http-use-ssl [bool]', 'serve HTTPS with --http-server-cert and --http-server-key (infernode only: Triton has no HTTPS)', false))
+    .addOption(boolOption('--http-use-ssl-mutual [bool]', 'serve HTTPS and require client certificates signed by --http-root-cert; preempts --http-use-ssl', false))
+    .option('--http-server-cert <path>', 'PEM file holding the HTTPS server certificate (chain); ignored unless --http-use-ssl or --http-use-ssl-mutual')
+    .option('--http-server-key <path>', 'PEM file holding the HTTPS server private key; ignored unless --http-use-ssl or --http-use-ssl-mutual')
+    .option('--http-root-cert <path>', 'PEM file holding the CA certificate HTTPS client certificates must be signed by; required by --http-use-ssl-mutual')
     .option('--metrics-config <setting>', 'metrics settings as tritonserver: summary_latencies=true, histogram_latencies=true, summary_quantiles=0.5:0.05,0.99:0.001 (repeatable)', collect)
     .addOption(boolOption('--allow-gpu-metrics [bool]', 'report per-GPU metrics (nv_gpu_*, nv_energy_consumption) read through NVML; absent without an NVIDIA driver or GPU', true))
     .option('--metrics-interval-ms <ms>', 'how often CPU, memory and GPU metrics refresh, in milliseconds (default 2000)', parsePositiveIntArg)

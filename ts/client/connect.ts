@@ -1,7 +1,8 @@
 /**
  * From a URL to a client, as PyTriton reads URLs (`TritonUrl.from_url`): no scheme means http;
  * `http://` → the HTTP client (default port 8000), `grpc://` → the gRPC client (default port
- * 8001); any other scheme is refused. `localhost` → `http://localhost:8000`.
+ * 8001); any other scheme is refused. `localhost` → `http://localhost:8000`. With the `ssl`
+ * option, the http URL is served over HTTPS.
  */
 import { ClientInvalidUrlError } from './errors';
 import { GrpcInferenceServerClient, type GrpcClientOptions } from './grpc';
@@ -16,7 +17,10 @@ export interface TritonUrl {
   url: string;
 }
 
-/** Options every client understands. */
+/**
+ * Options of either client. TLS: `ssl` for both; then `sslOptions` (and `insecure`) for an http
+ * URL, `rootCertificates` / `privateKey` / `certificateChain` for a grpc URL.
+ */
 export interface ClientOptions extends HttpClientOptions, GrpcClientOptions {}
 
 /** Parses a Triton URL; ClientInvalidUrlError for other schemes or malformed URLs. */
@@ -42,5 +46,6 @@ export function parseTritonUrl(url: string): TritonUrl {
 export function clientForUrl(url: string, options: ClientOptions = {}): InferenceServerClient {
   const parsed = parseTritonUrl(url);
   if (parsed.scheme === 'grpc') return new GrpcInferenceServerClient(parsed.url, options);
-  return new HttpInferenceServerClient(parsed.url, options);
+  // PyTriton's URLs have no https scheme: `ssl` turns http://host:port into HTTPS.
+  return new HttpInferenceServerClient(options.ssl ? parsed.url.replace(/^http:/, 'https:') : parsed.url, options);
 }

@@ -18,7 +18,7 @@
  */
 import {
   Client, Metadata, credentials, status as Status,
-  type CallOptions, type ChannelOptions, type ClientDuplexStream, type ServiceError,
+  type CallOptions, type ChannelCredentials, type ChannelOptions, type ClientDuplexStream, type ServiceError,
 } from '@grpc/grpc-js';
 import { InferenceServerError } from '../errors';
 import { CLIENT_OPTIONS, inferenceServiceDefinition } from '../server/grpc/protos';
@@ -29,6 +29,7 @@ import {
   EMPTY_FINAL_RESPONSE_PARAM, errorFromStatus, inferRequestFields, inferResult, isEmptyFinal, modelConfigJson, streamResult,
 } from './grpc-convert';
 import { StreamReader, TIMED_OUT } from './grpc-stream';
+import { readOptionalPem, type PemSource } from './tls';
 import type {
   ClientInferRequest, ClientInferResult, ClientStreamResult, InferenceServerClient, LoadModelOptions, ModelMetadata,
   RepositoryIndexEntry, ServerMetadata, StreamInferOptions,
@@ -43,6 +44,31 @@ export interface GrpcClientOptions {
   maxMessageSize?: number;
   /** Extra grpc-js channel options (keepalive, ...). */
   channelOptions?: ChannelOptions;
+  /** tritonclient's `ssl`: connect over TLS. Default false. */
+  ssl?: boolean;
+  /** tritonclient's `root_certificates`: the CA(s) the server's certificate must be signed by (a PEM file's path or its contents). Default: grpc-js's bundled public CAs. */
+  rootCertificates?: PemSource;
+  /** tritonclient's `private_key`: the client certificate's key, for servers that require client certificates. */
+  privateKey?: PemSource;
+  /** tritonclient's `certificate_chain`: the client certificate (chain). */
+  certificateChain?: PemSource;
+}
+
+/** TLS (`ssl`) or plaintext channel credentials; the certificate options need `ssl`. */
+function channelCredentials(options: GrpcClientOptions): ChannelCredentials {
+  const given = (['rootCertificates', 'privateKey', 'certificateChain'] as const).filter((k) => options[k] !== undefined);
+  if (!options.ssl) {
+    if (given.length > 0) throw new ClientValueError(`${given.join(', ')} given without ssl: set ssl: true to connect over TLS`);
+    return credentials.createInsecure();
+  }
+  if ((options.privateKey === undefined) !== (options.certificateChain === undefined)) {
+    throw new ClientValueError('privateKey and certificateChain go together: give both (client certificate) or neither');
+  }
+  return credentials.createSsl(
+    readOptionalPem(options.rootCertificates, 'rootCertificates') ?? null,
+    readOptionalPem(options.privateKey, 'privateKey') ?? null,
+    readOptionalPem(options.certificateChain, 'certificateChain') ?? null,
+  );
 }
 
 /**
@@ -107,7 +133,7 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
     this.#options = options;
     this.address = target(url);
     const max = options.maxMessageSize ?? 2 ** 31 - 1;
-    this.#client = new Client(this.address, credentials.createInsecure(), {
+    this.#client = new Client(this.address, channelCredentials(options), {
       'grpc.max_receive_message_length': max,
       'grpc.max_send_message_length': max,
       'grpc.enable_channelz': 0,

@@ -9,6 +9,7 @@ import * as https from 'node:https';
 import * as zlib from 'node:zlib';
 import { InferenceServerError } from '../errors';
 import { ClientClosedError, ClientInvalidUrlError, ClientTimeoutError, codeFromHttpStatus } from './errors';
+import { isTlsFailure } from './tls';
 
 export interface HttpResponse {
   status: number;
@@ -69,7 +70,11 @@ export class HttpTransport {
   readonly #headers: Record<string, string>;
   #closed = false;
 
-  constructor(url: string, headers: Record<string, string> = {}, maxSockets = Infinity) {
+  /**
+   * `tls`: the https Agent's certificate options (ca, cert, key, checkServerIdentity), used when
+   * the URL is https://; refused with an http:// URL, where they would be silently ignored.
+   */
+  constructor(url: string, headers: Record<string, string> = {}, maxSockets = Infinity, tls?: https.AgentOptions) {
     let parsed: URL;
     try {
       parsed = new URL(url.includes('://') ? url : `http://${url}`);
@@ -81,8 +86,21 @@ export class HttpTransport {
     }
     this.url = parsed;
     this.#module = parsed.protocol === 'https:' ? https : http;
-    this.#agent = new this.#module.Agent({ keepAlive: true, maxSockets });
+    if (tls && parsed.protocol !== 'https:') {
+      throw new ClientInvalidUrlError(`TLS options were given for '${url}', which is plain HTTP: use an https:// URL (or ssl: true)`);
+    }
+    this.#agent = parsed.protocol === 'https:' ? new https.Agent({ keepAlive: true, maxSockets, ...tls }) : new http.Agent({ keepAlive: true, maxSockets });
     this.#headers = headers;
+  }
+
+  /** The error of a request that never got an answer: no connection, or a failed TLS handshake. */
+  #unreachable(err: NodeJS.ErrnoException): InferenceServerError {
+    if (this.url.protocol === 'https:' && isTlsFailure(err.code)) {
+      return new InferenceServerError('UNAVAILABLE', `TLS with the server at ${this.url.origin} failed (${err.code}: ${err.message.trim()}): ` +
+        "give the CA that signed the server's certificate (sslOptions.caCerts) and, when the server requires " +
+        'client certificates, the client certificate and key (sslOptions.certFile, sslOptions.keyFile)');
+    }
+    return new InferenceServerError('UNAVAILABLE', `cannot reach the server at ${this.url.origin}: ${err.code ?? err.message}`);
   }
 
   get closed(): boolean {
@@ -124,7 +142,7 @@ export class HttpTransport {
       // Registered first: a request destroyed before it was sent still reports its error here.
       req.on('error', (err: NodeJS.ErrnoException) => {
         fail(this.#closed ? new ClientClosedError()
-          : new InferenceServerError('UNAVAILABLE', `cannot reach the server at ${this.url.origin}: ${err.code ?? err.message}`));
+          : this.#unreachable(err));
       });
       const timer = setTimeout(() => {
         fail(new ClientTimeoutError(`${request.method} ${request.path} timed out after ${request.timeoutMs} ms`));
@@ -178,7 +196,7 @@ export class HttpTransport {
       });
       req.on('error', (err: NodeJS.ErrnoException) => {
         fail(this.#closed ? new ClientClosedError()
-          : new InferenceServerError('UNAVAILABLE', `cannot reach the server at ${this.url.origin}: ${err.code ?? err.message}`));
+          : this.#unreachable(err));
       });
       const timer = setTimeout(() => {
         fail(new ClientTimeoutError(`${request.method} ${request.path} timed out after ${request.timeoutMs} ms`));

@@ -20,8 +20,11 @@ import type {
 import { generateResponse, serverSentData, type GenerateOptions, type GenerateResponse } from './http-generate';
 import { decodeInferResponse, encodeInferRequest } from './http-infer';
 import { errorFromResponse, HttpTransport, type HttpResponse } from './http-transport';
+import type * as https from 'node:https';
 import * as zlib from 'node:zlib';
 import { InferenceServerError } from '../errors';
+import { ClientInvalidUrlError, ClientValueError } from './errors';
+import { readOptionalPem, type PemSource } from './tls';
 import { promisify } from 'node:util';
 
 export interface HttpClientOptions {
@@ -39,6 +42,25 @@ export interface HttpClientOptions {
   requestCompression?: 'gzip' | 'deflate';
   /** Ask the server to compress infer responses. Default none. */
   responseCompression?: 'gzip' | 'deflate';
+  /** tritonclient's `ssl`: HTTPS for a URL given without a scheme (an https:// URL is HTTPS anyway). Default false. */
+  ssl?: boolean;
+  /** tritonclient's `ssl_options`: certificates for HTTPS (file paths, or the PEM bytes). */
+  sslOptions?: HttpSslOptions;
+  /** tritonclient's `insecure`: do not check that the server's certificate names the host. Default false. */
+  insecure?: boolean;
+}
+
+/**
+ * The certificates of an HTTPS connection (tritonclient's ssl_options keys ca_certs, certfile,
+ * keyfile): each a PEM file's path or its contents.
+ */
+export interface HttpSslOptions {
+  /** The CA(s) the server's certificate must be signed by. Default: Node's bundled public CAs. */
+  caCerts?: PemSource;
+  /** The client certificate (chain), for servers that require one (mutual TLS). */
+  certFile?: PemSource;
+  /** The client certificate's private key. */
+  keyFile?: PemSource;
 }
 
 const gzip = promisify(zlib.gzip);
@@ -48,14 +70,33 @@ function modelPath(name: string, version?: string): string {
   return `/v2/models/${encodeURIComponent(name)}${version ? `/versions/${encodeURIComponent(version)}` : ''}`;
 }
 
+/** The https Agent options `options` ask for; undefined when they set none. */
+function httpsAgentOptions(options: HttpClientOptions): https.AgentOptions | undefined {
+  const ssl = options.sslOptions ?? {};
+  if (ssl.certFile === undefined && ssl.keyFile !== undefined) throw new ClientValueError('sslOptions.keyFile needs sslOptions.certFile');
+  if (ssl.certFile !== undefined && ssl.keyFile === undefined) throw new ClientValueError('sslOptions.certFile needs sslOptions.keyFile');
+  const agent: https.AgentOptions = {
+    ca: readOptionalPem(ssl.caCerts, 'sslOptions.caCerts'),
+    cert: readOptionalPem(ssl.certFile, 'sslOptions.certFile'),
+    key: readOptionalPem(ssl.keyFile, 'sslOptions.keyFile'),
+    checkServerIdentity: options.insecure ? () => undefined : undefined,
+  };
+  const given = Object.entries(agent).filter(([, v]) => v !== undefined);
+  return given.length === 0 ? undefined : Object.fromEntries(given) as https.AgentOptions;
+}
+
 export class HttpInferenceServerClient implements InferenceServerClient {
   readonly #transport: HttpTransport;
   readonly #options: HttpClientOptions;
 
-  /** `url`: `host:port` or `http(s)://host:port[/prefix]`. */
+  /** `url`: `host:port` (HTTPS with `ssl: true`) or `http(s)://host:port[/prefix]`. */
   constructor(url: string, options: HttpClientOptions = {}) {
     this.#options = options;
-    this.#transport = new HttpTransport(url, options.headers, options.maxSockets);
+    if (options.ssl && /^http:\/\//i.test(url)) {
+      throw new ClientInvalidUrlError(`ssl is true but the URL '${url}' says http://: give host:port or an https:// URL`);
+    }
+    const tlsUrl = options.ssl && !url.includes('://') ? `https://${url}` : url;
+    this.#transport = new HttpTransport(tlsUrl, options.headers, options.maxSockets, httpsAgentOptions(options));
   }
 
   /** The server's base URL. */

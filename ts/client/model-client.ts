@@ -21,13 +21,14 @@
  */
 import { InferenceServerError } from '../errors';
 import { NDArray, ndarray, parseDataType, type DataType, type TypedArray } from '../tensor';
-import { clientForUrl } from './connect';
+import { clientForUrl, type ClientOptions } from './connect';
 import { ClientClosedError, ClientTimeoutError, ClientValueError, ModelDoesntSupportBatchingError } from './errors';
 import { toGenerateValue, fromGenerateValue } from './generate-values';
 import { GrpcInferenceServerClient } from './grpc';
 import { HttpInferenceServerClient } from './http';
 import type { InferenceServerClient } from './types';
 import { sequenceParameters, type SequenceOptions } from './sequence';
+import type { PemSource } from './tls';
 
 /** A tensor of the model's config, as ModelClient reads it. */
 export interface ModelTensorSpec {
@@ -61,6 +62,25 @@ export interface ModelClientOptions {
   ensureModelIsReady?: boolean;
   /** Sent as `authorization: Bearer <token>`. */
   accessToken?: string;
+  /** Connect over TLS (HTTPS for an http URL, TLS for a grpc one). Default false. */
+  ssl?: boolean;
+  /** The CA(s) the server's certificate must be signed by (a PEM file's path or its contents). */
+  rootCertificates?: PemSource;
+  /** The client certificate's key, for servers that require client certificates (mutual TLS). */
+  privateKey?: PemSource;
+  /** The client certificate (chain). */
+  certificateChain?: PemSource;
+}
+
+/** The clients' TLS options for ModelClient's (tritonclient.grpc's names, mapped to ssl_options for HTTP). */
+function tlsOptions(options: ModelClientOptions): ClientOptions {
+  const { ssl, rootCertificates, privateKey, certificateChain } = options;
+  const given = rootCertificates !== undefined || privateKey !== undefined || certificateChain !== undefined;
+  if (given && !ssl) throw new ClientValueError('rootCertificates, privateKey and certificateChain need ssl: true (they are certificates of a TLS connection)');
+  return {
+    ssl, rootCertificates, privateKey, certificateChain,
+    sslOptions: ssl && given ? { caCerts: rootCertificates, certFile: certificateChain, keyFile: privateKey } : undefined,
+  };
 }
 
 /** An input: an NDArray, a TypedArray (1-D) or byte strings (BYTES, 1-D). */
@@ -144,6 +164,7 @@ export class ModelClient {
     this.#config = options.modelConfig ?? null;
     const networkTimeoutS = Math.min(60, options.initTimeoutS ?? 300);
     this.#client = clientForUrl(url, {
+      ...tlsOptions(options),
       timeoutMs: networkTimeoutS * 1000,
       headers: options.accessToken ? { authorization: `Bearer ${options.accessToken}` } : undefined,
     });

@@ -269,6 +269,19 @@ export interface TritonConfig {
   httpMaxInputSize?: number;
   /** Request headers whose names match this regex are passed to models as request parameters. */
   httpHeaderForwardPattern?: string;
+  /**
+   * Default false: serve HTTPS with httpServerCert and httpServerKey (--http-use-ssl). infernode's
+   * own, named after the gRPC settings (Triton has no HTTPS; it expects a proxy in front).
+   */
+  httpUseSsl?: boolean;
+  /** Default false: HTTPS that requires a client certificate signed by httpRootCert; implies httpUseSsl. */
+  httpUseSslMutual?: boolean;
+  /** PEM file of the HTTPS server's certificate (chain). Ignored unless httpUseSsl or httpUseSslMutual. */
+  httpServerCert?: string;
+  /** PEM file of the HTTPS server's private key. Ignored unless httpUseSsl or httpUseSslMutual. */
+  httpServerKey?: string;
+  /** PEM file of the CA that client certificates must be signed by; required by httpUseSslMutual. */
+  httpRootCert?: string;
   /** Default true. */
   allowGrpc?: boolean;
   /** Default '0.0.0.0'. */
@@ -297,6 +310,19 @@ export interface TritonConfig {
   grpcHttp2MaxPingsWithoutData?: number;
   /** 'none' (default), 'low', 'medium' or 'high'. */
   grpcInferResponseCompressionLevel?: 'none' | 'low' | 'medium' | 'high';
+  /** Default false: serve gRPC over TLS with grpcServerCert and grpcServerKey (tritonserver's --grpc-use-ssl). */
+  grpcUseSsl?: boolean;
+  /**
+   * Default false: TLS that requires a client certificate signed by grpcRootCert
+   * (--grpc-use-ssl-mutual); implies grpcUseSsl, as in Triton.
+   */
+  grpcUseSslMutual?: boolean;
+  /** PEM file of the server's certificate (chain) (--grpc-server-cert). Ignored unless TLS is on. */
+  grpcServerCert?: string;
+  /** PEM file of the server's private key (--grpc-server-key). Ignored unless TLS is on. */
+  grpcServerKey?: string;
+  /** PEM file of the CA that client certificates must be signed by (--grpc-root-cert); required by grpcUseSslMutual. */
+  grpcRootCert?: string;
   /** Default true. */
   allowMetrics?: boolean;
   /** Default: the HTTP address. */

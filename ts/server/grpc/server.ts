@@ -2,7 +2,7 @@
  * The gRPC frontend: Triton's GRPCInferenceService and the standard health service on
  * `grpcAddress:grpcPort` (default 0.0.0.0:8001), served by @grpc/grpc-js with Triton's limits
  * (2^31 - 1 byte messages both ways; grpc-js would default to 4 MiB received) and keepalive
- * settings. Shutdown: `beginShutdown` makes new calls (and new requests on open streams) fail
+ * settings, over TLS when grpcUseSsl or grpcUseSslMutual asks for it. Shutdown: `beginShutdown` makes new calls (and new requests on open streams) fail
  * with UNAVAILABLE while accepted ones finish; `close` ends what is left, then the server.
  */
 import {
@@ -16,6 +16,7 @@ import { SHUTTING_DOWN, callStatus, type CallStatus, type Gate } from './call-st
 import { healthHandlers, serviceHandlers } from './handlers';
 import { modelInfer, modelStreamInfer, type InferHandlerOptions } from './infer-handlers';
 import { TurnQueue } from '../turn';
+import { loadServerTls, type ServerTls } from '../tls';
 import { SERVER_OPTIONS, forServer, healthServiceDefinition, inferenceServiceDefinition } from './protos';
 
 /** Triton's default and largest message size (INT32_MAX). */
@@ -109,9 +110,15 @@ function bindAddress(address: string, port: number): string {
   return address.includes(':') && !address.startsWith('[') ? `[${address}]:${port}` : `${address}:${port}`;
 }
 
-function bind(server: Server, address: string): Promise<number> {
+/** TLS (grpcUseSsl, grpcUseSslMutual) or plaintext credentials. */
+function serverCredentials(tls: ServerTls | null): ServerCredentials {
+  if (!tls) return ServerCredentials.createInsecure();
+  return ServerCredentials.createSsl(tls.ca, [{ cert_chain: tls.cert, private_key: tls.key }], tls.mutual);
+}
+
+function bind(server: Server, address: string, credentials: ServerCredentials): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.bindAsync(address, ServerCredentials.createInsecure(), (err, port) => {
+    server.bindAsync(address, credentials, (err, port) => {
       if (err) reject(new Error(`gRPC frontend cannot listen on ${address}: ${err.message}`));
       else resolve(port);
     });
@@ -126,6 +133,8 @@ export async function startGrpcFrontend(ctx: ServerContext): Promise<Frontend> {
     // grpc-js servers cannot compress what they send (it writes every message uncompressed).
     ctx.logger.warning(`gRPC: grpcInferResponseCompressionLevel '${level}' is not supported by grpc-js; responses are sent uncompressed`);
   }
+  // Read before anything listens: a bad file fails start-up naming the setting.
+  const tls = loadServerTls(config, 'grpc', ctx.logger);
   const server = new Server({ ...grpcServerOptions(config), interceptors: [boundInflatedMessages(grpcMaxDecompressedSize(config))] });
   const gate: Gate = { shuttingDown: false };
   const streams = new Set<{ close(status: CallStatus): void }>();
@@ -141,12 +150,13 @@ export async function startGrpcFrontend(ctx: ServerContext): Promise<Frontend> {
   const address = bindAddress(config.grpcAddress ?? '0.0.0.0', config.grpcPort ?? 8001);
   let port: number;
   try {
-    port = await bind(server, address);
+    port = await bind(server, address, serverCredentials(tls));
   } catch (err) {
     server.forceShutdown();
     throw err;
   }
   ctx.logger.info(`Started GRPCInferenceService at ${address.replace(/:\d+$/, `:${port}`)}`);
+  if (tls) ctx.logger.info(`GRPCInferenceService uses TLS${tls.mutual ? ' and requires client certificates' : ''}`);
   return {
     kind: 'grpc',
     port,

@@ -1,12 +1,13 @@
 /**
  * The HTTP/REST frontend (KServe v2 + Triton's extensions) on `httpPort` (default 8000):
- * node:http with keep-alive, Triton's routes and status codes, restricted API groups, and a
+ * node:http (node:https with httpUseSsl / httpUseSslMutual) with keep-alive, Triton's routes and status codes, restricted API groups, and a
  * two-step graceful shutdown (stop accepting, then close once the models drained).
  *
  * Every request ends exactly once: a handler's answer, or its error mapped to Triton's
  * `{"error": ...}` body; nothing a client sends can throw out of the request handler.
  */
 import * as http from 'node:http';
+import * as https from 'node:https';
 import type { Socket } from 'node:net';
 import { invalidArg } from '../../errors';
 import type { ServerContext } from '../context';
@@ -16,6 +17,7 @@ import { DEFAULT_MAX_INPUT_SIZE } from './body';
 import type { Handler, HttpCall, HttpSettings } from './call';
 import { compileForwardPattern, type RawInputSpec } from './infer-request';
 import { resolveModel } from '../inference-service';
+import { loadServerTls } from '../tls';
 import { TurnQueue } from '../turn';
 import { generate, generateStream } from './handlers/generate';
 import { infer } from './handlers/infer';
@@ -132,15 +134,28 @@ export function httpSettings(ctx: ServerContext): HttpSettings {
   };
 }
 
-/** Starts the HTTP frontend (TritonConfig httpAddress/httpPort; port 0 picks a free port). */
+/**
+ * Starts the HTTP frontend (TritonConfig httpAddress/httpPort; port 0 picks a free port), over
+ * TLS when httpUseSsl or httpUseSslMutual asks for it.
+ */
 export async function startHttpFrontend(ctx: ServerContext): Promise<Frontend> {
   const config = ctx.triton.config;
   const settings = httpSettings(ctx);
   const inflight: Inflight = { count: 0, onIdle: null };
-  const server = http.createServer({ noDelay: true, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS }, (req, res) => {
+  const tls = loadServerTls(config, 'http', ctx.logger);
+  const onRequest: http.RequestListener = (req, res) => {
     dispatch(ctx, settings, inflight, req, res);
-  });
+  };
+  const options: http.ServerOptions = { noDelay: true, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS };
+  const server: http.Server = tls
+    ? https.createServer({
+      ...options, cert: tls.cert, key: tls.key, ca: tls.ca ?? undefined,
+      // Mutual TLS: a client without a certificate signed by httpRootCert fails the handshake.
+      requestCert: tls.mutual, rejectUnauthorized: tls.mutual,
+    }, onRequest)
+    : http.createServer(options, onRequest);
   server.on('clientError', onClientError);
   const port = await listen(server, config.httpPort ?? 8000, config.httpAddress ?? '0.0.0.0', 'HTTP frontend');
+  if (tls) ctx.logger.info(`HTTPService uses TLS (HTTPS)${tls.mutual ? ' and requires client certificates' : ''}`);
   return httpFrontend('http', server, port, inflight);
 }
