@@ -66,7 +66,13 @@ function toOutput(
     const dtype = spec && spec.dtype !== 'BYTES' && data instanceof typedArrayFor(spec.dtype)
       ? spec.dtype
       : dataTypeOfArray(data);
-    arr = new NDArray(dtype, inferShape(spec, data.length, rows, config.maxBatchSize > 0), data);
+    const shape = inferShape(spec, data.length, rows, config.maxBatchSize > 0);
+    try {
+      arr = new NDArray(dtype, shape, data);
+    } catch (err) {
+      // The model produced the wrong amount of data: its fault (INTERNAL), not the client's.
+      throw modelError(config, `output '${name}': ${(err as Error).message}`);
+    }
   } else {
     throw modelError(config, `output '${name}' must be an NDArray or a TypedArray, got ${typeof value}`);
   }

@@ -54,10 +54,42 @@ export interface TritonStreamOptions extends StreamOptions {
   modelVersion?: number;
 }
 
-function toNDArray(value: InferInput): NDArray {
+const INPUT_FORMS = 'an NDArray, a TypedArray, or { data, shape?, dtype? }';
+
+/** One in-process input as an NDArray; anything else is INVALID_ARG naming the input and model. */
+function toNDArray(model: string, name: string, value: InferInput): NDArray {
+  const refuse = (what: string): never => {
+    throw new InferenceServerError('INVALID_ARG', `input '${clip(name)}' for model '${clip(model)}': ${what}; expected ${INPUT_FORMS}`);
+  };
   if (value instanceof NDArray) return value;
-  if (ArrayBuffer.isView(value) || Array.isArray(value)) return ndarray(value as TensorData);
-  return ndarray(value.data, value.shape, value.dtype);
+  if (value === null || typeof value !== 'object') return refuse(`got ${value === null ? 'null' : typeof value}`);
+  if (Array.isArray(value) && value.some((v) => typeof v !== 'string' && !(v instanceof Uint8Array))) {
+    // A plain array is BYTES (strings or Uint8Arrays); numbers need a typed array to say their dtype.
+    return refuse('a plain array of numbers has no datatype (wrap it, e.g. new Float32Array([...]))');
+  }
+  const parts = ArrayBuffer.isView(value) || Array.isArray(value) ? { data: value as TensorData } : value as Exclude<InferInput, NDArray | TensorData>;
+  if (parts.data === undefined || parts.data === null) refuse('it has no data');
+  if (parts.shape !== undefined && (!Array.isArray(parts.shape) || parts.shape.some((d) => !Number.isSafeInteger(d) || d < 0))) {
+    refuse(`its shape must be an array of non-negative integers, got ${clip(JSON.stringify(parts.shape) ?? String(parts.shape))}`);
+  }
+  try {
+    return ndarray(parts.data, parts.shape, parts.dtype);
+  } catch (err) {
+    if (err instanceof InferenceServerError) {
+      throw new InferenceServerError(err.code, `input '${clip(name)}' for model '${clip(model)}': ${err.message}`);
+    }
+    return refuse(err instanceof Error ? err.message : String(err));
+  }
+}
+
+/** A `signal` must be an AbortSignal (or behave like one): checked before anything is queued. */
+function checkSignal(model: string, signal: unknown): void {
+  if (signal === undefined) return;
+  const s = signal as { aborted?: unknown; addEventListener?: unknown } | null;
+  if (s === null || typeof s !== 'object' || typeof s.aborted !== 'boolean' || typeof s.addEventListener !== 'function') {
+    throw new InferenceServerError('INVALID_ARG', `request for model '${clip(model)}': options.signal must be an AbortSignal ` +
+      '(e.g. AbortSignal.timeout(ms) or an AbortController\'s signal)');
+  }
 }
 
 export class Triton {
@@ -416,7 +448,7 @@ export class Triton {
     let model: BoundModel;
     let arrays: Record<string, NDArray>;
     try {
-      [model, arrays] = this.#modelAndInputs(modelName, inputs, options.modelVersion);
+      [model, arrays] = this.#modelAndInputs(modelName, inputs, options);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -424,10 +456,15 @@ export class Triton {
   }
 
   /** The model an in-process call names, and its inputs as NDArrays; throws what is wrong. */
-  #modelAndInputs(modelName: string, inputs: Record<string, InferInput>, version?: number): [BoundModel, Record<string, NDArray>] {
-    const model = this.model(modelName, version);
+  #modelAndInputs(modelName: string, inputs: Record<string, InferInput>, options: TritonInferOptions): [BoundModel, Record<string, NDArray>] {
+    const model = this.model(modelName, options.modelVersion);
+    checkSignal(modelName, options.signal);
+    if (inputs === null || typeof inputs !== 'object' || Array.isArray(inputs)) {
+      throw new InferenceServerError('INVALID_ARG', `request for model '${clip(modelName)}': inputs must be an object of named inputs, ` +
+        `got ${inputs === null ? 'null' : Array.isArray(inputs) ? 'an array' : typeof inputs}`);
+    }
     const arrays: Record<string, NDArray> = {};
-    for (const name in inputs) arrays[name] = toNDArray(inputs[name]);
+    for (const name in inputs) arrays[name] = toNDArray(modelName, name, inputs[name]);
     return [model, arrays];
   }
 
@@ -440,7 +477,7 @@ export class Triton {
     let model: BoundModel;
     let arrays: Record<string, NDArray>;
     try {
-      [model, arrays] = this.#modelAndInputs(modelName, inputs, options.modelVersion);
+      [model, arrays] = this.#modelAndInputs(modelName, inputs, options);
     } catch (err) {
       const failed = new ResponseStream(0, () => undefined);
       failed.fail(toInferenceServerError(err));
