@@ -214,7 +214,7 @@ describeGpu('CUDA shared memory', () => {
     expect((await unary(stub, 'CudaSharedMemoryStatus', {})).response?.regions).toEqual({});
     const after = await infer();
     expect({ code: after.error?.code, details: after.error?.details }).toEqual({
-      code: grpc.status.INVALID_ARGUMENT, details: expect.stringContaining("unable to find shared memory region 'g'"),
+      code: grpc.status.NOT_FOUND, details: expect.stringContaining("Unable to find shared memory region: 'g'"),
     });
     const status = await unary(stub, 'CudaSharedMemoryStatus', { name: 'g' });
     expect(status.error?.code).toBe(grpc.status.NOT_FOUND);

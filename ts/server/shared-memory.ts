@@ -61,9 +61,13 @@ export class SharedMemoryManager {
 
   constructor(readonly allowed: boolean) {}
 
-  #checkAllowed(): void {
+  /**
+   * Registering and unregistering need --allow-client-shm; status does not (as Triton, which
+   * checks this before reading anything else of the request).
+   */
+  checkAllowed(): void {
     if (!this.allowed) {
-      throw new InferenceServerError('UNAVAILABLE',
+      throw new InferenceServerError('UNSUPPORTED',
         "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.");
     }
   }
@@ -79,7 +83,7 @@ export class SharedMemoryManager {
 
   /** Registers a POSIX region: `byteSize` bytes at `offset` of the shm_open object `key`. */
   registerSystem(name: unknown, key: unknown, offset: unknown, byteSize: unknown): void {
-    this.#checkAllowed();
+    this.checkAllowed();
     const regionName = this.#checkNewName(name);
     if (typeof key !== 'string') throw invalidArg(`shared memory region '${regionName}' needs a string key`);
     const off = exactUint(offset ?? 0, `offset of shared memory region '${regionName}'`);
@@ -90,7 +94,7 @@ export class SharedMemoryManager {
 
   /** Registers a CUDA region from its 64-byte cudaIpcMemHandle_t. */
   registerCuda(name: unknown, rawHandle: Uint8Array, deviceId: unknown, byteSize: unknown): void {
-    this.#checkAllowed();
+    this.checkAllowed();
     const regionName = this.#checkNewName(name);
     const device = exactUint(deviceId ?? 0, `device_id of CUDA shared memory region '${regionName}'`);
     const size = exactUint(byteSize, `byte_size of CUDA shared memory region '${regionName}'`);
@@ -100,7 +104,7 @@ export class SharedMemoryManager {
 
   /** Unregisters one region of `kind`, or all of them when `name` is empty. */
   unregister(kind: Region['kind'], name?: string): void {
-    this.#checkAllowed();
+    this.checkAllowed();
     for (const region of [...this.#regions.values()]) {
       if (region.kind !== kind || (name && region.name !== name)) continue;
       this.#regions.delete(region.name);
@@ -120,7 +124,6 @@ export class SharedMemoryManager {
 
   /** Status of one system region (NOT_FOUND when unknown) or of all. */
   systemStatus(name?: string): SystemRegionStatus[] {
-    this.#checkAllowed();
     return this.#status('system', name).map((r) => {
       const { name: n, key, offset, byteSize } = r as SystemRegion;
       return { name: n, key, offset, byteSize };
@@ -129,7 +132,6 @@ export class SharedMemoryManager {
 
   /** Status of one CUDA region (NOT_FOUND when unknown) or of all. */
   cudaStatus(name?: string): CudaRegionStatus[] {
-    this.#checkAllowed();
     return this.#status('cuda', name).map((r) => {
       const { name: n, deviceId, byteSize } = r as CudaRegion;
       return { name: n, deviceId, byteSize };
@@ -146,9 +148,12 @@ export class SharedMemoryManager {
   }
 
   #lookup(ref: ShmRef, what: string): Region {
-    this.#checkAllowed();
     const region = this.#regions.get(ref.region);
-    if (!region) throw invalidArg(`${what}: unable to find shared memory region '${ref.region}'`);
+    if (!region) {
+      // Triton's words first (NOT_FOUND), then which tensor asked.
+      throw new InferenceServerError('NOT_FOUND', `Unable to find shared memory region: '${ref.region}' (${what})` +
+        (this.allowed ? '' : "; client shared memory is disabled: start the server with '--allow-client-shm=true'"));
+    }
     if (ref.offset > region.byteSize || ref.byteSize > region.byteSize - ref.offset) {
       // Triton's words first (its clients and QA match them), then the numbers.
       throw invalidArg(`${what}: Invalid offset + byte size for shared memory region: '${ref.region}': ` +

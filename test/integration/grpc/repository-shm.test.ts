@@ -120,7 +120,7 @@ describe('system shared memory', () => {
         model_name: 'identity', inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: params, ...extra }],
       });
       await fails(s.stub, 'ModelInfer', input(shmParams('e', 16, 24)), status.INVALID_ARGUMENT, 'exceeds the 32 bytes of region');
-      await fails(s.stub, 'ModelInfer', input(shmParams('gone', 16, 0)), status.INVALID_ARGUMENT, "unable to find shared memory region 'gone'");
+      await fails(s.stub, 'ModelInfer', input(shmParams('gone', 16, 0)), status.NOT_FOUND, "Unable to find shared memory region: 'gone'");
       await fails(s.stub, 'ModelInfer', input(shmParams('e', 16, 0), { contents: { fp32_contents: [1, 2, 3, 4] } }), status.INVALID_ARGUMENT,
         "unexpected 'content' provided when using shared memory for input tensor 'IN' for model 'identity'");
       await fails(s.stub, 'SystemSharedMemoryRegister', { name: 'k', key: 'no-slash', byte_size: 8 }, status.INVALID_ARGUMENT, "invalid shared memory key 'no-slash'");

@@ -139,11 +139,15 @@ describe('repository', () => {
 
 describe('shared memory disabled (the default)', () => {
   test.each([
-    ['SystemSharedMemoryStatus', {}], ['SystemSharedMemoryRegister', { name: 'r', key: '/k', byte_size: 4 }],
-    ['SystemSharedMemoryUnregister', {}], ['CudaSharedMemoryStatus', {}],
+    ['SystemSharedMemoryRegister', { name: 'r', key: '/k', byte_size: 4 }], ['SystemSharedMemoryUnregister', {}],
     ['CudaSharedMemoryRegister', { name: 'r', raw_handle: Buffer.alloc(64), byte_size: 4 }], ['CudaSharedMemoryUnregister', {}],
-  ])('%s: UNAVAILABLE, saying how to enable it', async (rpc, request) => {
-    await fails(s.stub, rpc, request, status.UNAVAILABLE, "Client shared memory is disabled. Start the server with '--allow-client-shm=true'");
+  ])('%s: UNIMPLEMENTED, saying how to enable it (as Triton)', async (rpc, request) => {
+    await fails(s.stub, rpc, request, status.UNIMPLEMENTED, "Client shared memory is disabled. Start the server with '--allow-client-shm=true'");
+  });
+
+  test.each(['SystemSharedMemoryStatus', 'CudaSharedMemoryStatus'])('%s answers (no regions)', async (rpc) => {
+    const reply = await ok(s.stub, rpc, {});
+    expect(reply.regions).toEqual({});
   });
 });
 

@@ -141,8 +141,8 @@ describe('system shared memory', () => {
     const unknown = await post(s.port, '/v2/models/echo/infer', {
       inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: { shared_memory_region: 'nope', shared_memory_byte_size: 16 } }],
     });
-    expect(unknown.status).toBe(400);
-    expect(unknown.error).toContain("unable to find shared memory region 'nope'");
+    expect(unknown.status).toBe(404);
+    expect(unknown.error).toContain("Unable to find shared memory region: 'nope'");
     const twice = await post(s.port, '/v2/systemsharedmemory/region/r2/register', { key, offset: 0, byte_size: 64 });
     expect(twice.status).toBe(400);
     expect(twice.error).toContain("'r2' already in manager");
@@ -212,17 +212,25 @@ describe('CUDA shared memory without a CUDA device', () => {
 test('shared memory is refused unless the server allows it', async () => {
   const closed = await serve(bindEcho);
   try {
-    for (const [method, route] of [['GET', '/v2/systemsharedmemory/status'], ['POST', '/v2/systemsharedmemory/region/x/register'],
-      ['GET', '/v2/cudasharedmemory/status']]) {
-      const r = method === 'GET' ? await get(closed.port, route) : await post(closed.port, route, { key: '/x', byte_size: 1 });
-      expect(r.status).toBe(503);
-      expect(r.error).toContain("Start the server with '--allow-client-shm=true'");
+    // As Triton: register and unregister are 501 (UNSUPPORTED), status answers (no regions).
+    for (const route of ['/v2/systemsharedmemory/region/x/register', '/v2/systemsharedmemory/unregister',
+      '/v2/cudasharedmemory/region/x/register', '/v2/cudasharedmemory/unregister']) {
+      const r = await post(closed.port, route, { key: '/x', byte_size: 1 });
+      expect(r.status).toBe(501);
+      expect(r.error).toContain("Client shared memory is disabled. Start the server with '--allow-client-shm=true'");
     }
+    for (const route of ['/v2/systemsharedmemory/status', '/v2/cudasharedmemory/status']) {
+      const r = await get(closed.port, route);
+      expect(r.status).toBe(200);
+      expect(r.json()).toEqual([]);
+    }
+    // No region can exist: Triton's NOT_FOUND, with the hint.
     const infer = await post(closed.port, '/v2/models/echo/infer', {
       inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: { shared_memory_region: 'r', shared_memory_byte_size: 16 } }],
     });
-    expect(infer.status).toBe(503);
-    expect(infer.error).toContain('Client shared memory is disabled');
+    expect(infer.status).toBe(404);
+    expect(infer.error).toContain("Unable to find shared memory region: 'r'");
+    expect(infer.error).toContain("start the server with '--allow-client-shm=true'");
   } finally {
     await closed.triton.stop();
   }

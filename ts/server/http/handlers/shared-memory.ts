@@ -38,6 +38,7 @@ export function cudaStatus(call: HttpCall): void {
 /** POST /v2/cudasharedmemory/region/{r}/register, body {raw_handle: {b64}, device_id, byte_size}. */
 export async function cudaRegister(call: HttpCall): Promise<void> {
   const body = await readJsonObject(call.req, call.settings.maxInputSize);
+  call.ctx.sharedMemory.checkAllowed();  // before the handle is looked at, as Triton
   const handle = body.raw_handle as { b64?: unknown } | undefined;
   if (!handle || typeof handle !== 'object' || typeof handle.b64 !== 'string') {
     throw invalidArg(`CUDA shared memory region '${call.params.region}': 'raw_handle' must be {"b64": "<base64 cudaIpcMemHandle_t>"}`);
