@@ -81,6 +81,15 @@ beforeAll(async () => {
     input [ ${inputs} ]
     output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 1 ] } ]`);
   repo.write('types/1/model.js', TYPES);
+  // The inputs of docs/perf.md's input data example.
+  repo.config('doc_example', `backend: "js"
+    max_batch_size: 4
+    input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ -1 ] }, { name: "TEXT", data_type: TYPE_STRING, dims: [ 1 ] } ]
+    output [ { name: "OUT", data_type: TYPE_FP32, dims: [ -1 ] } ]`);
+  repo.write('doc_example/1/model.js', `exports.execute = (requests) => requests.map((r) => {
+    if (globalThis.__perfSeen) for (const t of r.data.TEXT.data) globalThis.__perfSeen.texts.add(Buffer.from(t).toString());
+    return { OUT: r.data.INPUT0.data };
+  });`);
   served = await startRepoTriton(repo.root, {
     config: {
       allowHttp: true, httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: true, grpcAddress: '127.0.0.1', grpcPort: 0, allowMetrics: false,
@@ -285,6 +294,35 @@ describe('--in-process', () => {
   });
 });
 
+/** The first fenced block of `lang` in docs/perf.md that contains `marker`. */
+function docsBlock(lang: string, marker: string): string {
+  const doc = readFileSync(path.join(__dirname, '..', '..', 'docs', 'perf.md'), 'utf8');
+  const block = [...doc.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]).find((b) => b.includes(marker));
+  if (!block) throw new Error(`docs/perf.md has no ${lang} block containing ${marker}`);
+  return block;
+}
+
+describe('docs/perf.md, as written', () => {
+  test('the bind module measures in process with --bind-module', async () => {
+    const file = repo.write('bind-identity.js', docsBlock('js', 'module.exports'));
+    const run = await perf(['--in-process', '--bind-module', file, '-m', 'identity', '-b', '8', ...FAST]);
+    expectOk(run);
+    expect(run.stdout).toContain(`Service Kind: in-process (${file})`);
+    const level = sections(run.stdout, /^Request concurrency: 1\n/)[0];
+    const requests = Number(/Successful request count: (\d+)/.exec(level)![1]);
+    expect(requests).toBeGreaterThan(0);
+    expect(Number(/Inference count: (\d+)/.exec(level)![1])).toBe(8 * requests);
+  });
+
+  test('the input data example', async () => {
+    const data = repo.write('doc-data.json', docsBlock('json', '"data"'));
+    const run = await perfCounted('doc_example', ['-m', 'doc_example', '-u', httpUrl, '--input-data', data, ...FAST]);
+    expectOk(run);
+    expect(run.inferences).toBe(requestsSent(run.stdout));
+    expect([...seen.texts].sort()).toEqual(['hello', 'world']);
+  });
+});
+
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
   const server = net.createServer();
@@ -318,7 +356,9 @@ describe('errors exit 1 with a clear message and no stack trace', () => {
     ['both load modes', () => ['-m', 'echo', '--concurrency-range', '1', '--request-rate-range', '10'],
       /--concurrency-range and --request-rate-range cannot be used together/],
     ['--streaming over HTTP', () => ['-m', 'echo', '--streaming'], /--streaming needs gRPC: add -i grpc/],
-    ['--in-process without a repository', () => ['-m', 'echo', '--in-process'], /--in-process needs --model-repository DIR/],
+    ['--in-process without a repository', () => ['-m', 'echo', '--in-process'], /--in-process needs --model-repository DIR or --bind-module FILE\.js/],
+    ['a bind module that exports no function', () => ['-m', 'echo', '--in-process', '--bind-module', repo.write('nothing.js', 'exports.x = 1;')],
+      /--bind-module .*nothing\.js must export a function \(triton\) => void that binds models, got undefined/],
     ['an unknown model in process', () => ['-m', 'nope', '--in-process', '--model-repository', repo.root],
       /--in-process: cannot load model 'nope' from /],
     ['a bad input data file', () => ['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '--input-data', repo.write('bad.json', '{"data": [{"IN": [1]}]}')],
@@ -345,7 +385,7 @@ describe('errors exit 1 with a clear message and no stack trace', () => {
 test('perf --help names every option', async () => {
   const run = await perf(['--help']);
   expect(run.status).toBe(0);
-  for (const flag of ['-m, --model-name', '-u, --url', '-i, --protocol', '--in-process', '--model-repository', '-b, --batch-size',
+  for (const flag of ['-m, --model-name', '-u, --url', '-i, --protocol', '--in-process', '--model-repository', '--bind-module', '-b, --batch-size',
     '--concurrency-range', '--request-rate-range', '--shape', '--input-data', '--string-length', '-p, --measurement-interval',
     '--percentile', '-s, --stability-percentage', '-r, --max-trials', '--streaming', '-v, --verbose', '-f, --latency-report-file']) {
     expect(run.stdout).toContain(flag);

@@ -16,6 +16,7 @@ interface PerfFlags {
   protocol: 'http' | 'grpc' | 'in-process';
   inProcess?: boolean;
   modelRepository?: string;
+  bindModule?: string;
   batchSize: number;
   concurrencyRange?: PerfOptions['concurrencyRange'];
   requestRateRange?: PerfOptions['requestRateRange'];
@@ -35,7 +36,7 @@ function perfOptions(f: PerfFlags): PerfOptions {
   const inProcess = f.inProcess === true || f.protocol === 'in-process';
   return {
     modelName: f.modelName, modelVersion: f.modelVersion, url: f.url,
-    protocol: f.protocol === 'grpc' ? 'grpc' : 'http', inProcess, modelRepository: f.modelRepository,
+    protocol: f.protocol === 'grpc' ? 'grpc' : 'http', inProcess, modelRepository: f.modelRepository, bindModule: f.bindModule,
     batchSize: f.batchSize, concurrencyRange: f.concurrencyRange, requestRateRange: f.requestRateRange,
     shapes: f.shape, inputData: f.inputData, stringLength: f.stringLength,
     measurementIntervalMs: f.measurementInterval, percentile: f.percentile,
@@ -62,6 +63,7 @@ export function addPerfCommand(program: Command): void {
       .choices(['http', 'grpc', 'in-process']).default('http'))
     .option('--in-process', 'measure triton.infer() in this process on --model-repository, with no socket')
     .option('--model-repository <dir>', 'with --in-process: the model repository to load the model from')
+    .option('--bind-module <file.js>', 'with --in-process: a JS module exporting (triton) => void that binds the model with triton.bind()')
     .option('-b, --batch-size <n>', 'rows per request (the batch dimension of each input)', parsePositiveInt('-b'), 1)
     .option('--concurrency-range <start:end:step>', 'requests kept in flight, from START to END by STEP (default 1:1:1)',
       parseRange('--concurrency-range', true))

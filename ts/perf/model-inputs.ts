@@ -164,6 +164,15 @@ function rowFromBytes(what: string, dtype: DataType, dims: number[], bytes: Buff
   return new NDArray(dtype, dims, new Ctor(copy.buffer, 0, count));
 }
 
+/** A list's dims for an input with one free dim: the element count fixes it (null when it cannot). */
+function inferredDims(input: InputSpec, content: unknown): number[] | null {
+  if (!Array.isArray(content) || input.dims.filter((d) => d === -1).length !== 1) return null;
+  const count = (content as unknown[]).flat(Infinity).length;
+  const fixed = input.dims.reduce((p, d) => (d === -1 ? p : p * d), 1);
+  if (fixed === 0 || count % fixed !== 0) return null;
+  return input.dims.map((d) => (d === -1 ? count / fixed : d));
+}
+
 /** One input of one entry of a JSON data file. */
 function rowFromEntry(what: string, model: string, input: InputSpec, dims: number[] | null, value: unknown): NDArray {
   let content = value;
@@ -181,7 +190,10 @@ function rowFromEntry(what: string, model: string, input: InputSpec, dims: numbe
     if (v.content === undefined) throw new PerfInputError(`${what}: expected a list of values, {"content": [...], "shape": [...]} or {"b64": "..."}`);
     content = v.content;
   }
-  if (shape === null) throw missingShape(model, input);
+  if (shape === null) {
+    shape = inferredDims(input, content);
+    if (shape === null) throw missingShape(model, input);
+  }
   if (input.dtype === 'FP16' || input.dtype === 'BF16') return halfFromJson(what, input.dtype, shape, content);
   // perf_analyzer's files give BOOL as true/false or as 0/1.
   if (input.dtype === 'BOOL' && Array.isArray(content)) content = (content as unknown[]).flat(Infinity).map((x) => (typeof x === 'number' ? x !== 0 : x));

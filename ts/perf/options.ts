@@ -25,6 +25,8 @@ export interface PerfOptions {
   /** Measures `triton.infer()` on `modelRepository` in this process, with no socket. */
   inProcess: boolean;
   modelRepository?: string;
+  /** --in-process: a JS module whose export (`(triton) => void | Promise<void>`) binds models. */
+  bindModule?: string;
   batchSize: number;
   /** Exactly one of the two is set (concurrency 1:1:1 when neither was given). */
   concurrencyRange?: Range;
@@ -126,11 +128,11 @@ export function checkOptions(o: PerfOptions): void {
   if (o.concurrencyRange && o.requestRateRange) {
     throw new InvalidArgumentError('--concurrency-range and --request-rate-range cannot be used together: pick one load mode');
   }
-  if (o.inProcess && !o.modelRepository) {
-    throw new InvalidArgumentError('--in-process needs --model-repository DIR: the models it measures are loaded in this process');
+  if (o.inProcess && !o.modelRepository && !o.bindModule) {
+    throw new InvalidArgumentError('--in-process needs --model-repository DIR or --bind-module FILE.js: the models it measures live in this process');
   }
-  if (!o.inProcess && o.modelRepository) {
-    throw new InvalidArgumentError('--model-repository is for --in-process; against a server, -u names the server');
+  if (!o.inProcess && (o.modelRepository || o.bindModule)) {
+    throw new InvalidArgumentError('--model-repository and --bind-module are for --in-process; against a server, -u names the server');
   }
   if (o.inProcess && (o.url !== undefined || o.streaming)) {
     throw new InvalidArgumentError('--in-process calls triton.infer() in this process: -u and --streaming do not apply');

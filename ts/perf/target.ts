@@ -4,6 +4,7 @@
  * metadata, config and statistics in Triton's JSON form and runs one inference; the load
  * generator does not know which it has. Everything runs on the event loop thread.
  */
+import * as path from 'node:path';
 import { GrpcInferenceServerClient } from '../client/grpc';
 import { HttpInferenceServerClient } from '../client/http';
 import type { InferenceServerClient, ModelMetadata } from '../client/types';
@@ -120,22 +121,38 @@ class InProcessTarget implements PerfTarget {
   }
 }
 
+/** Runs the --bind-module's export on `triton` (it binds models with triton.bind()). */
+async function bindFromModule(triton: Triton, file: string): Promise<void> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const exported = require(path.resolve(file)) as { default?: unknown } | ((t: Triton) => unknown);
+  const bind = typeof exported === 'function' ? exported : exported.default;
+  if (typeof bind !== 'function') {
+    throw new Error(`--bind-module ${file} must export a function (triton) => void that binds models, got ${typeof bind}`);
+  }
+  await bind(triton);
+}
+
 async function inProcessTarget(o: PerfOptions): Promise<PerfTarget> {
-  const dir = o.modelRepository!;
   const triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  const where = [o.modelRepository, o.bindModule].filter((x) => x !== undefined).join(', ');
   const loadLog: string[] = [];
-  // Only the model perf measures is loaded; the repository's log lines are kept for a failure.
-  triton.useRepository({ repositories: [dir], controlMode: 'explicit', loadModels: [], pollSecs: 0, log: (line) => loadLog.push(line) });
-  await triton.run();
   try {
-    await triton.loadModel(o.modelName);
+    if (o.bindModule) await bindFromModule(triton, o.bindModule);
+    // Only the model perf measures is loaded; the repository's log lines are kept for a failure.
+    if (o.modelRepository) {
+      triton.useRepository({
+        repositories: [o.modelRepository], controlMode: 'explicit', loadModels: [], pollSecs: 0, log: (line) => loadLog.push(line),
+      });
+    }
+    await triton.run();
+    if (o.modelRepository && !triton.models().some((m) => m.name === o.modelName)) await triton.loadModel(o.modelName);
   } catch (err) {
     await triton.stop();
     const e = err as Error;
-    e.message = `cannot load model '${o.modelName}' from ${dir}: ${e.message}` + (loadLog.length ? `\n${loadLog.join('\n')}` : '');
+    e.message = `cannot load model '${o.modelName}' from ${where}: ${e.message}` + (loadLog.length ? `\n${loadLog.join('\n')}` : '');
     throw e;
   }
-  return new InProcessTarget(dir, triton, o);
+  return new InProcessTarget(where, triton, o);
 }
 
 /** The target the options name. */
