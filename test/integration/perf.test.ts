@@ -8,7 +8,7 @@
  * The server runs in this process (ports 0), so perf runs asynchronously (spawn): the event loop
  * must keep serving while perf loads it. Windows are short (-p 100) to keep the file quick.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
@@ -90,8 +90,16 @@ beforeAll(async () => {
     if (globalThis.__perfSeen) for (const t of r.data.TEXT.data) globalThis.__perfSeen.texts.add(Buffer.from(t).toString());
     return { OUT: r.data.INPUT0.data };
   });`);
+  // Answers from the response cache after the first request of each input.
+  repo.config('cached', `backend: "js"
+    max_batch_size: 4
+    input [ { name: "IN", data_type: TYPE_FP32, dims: [ 4 ] } ]
+    output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 4 ] } ]
+    response_cache { enable: true }`);
+  repo.write('cached/1/model.js', 'exports.execute = (requests) => requests.map((r) => ({ OUT: r.data.IN.data }));');
   served = await startRepoTriton(repo.root, {
     config: {
+      cacheConfig: ['local,size=1048576'],
       allowHttp: true, httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: true, grpcAddress: '127.0.0.1', grpcPort: 0, allowMetrics: false,
       logInfo: false, logWarning: false,
     },
@@ -204,6 +212,32 @@ describe('HTTP', () => {
     expect(run.stderr).not.toContain('window 1 of');
   });
 
+  // util-linux `script` gives perf a terminal, as a user's shell would.
+  const hasScript = spawnSync('script', ['--version']).status === 0;
+  (hasScript ? test : test.skip)('the progress line goes to stderr when it is a terminal', async () => {
+    const command = [process.execPath, MAIN, 'perf', '-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', ...FAST].map((a) => `'${a}'`).join(' ');
+    const output = await new Promise<string>((resolve, reject) => {
+      const child = spawn('script', ['-qec', command, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let text = '';
+      child.stdout.on('data', (d: Buffer) => { text += d.toString(); });
+      child.on('error', reject);
+      child.on('close', (status) => (status === 0 ? resolve(text) : reject(new Error(`perf exited ${status}:\n${text}`))));
+    });
+    expect(output).toContain('\r\x1b[2Kinfernode perf: concurrency 1, window 1 of at most 4');
+    expect(output).toContain('Request concurrency: 1');
+  });
+
+  test('the server section shows response cache hits and misses', async () => {
+    const run = await perf(['-m', 'cached', '-u', httpUrl, '--input-data', 'zero', ...FAST]);
+    expectOk(run);
+    const level = sections(run.stdout, /^Request concurrency: 1\n/)[0];
+    expect(level).toMatch(/ {4}Cache hit count: \d+\n {4}Cache miss count: \d+\n {4}Avg cache hit latency: \d+ usec\n {4}Avg cache miss latency: \d+ usec/);
+    // Every request sends the same zeros: after the first (which may fall in the first window), each is a hit.
+    const hits = Number(/Cache hit count: (\d+)/.exec(level)![1]);
+    expect(hits).toBeGreaterThan(0);
+    expect(hits).toBeGreaterThanOrEqual(Number(/Successful request count: (\d+)/.exec(level)![1]) - 1);
+  });
+
   test('every datatype, with zero data, on a model that does not batch', async () => {
     const run = await perfCounted('types', ['-m', 'types', '-u', httpUrl, '--input-data', 'zero', '--string-length', '5', ...FAST]);
     expectOk(run);
@@ -221,7 +255,7 @@ describe('HTTP', () => {
 
   test('-v prints each window; --stability-percentage and --max-trials decide how many', async () => {
     // Any three windows agree within 1000%: stable at the third.
-    const loose = await perf(['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '-p', '100', '-v', '-s', '1000', '-r', '6']);
+    const loose = await perf(['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '-p', '200', '-v', '-s', '1000', '-r', '6']);
     expectOk(loose);
     expect(loose.stdout.match(/^ {2}Pass \[\d+\] throughput: [\d.]+ infer\/sec\. Avg latency: \d+ usec \(std \d+ usec\)$/gm)).toHaveLength(3);
     expect(loose.stderr).not.toContain('stable measurement');
