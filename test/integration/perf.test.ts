@@ -97,6 +97,15 @@ beforeAll(async () => {
     output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 4 ] } ]
     response_cache { enable: true }`);
   repo.write('cached/1/model.js', 'exports.execute = (requests) => requests.map((r) => ({ OUT: r.data.IN.data }));');
+  // Decoupled: three responses per request.
+  repo.config('counter', `backend: "js"
+    max_batch_size: 4
+    input [ { name: "N", data_type: TYPE_INT32, dims: [ 1 ] } ]
+    output [ { name: "K", data_type: TYPE_INT32, dims: [ 1 ] } ]
+    model_transaction_policy { decoupled: true }`);
+  repo.write('counter/1/model.js', `exports.execute = function* (requests) {
+    for (let k = 0; k < 3; k++) yield requests.map(() => ({ K: new Int32Array([k]) }));
+  };`);
   served = await startRepoTriton(repo.root, {
     config: {
       cacheConfig: ['local,size=1048576'],
@@ -301,6 +310,26 @@ describe('gRPC', () => {
     expect(run.stdout).toMatch(/Service Kind: gRPC streaming/);
     expect(run.stdout).toContain('Request concurrency: 2');
     expect(run.inferences).toBe(4 * requestsSent(run.stdout));
+  });
+});
+
+describe('a decoupled model', () => {
+  test('--streaming waits for each request\'s last response; counts match the server\'s', async () => {
+    const run = await perfCounted('counter', ['-m', 'counter', '-u', grpcUrl, '-i', 'grpc', '--streaming', '--concurrency-range', '2', ...FAST]);
+    expectOk(run);
+    expect(run.inferences).toBe(requestsSent(run.stdout));
+  });
+
+  test('in process, through triton.inferStream()', async () => {
+    const run = await perf(['-m', 'counter', '--in-process', '--model-repository', repo.root, ...FAST]);
+    expectOk(run);
+    expect(run.stdout).toContain('Request concurrency: 1');
+  });
+
+  test('without --streaming: refused, saying what to use', async () => {
+    const run = await perf(['-m', 'counter', '-u', httpUrl]);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/model 'counter' is decoupled \(0\.\.N responses per request\): measure it with -i grpc --streaming/);
   });
 });
 

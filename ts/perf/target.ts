@@ -105,7 +105,13 @@ class InProcessTarget implements PerfTarget {
   }
 
   async infer(inputs: Record<string, NDArray>): Promise<void> {
-    await this.triton.infer(this.o.modelName, inputs, { modelVersion: this.#version() });
+    const options = { modelVersion: this.#version() };
+    // A decoupled model answers 0..N times: the request is done at the stream's end.
+    if (this.#model().config.decoupled) {
+      for await (const _response of this.triton.inferStream(this.o.modelName, inputs, options)) { /* drained */ }
+    } else {
+      await this.triton.infer(this.o.modelName, inputs, options);
+    }
   }
 
   close(): Promise<void> {
