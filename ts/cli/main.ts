@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
  * `infernode serve`: serves a Triton model repository with tritonserver's usual flags.
+ * `infernode perf`: measures a model as perf_analyzer does (ts/perf/).
  * commander parses the command line (a well-kept parser with help generation; flag spelling,
  * repeatable options and `--flag=false` booleans as tritonserver accepts them).
  */
@@ -9,6 +10,7 @@ import { Triton } from '../triton';
 import type { TritonConfig } from '../config/types';
 import type { ControlMode } from '../repository/manager';
 import { API_GROUPS, parseRestrictions } from '../server/restrictions';
+import { addPerfCommand } from '../perf/command';
 
 function parseBool(value: string | undefined): boolean {
   if (value === undefined) return true;
@@ -286,6 +288,7 @@ export function buildProgram(): Command {
     .action(async (o: ServeOptions & { modelStore?: string[] }) => {
       await serve({ ...o, modelRepository: [...o.modelRepository, ...(o.modelStore ?? [])] });
     });
+  addPerfCommand(program);
   return program;
 }
 

@@ -1,0 +1,456 @@
+/**
+ * `infernode perf` as a process (node lib/cli/main.js perf) against a real infernode on loopback
+ * (HTTP, gRPC, gRPC streaming) and in process (--in-process on the same repository): the report
+ * and CSV in perf_analyzer's layout, every option, request counts that match the server's own
+ * statistics, every datatype and the input data modes reaching the model, and the errors (unknown
+ * model, bad shapes, unreachable servers, bad ranges) exiting 1 with a clear message and no stack.
+ *
+ * The server runs in this process (ports 0), so perf runs asynchronously (spawn): the event loop
+ * must keep serving while perf loads it. Windows are short (-p 100) to keep the file quick.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { ensureLib, LIB } from './lib-build';
+import { TempRepo, startRepoTriton, type Served } from './repository/repo-helpers';
+import { CSV_COLUMNS } from '../../ts/perf/report';
+
+const MAIN = path.join(LIB, 'cli', 'main.js');
+
+/** What the models saw (they run in this realm: the repository loads model.js here). */
+interface Seen {
+  texts: Set<string>;
+  textLengths: Set<number>;
+  inValues: Set<number>;
+  /** types: the datatypes of the last request, and whether all its numeric values were 0. */
+  dtypes: string[];
+  allZero: boolean[];
+}
+
+declare global {
+  // eslint-disable-next-line no-var
+  var __perfSeen: Seen | undefined;
+}
+
+/** IN (FP32, free dim) and TXT (BYTES) → OUT = IN; records what arrived. */
+const ECHO = `
+exports.execute = (requests) => requests.map((r) => {
+  const seen = globalThis.__perfSeen;
+  if (seen) {
+    for (const t of r.data.TXT.data) {
+      seen.textLengths.add(t.length);
+      if (seen.texts.size < 100) seen.texts.add(Buffer.from(t).toString('utf8'));
+    }
+    for (const v of r.data.IN.data) if (seen.inValues.size < 100) seen.inValues.add(v);
+  }
+  return { OUT: r.data.IN.data };
+});`;
+
+const DTYPES = ['BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64', 'FP16', 'FP32', 'FP64', 'BYTES', 'BF16'];
+
+/** One input per datatype (no batching); records the datatypes and whether the data were zeros. */
+const TYPES = `
+exports.execute = (requests) => requests.map((r) => {
+  const seen = globalThis.__perfSeen;
+  if (seen) {
+    seen.dtypes = Object.keys(r.data).sort().map((k) => k + ':' + r.data[k].dtype + ':' + r.data[k].shape.join('x'));
+    seen.allZero = Object.keys(r.data).filter((k) => k !== 'IN_BYTES').map((k) => Array.from(r.data[k].data).every((v) => Number(v) === 0));
+  }
+  return { OUT: new Float32Array([1]) };
+});`;
+
+let repo: TempRepo;
+let served: Served;
+let httpUrl: string;
+let grpcUrl: string;
+let seen: Seen;
+
+beforeAll(async () => {
+  ensureLib();
+  repo = new TempRepo('perf');
+  repo.config('echo', `backend: "js"
+    max_batch_size: 8
+    input [ { name: "IN", data_type: TYPE_FP32, dims: [ -1 ] }, { name: "TXT", data_type: TYPE_STRING, dims: [ 1 ] } ]
+    output [ { name: "OUT", data_type: TYPE_FP32, dims: [ -1 ] } ]
+    dynamic_batching { }`);
+  repo.write('echo/1/model.js', ECHO);
+  const inputs = DTYPES.map((t) => `{ name: "IN_${t}", data_type: TYPE_${t === 'BYTES' ? 'STRING' : t}, dims: [ 2 ] }`).join(', ');
+  repo.config('types', `backend: "js"
+    max_batch_size: 0
+    input [ ${inputs} ]
+    output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 1 ] } ]`);
+  repo.write('types/1/model.js', TYPES);
+  // The inputs of docs/perf.md's input data example.
+  repo.config('doc_example', `backend: "js"
+    max_batch_size: 4
+    input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ -1 ] }, { name: "TEXT", data_type: TYPE_STRING, dims: [ 1 ] } ]
+    output [ { name: "OUT", data_type: TYPE_FP32, dims: [ -1 ] } ]`);
+  repo.write('doc_example/1/model.js', `exports.execute = (requests) => requests.map((r) => {
+    if (globalThis.__perfSeen) for (const t of r.data.TEXT.data) globalThis.__perfSeen.texts.add(Buffer.from(t).toString());
+    return { OUT: r.data.INPUT0.data };
+  });`);
+  // Answers from the response cache after the first request of each input.
+  repo.config('cached', `backend: "js"
+    max_batch_size: 4
+    input [ { name: "IN", data_type: TYPE_FP32, dims: [ 4 ] } ]
+    output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 4 ] } ]
+    response_cache { enable: true }`);
+  repo.write('cached/1/model.js', 'exports.execute = (requests) => requests.map((r) => ({ OUT: r.data.IN.data }));');
+  // Decoupled: three responses per request.
+  repo.config('counter', `backend: "js"
+    max_batch_size: 4
+    input [ { name: "N", data_type: TYPE_INT32, dims: [ 1 ] } ]
+    output [ { name: "K", data_type: TYPE_INT32, dims: [ 1 ] } ]
+    model_transaction_policy { decoupled: true }`);
+  repo.write('counter/1/model.js', `exports.execute = function* (requests) {
+    for (let k = 0; k < 3; k++) yield requests.map(() => ({ K: new Int32Array([k]) }));
+  };`);
+  served = await startRepoTriton(repo.root, {
+    config: {
+      cacheConfig: ['local,size=1048576'],
+      allowHttp: true, httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: true, grpcAddress: '127.0.0.1', grpcPort: 0, allowMetrics: false,
+      logInfo: false, logWarning: false,
+    },
+  });
+  httpUrl = `127.0.0.1:${served.triton.ports.http}`;
+  grpcUrl = `127.0.0.1:${served.triton.ports.grpc}`;
+}, 120_000);
+
+afterAll(async () => {
+  await served?.triton.stop();
+  repo?.cleanup();
+});
+
+beforeEach(() => {
+  seen = { texts: new Set(), textLengths: new Set(), inValues: new Set(), dtypes: [], allZero: [] };
+  globalThis.__perfSeen = seen;
+});
+
+afterEach(() => {
+  delete globalThis.__perfSeen;
+});
+
+interface PerfRun {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `infernode perf ...` to its end without blocking this process's event loop (it serves). */
+function perf(args: string[]): Promise<PerfRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, 'perf', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+const FAST = ['-p', '100', '--max-trials', '4'];
+
+/** The "Requests sent: N" perf reports at its end. */
+function requestsSent(stdout: string): number {
+  const m = /^Requests sent: (\d+) \((\d+) inferences/m.exec(stdout);
+  if (!m) throw new Error(`no "Requests sent" line in:\n${stdout}`);
+  return Number(m[1]);
+}
+
+const inferenceCount = (model: string): number => served.triton.model(model).stats().inferenceCount;
+
+/** perf's run, with the model's inference_count before and after it. */
+async function perfCounted(model: string, args: string[]): Promise<PerfRun & { inferences: number }> {
+  const before = inferenceCount(model);
+  const run = await perf(args);
+  return { ...run, inferences: inferenceCount(model) - before };
+}
+
+function expectOk(run: PerfRun): void {
+  if (run.status !== 0) throw new Error(`perf exited ${run.status}:\n${run.stdout}\n${run.stderr}`);
+}
+
+/** The per-level sections of the report. */
+function sections(stdout: string, heading: RegExp): string[] {
+  return stdout.split(/\n(?=Request concurrency: |Request Rate: )/).filter((s) => heading.test(s));
+}
+
+describe('HTTP', () => {
+  test('a concurrency range: report, CSV and SVG in perf_analyzer\'s layout; counts match the server\'s', async () => {
+    const csv = repo.path('out', 'http.csv');
+    const run = await perfCounted('echo', ['-m', 'echo', '-u', httpUrl, '-i', 'http', '--shape', 'IN:3', '-b', '2',
+      '--concurrency-range', '1:3:2', '-f', csv, ...FAST]);
+    expectOk(run);
+    expect(run.stdout).toMatch(/\*\*\* Measurement Settings \*\*\*\n {2}Batch size: 2\n {2}Service Kind: HTTP \(http:\/\/127\.0\.0\.1:\d+\)/);
+    expect(run.stdout).toContain('Measurement window: 100 msec');
+    const levels = sections(run.stdout, /^Request concurrency: \d+\n/);
+    expect(levels.map((s) => s.split('\n')[0])).toEqual(['Request concurrency: 1', 'Request concurrency: 3']);
+    for (const level of levels) {
+      expect(level).toMatch(/ {2}Client: \n {4}Request count: \d+\n {4}Throughput: [\d.]+ infer\/sec\n {4}Avg latency: \d+ usec \(standard deviation \d+ usec\)\n {4}p50 latency: \d+ usec\n {4}p90 latency: \d+ usec\n {4}p95 latency: \d+ usec\n {4}p99 latency: \d+ usec/);
+      expect(level).toMatch(/ {2}Server: \n {4}Inference count: \d+\n {4}Execution count: \d+\n {4}Successful request count: \d+\n {4}Avg request latency: \d+ usec \(overhead \d+ usec \+ queue \d+ usec \+ compute input \d+ usec \+ compute infer \d+ usec \+ compute output \d+ usec\)/);
+      // Batch 2: the server counts two inferences per request.
+      const requests = Number(/Successful request count: (\d+)/.exec(level)![1]);
+      expect(Number(/Inference count: (\d+)/.exec(level)![1])).toBe(2 * requests);
+    }
+    expect(run.stdout).toMatch(/Inferences\/Second vs\. Client Average Batch Latency\nConcurrency: 1, throughput: [\d.]+ infer\/sec, latency \d+ usec\nConcurrency: 3, /);
+    // Every request perf sent reached the server, and nothing else did.
+    expect(run.inferences).toBe(2 * requestsSent(run.stdout));
+    expect(seen.inValues.size).toBeGreaterThan(0);
+    expect([...seen.textLengths]).toEqual([128]);  // random BYTES of --string-length's default
+
+    const lines = readFileSync(csv, 'utf8').trim().split('\n');
+    expect(lines[0]).toBe(`Concurrency,${CSV_COLUMNS.join(',')}`);
+    expect(lines[0]).toBe('Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,' +
+      'Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency');
+    const rows = lines.slice(1).map((l) => l.split(',').map(Number));
+    expect(rows).toHaveLength(2);
+    expect(rows.map((r) => r[0]).sort()).toEqual([1, 3]);
+    for (const r of rows) {
+      expect(r).toHaveLength(13);
+      expect(r.every((v) => Number.isFinite(v) && v >= 0)).toBe(true);
+      expect(r[9]).toBeLessThanOrEqual(r[12]);  // p50 ≤ p99
+    }
+    expect(rows[0][1]).toBeLessThanOrEqual(rows[1][1]);  // sorted by throughput, as perf_analyzer
+    const svg = readFileSync(repo.path('out', 'http.svg'), 'utf8');
+    expect(svg).toMatch(/^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    expect(svg).toContain('<polyline');
+    expect(svg.match(/<circle /g)).toHaveLength(2);
+    // Not a terminal: no progress line.
+    expect(run.stderr).not.toContain('window 1 of');
+  });
+
+  // util-linux `script` gives perf a terminal, as a user's shell would.
+  const hasScript = spawnSync('script', ['--version']).status === 0;
+  (hasScript ? test : test.skip)('the progress line goes to stderr when it is a terminal', async () => {
+    const command = [process.execPath, MAIN, 'perf', '-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', ...FAST].map((a) => `'${a}'`).join(' ');
+    const output = await new Promise<string>((resolve, reject) => {
+      const child = spawn('script', ['-qec', command, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let text = '';
+      child.stdout.on('data', (d: Buffer) => { text += d.toString(); });
+      child.on('error', reject);
+      child.on('close', (status) => (status === 0 ? resolve(text) : reject(new Error(`perf exited ${status}:\n${text}`))));
+    });
+    expect(output).toContain('\r\x1b[2Kinfernode perf: concurrency 1, window 1 of at most 4');
+    expect(output).toContain('Request concurrency: 1');
+  });
+
+  test('the server section shows response cache hits and misses', async () => {
+    const run = await perf(['-m', 'cached', '-u', httpUrl, '--input-data', 'zero', ...FAST]);
+    expectOk(run);
+    const level = sections(run.stdout, /^Request concurrency: 1\n/)[0];
+    expect(level).toMatch(/ {4}Cache hit count: \d+\n {4}Cache miss count: \d+\n {4}Avg cache hit latency: \d+ usec\n {4}Avg cache miss latency: \d+ usec/);
+    // Every request sends the same zeros: after the first (which may fall in the first window), each is a hit.
+    const hits = Number(/Cache hit count: (\d+)/.exec(level)![1]);
+    expect(hits).toBeGreaterThan(0);
+    expect(hits).toBeGreaterThanOrEqual(Number(/Successful request count: (\d+)/.exec(level)![1]) - 1);
+  });
+
+  test('every datatype, with zero data, on a model that does not batch', async () => {
+    const run = await perfCounted('types', ['-m', 'types', '-u', httpUrl, '--input-data', 'zero', '--string-length', '5', ...FAST]);
+    expectOk(run);
+    expect(run.inferences).toBe(requestsSent(run.stdout));
+    expect(seen.dtypes).toEqual(DTYPES.map((t) => `IN_${t}:${t}:2`).sort());
+    expect(seen.allZero.every((z) => z)).toBe(true);
+  });
+
+  test('every datatype with random data', async () => {
+    const run = await perf(['-m', 'types', '-u', httpUrl, '--input-data', 'random', ...FAST]);
+    expectOk(run);
+    expect(seen.dtypes).toHaveLength(DTYPES.length);
+    expect(seen.allZero.some((z) => !z)).toBe(true);
+  });
+
+  test('-v prints each window; --stability-percentage and --max-trials decide how many', async () => {
+    // Any three windows agree within 1000%: stable at the third.
+    const loose = await perf(['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '-p', '200', '-v', '-s', '1000', '-r', '6']);
+    expectOk(loose);
+    expect(loose.stdout.match(/^ {2}Pass \[\d+\] throughput: [\d.]+ infer\/sec\. Avg latency: \d+ usec \(std \d+ usec\)$/gm)).toHaveLength(3);
+    expect(loose.stderr).not.toContain('stable measurement');
+    // No two windows agree within 0.000001%: unstable after --max-trials windows, reported anyway.
+    const strict = await perf(['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '-p', '100', '-v', '-s', '0.000001', '-r', '4']);
+    expectOk(strict);
+    expect(strict.stdout.match(/^ {2}Pass \[\d+\]/gm)).toHaveLength(4);
+    expect(strict.stderr).toContain('failed to obtain a stable measurement within 4 measurement windows for concurrency 1');
+    expect(strict.stdout).toContain('Request concurrency: 1');
+  });
+});
+
+describe('gRPC', () => {
+  test('a request rate range with --percentile and a JSON input data file; counts match the server\'s', async () => {
+    const data = repo.write('data.json', JSON.stringify({
+      data: [
+        { IN: [1, 2, 3], TXT: ['first'] },
+        { IN: { content: [[4, 5], [6, 7]], shape: [4] }, TXT: { content: ['second'], shape: [1] } },
+        // BYTES as b64 of the binary form: a 4-byte little-endian length, then the bytes.
+        { IN: [8, 9, 10], TXT: { b64: Buffer.concat([Buffer.from([5, 0, 0, 0]), Buffer.from('third')]).toString('base64') } },
+      ],
+    }));
+    const csv = repo.path('out', 'rate.csv');
+    const run = await perfCounted('echo', ['-m', 'echo', '-u', grpcUrl, '-i', 'grpc', '--shape', 'IN:3', '--input-data', data,
+      '--request-rate-range', '50:100:50', '--percentile', '90', '-f', csv, ...FAST]);
+    expectOk(run);
+    expect(run.stdout).toMatch(/Service Kind: gRPC \(grpc:\/\/127\.0\.0\.1:\d+\)/);
+    expect(run.stdout).toContain('Stabilizing using p90 latency');
+    expect(sections(run.stdout, /^Request Rate: [\d.]+\n/).map((s) => s.split('\n')[0])).toEqual(['Request Rate: 50', 'Request Rate: 100']);
+    expect(run.stdout).toMatch(/Inferences\/Second vs\. Client p90 Batch Latency\nRequest Rate: 50, throughput: [\d.]+ infer\/sec, latency \d+ usec\nRequest Rate: 100, /);
+    expect(run.inferences).toBe(requestsSent(run.stdout));
+    expect([...seen.texts].sort()).toEqual(['first', 'second', 'third']);
+    expect([...seen.inValues].sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    const lines = readFileSync(csv, 'utf8').trim().split('\n');
+    expect(lines[0]).toBe(`Request Rate,${CSV_COLUMNS.join(',')}`);
+    expect(lines.slice(1).map((l) => Number(l.split(',')[0])).sort((a, b) => a - b)).toEqual([50, 100]);
+  });
+
+  test('--streaming sends each request on ModelStreamInfer; counts match the server\'s', async () => {
+    const run = await perfCounted('echo', ['-m', 'echo', '-u', grpcUrl, '-i', 'grpc', '--streaming', '--shape', 'IN:2',
+      '-b', '4', '--concurrency-range', '2', ...FAST]);
+    expectOk(run);
+    expect(run.stdout).toMatch(/Service Kind: gRPC streaming/);
+    expect(run.stdout).toContain('Request concurrency: 2');
+    expect(run.inferences).toBe(4 * requestsSent(run.stdout));
+  });
+});
+
+describe('a decoupled model', () => {
+  test('--streaming waits for each request\'s last response; counts match the server\'s', async () => {
+    const run = await perfCounted('counter', ['-m', 'counter', '-u', grpcUrl, '-i', 'grpc', '--streaming', '--concurrency-range', '2', ...FAST]);
+    expectOk(run);
+    expect(run.inferences).toBe(requestsSent(run.stdout));
+  });
+
+  test('in process, through triton.inferStream()', async () => {
+    const run = await perf(['-m', 'counter', '--in-process', '--model-repository', repo.root, ...FAST]);
+    expectOk(run);
+    expect(run.stdout).toContain('Request concurrency: 1');
+  });
+
+  test('without --streaming: refused, saying what to use', async () => {
+    const run = await perf(['-m', 'counter', '-u', httpUrl]);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/model 'counter' is decoupled \(0\.\.N responses per request\): measure it with -i grpc --streaming/);
+  });
+});
+
+describe('--in-process', () => {
+  test('measures triton.infer() on a repository in the perf process, with no socket', async () => {
+    const before = inferenceCount('echo');
+    const csv = repo.path('out', 'inprocess.csv');
+    const run = await perf(['-m', 'echo', '--in-process', '--model-repository', repo.root, '--shape', 'IN:4', '-b', '2',
+      '--concurrency-range', '1:2', '-f', csv, ...FAST]);
+    expectOk(run);
+    expect(run.stdout).toContain(`Service Kind: in-process (${repo.root})`);
+    expect(sections(run.stdout, /^Request concurrency: \d+\n/)).toHaveLength(2);
+    // The server's statistics are the perf process's own Triton: inference count = 2 × requests.
+    for (const level of sections(run.stdout, /^Request concurrency: \d+\n/)) {
+      const requests = Number(/Successful request count: (\d+)/.exec(level)![1]);
+      expect(requests).toBeGreaterThan(0);
+      expect(Number(/Inference count: (\d+)/.exec(level)![1])).toBe(2 * requests);
+    }
+    expect(existsSync(csv)).toBe(true);
+    expect(inferenceCount('echo')).toBe(before);  // nothing went to the server
+
+    const alias = await perf(['-m', 'echo', '-i', 'in-process', '--model-repository', repo.root, '--shape', 'IN:1', ...FAST]);
+    expectOk(alias);
+    expect(alias.stdout).toContain('Service Kind: in-process');
+  });
+});
+
+/** The first fenced block of `lang` in docs/perf.md that contains `marker`. */
+function docsBlock(lang: string, marker: string): string {
+  const doc = readFileSync(path.join(__dirname, '..', '..', 'docs', 'perf.md'), 'utf8');
+  const block = [...doc.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]).find((b) => b.includes(marker));
+  if (!block) throw new Error(`docs/perf.md has no ${lang} block containing ${marker}`);
+  return block;
+}
+
+describe('docs/perf.md, as written', () => {
+  test('the bind module measures in process with --bind-module', async () => {
+    const file = repo.write('bind-identity.js', docsBlock('js', 'module.exports'));
+    const run = await perf(['--in-process', '--bind-module', file, '-m', 'identity', '-b', '8', ...FAST]);
+    expectOk(run);
+    expect(run.stdout).toContain(`Service Kind: in-process (${file})`);
+    const level = sections(run.stdout, /^Request concurrency: 1\n/)[0];
+    const requests = Number(/Successful request count: (\d+)/.exec(level)![1]);
+    expect(requests).toBeGreaterThan(0);
+    expect(Number(/Inference count: (\d+)/.exec(level)![1])).toBe(8 * requests);
+  });
+
+  test('the input data example', async () => {
+    const data = repo.write('doc-data.json', docsBlock('json', '"data"'));
+    const run = await perfCounted('doc_example', ['-m', 'doc_example', '-u', httpUrl, '--input-data', data, ...FAST]);
+    expectOk(run);
+    expect(run.inferences).toBe(requestsSent(run.stdout));
+    expect([...seen.texts].sort()).toEqual(['hello', 'world']);
+  });
+});
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('errors exit 1 with a clear message and no stack trace', () => {
+  const cases: [string, () => string[], RegExp][] = [
+    ['unknown model (HTTP, the server\'s 404 text)', () => ['-m', 'nope', '-u', httpUrl],
+      /model 'nope' \(HTTP, http:\/\/127\.0\.0\.1:\d+\): Request for unknown model: 'nope' is not found \[NOT_FOUND\]/],
+    ['unknown model (gRPC)', () => ['-m', 'nope', '-u', grpcUrl, '-i', 'grpc'], /Request for unknown model: 'nope' is not found \[NOT_FOUND\]/],
+    ['a variable dim without --shape', () => ['-m', 'echo', '-u', httpUrl],
+      /input 'IN' of model 'echo' has a variable dimension \[-1\]: give its dims with --shape IN:N/],
+    ['a --shape of the wrong rank', () => ['-m', 'echo', '-u', httpUrl, '--shape', 'IN:2,2'],
+      /--shape IN:2,2 does not fit input 'IN' of model 'echo', whose dims \(without the batch dimension\) are \[-1\]/],
+    ['a --shape naming no input', () => ['-m', 'echo', '-u', httpUrl, '--shape', 'INPUT9:2'],
+      /--shape names input 'INPUT9', which model 'echo' does not have; its inputs: IN, TXT/],
+    ['a malformed --shape', () => ['-m', 'echo', '-u', httpUrl, '--shape', 'IN:two'],
+      /--shape got 'IN:two': expected NAME:D1,D2,\.\.\./],
+    ['-b beyond max_batch_size', () => ['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '-b', '9'],
+      /-b 9 exceeds the max_batch_size of model 'echo' \(8\)/],
+    ['-b on a model that does not batch', () => ['-m', 'types', '-u', httpUrl, '-b', '2'],
+      /model 'types' does not batch \(max_batch_size 0\), so -b must be 1, got 2/],
+    ['a concurrency range going down', () => ['-m', 'echo', '--concurrency-range', '4:2'],
+      /--concurrency-range got '4:2': expected START\[:END\[:STEP\]\] with positive integers, END ≥ START.*END 2 is below START 4/],
+    ['a zero concurrency', () => ['-m', 'echo', '--concurrency-range', '0:2'], /--concurrency-range got '0:2'/],
+    ['a request rate that is not a number', () => ['-m', 'echo', '--request-rate-range', 'fast'], /--request-rate-range got 'fast'/],
+    ['both load modes', () => ['-m', 'echo', '--concurrency-range', '1', '--request-rate-range', '10'],
+      /--concurrency-range and --request-rate-range cannot be used together/],
+    ['--streaming over HTTP', () => ['-m', 'echo', '--streaming'], /--streaming needs gRPC: add -i grpc/],
+    ['--in-process without a repository', () => ['-m', 'echo', '--in-process'], /--in-process needs --model-repository DIR or --bind-module FILE\.js/],
+    ['a bind module that exports no function', () => ['-m', 'echo', '--in-process', '--bind-module', repo.write('nothing.js', 'exports.x = 1;')],
+      /--bind-module .*nothing\.js must export a function \(triton\) => void that binds models, got undefined/],
+    ['an unknown model in process', () => ['-m', 'nope', '--in-process', '--model-repository', repo.root],
+      /--in-process: cannot load model 'nope' from /],
+    ['a bad input data file', () => ['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '--input-data', repo.write('bad.json', '{"data": [{"IN": [1]}]}')],
+      /data\[0\] has no value for input 'TXT'/],
+  ];
+
+  test.each(cases)('%s', async (_, args, message) => {
+    const run = await perf(args());
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(message);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    expect(run.stdout).not.toContain('Request concurrency');
+  });
+
+  test.each([['http', []], ['grpc', ['-i', 'grpc']]] as const)('an unreachable %s server', async (kind, extra) => {
+    const port = await closedPort();
+    const run = await perf(['-m', 'echo', '-u', `127.0.0.1:${port}`, ...extra]);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(new RegExp(`cannot reach the ${kind === 'http' ? 'HTTP' : 'gRPC'} server at ${kind}://127\\.0\\.0\\.1:${port} \\(.*ECONNREFUSED.*\\) \\[UNAVAILABLE\\]\\. Is it running`));
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
+test('perf --help names every option', async () => {
+  const run = await perf(['--help']);
+  expect(run.status).toBe(0);
+  for (const flag of ['-m, --model-name', '-u, --url', '-i, --protocol', '--in-process', '--model-repository', '--bind-module', '-b, --batch-size',
+    '--concurrency-range', '--request-rate-range', '--shape', '--input-data', '--string-length', '-p, --measurement-interval',
+    '--percentile', '-s, --stability-percentage', '-r, --max-trials', '--streaming', '-v, --verbose', '-f, --latency-report-file']) {
+    expect(run.stdout).toContain(flag);
+  }
+});

@@ -1,0 +1,290 @@
+/**
+ * The load and the measurement windows of `infernode perf`, as perf_analyzer runs them: for each
+ * concurrency (closed loop: that many requests always in flight) or request rate (open loop:
+ * requests sent on a fixed schedule, whether or not earlier ones answered), measurement windows
+ * of --measurement-interval ms until the last three agree within --stability-percentage on
+ * throughput and on latency (average, or the --percentile), or --max-trials windows ran. The
+ * result of a level merges its last three windows. Server-side numbers are deltas of the
+ * model's statistics over the same windows.
+ *
+ * Everything runs on the event loop thread: the workers are async loops, a window is a timer.
+ */
+import { performance } from 'node:perf_hooks';
+import type { NDArray } from '../tensor';
+import type { PerfTarget } from './target';
+
+/** The server statistics perf reads, summed over the model's versions. */
+export interface ServerCounters {
+  inferenceCount: number;
+  executionCount: number;
+  successCount: number;
+  successNs: number;
+  queueNs: number;
+  queueCount: number;
+  computeInputNs: number;
+  computeInputCount: number;
+  computeInferNs: number;
+  computeInferCount: number;
+  computeOutputNs: number;
+  computeOutputCount: number;
+  cacheHitCount: number;
+  cacheHitNs: number;
+  cacheMissCount: number;
+  cacheMissNs: number;
+}
+
+const ZERO_COUNTERS: ServerCounters = {
+  inferenceCount: 0, executionCount: 0, successCount: 0, successNs: 0, queueNs: 0, queueCount: 0,
+  computeInputNs: 0, computeInputCount: 0, computeInferNs: 0, computeInferCount: 0, computeOutputNs: 0,
+  computeOutputCount: 0, cacheHitCount: 0, cacheHitNs: 0, cacheMissCount: 0, cacheMissNs: 0,
+};
+
+type Duration = { count?: unknown; ns?: unknown } | undefined;
+
+/** The counters of `stats` (Triton's ModelStatistics; gRPC gives 64-bit numbers as strings). */
+export function serverCounters(stats: { model_stats: Record<string, unknown>[] }): ServerCounters {
+  const sum = { ...ZERO_COUNTERS };
+  for (const m of stats.model_stats) {
+    const s = (m.inference_stats ?? {}) as Record<string, Duration>;
+    const n = (d: Duration, key: 'count' | 'ns'): number => Number(d?.[key] ?? 0);
+    sum.inferenceCount += Number(m.inference_count ?? 0);
+    sum.executionCount += Number(m.execution_count ?? 0);
+    sum.successCount += n(s.success, 'count');
+    sum.successNs += n(s.success, 'ns');
+    sum.queueNs += n(s.queue, 'ns');
+    sum.queueCount += n(s.queue, 'count');
+    sum.computeInputNs += n(s.compute_input, 'ns');
+    sum.computeInputCount += n(s.compute_input, 'count');
+    sum.computeInferNs += n(s.compute_infer, 'ns');
+    sum.computeInferCount += n(s.compute_infer, 'count');
+    sum.computeOutputNs += n(s.compute_output, 'ns');
+    sum.computeOutputCount += n(s.compute_output, 'count');
+    sum.cacheHitCount += n(s.cache_hit, 'count');
+    sum.cacheHitNs += n(s.cache_hit, 'ns');
+    sum.cacheMissCount += n(s.cache_miss, 'count');
+    sum.cacheMissNs += n(s.cache_miss, 'ns');
+  }
+  return sum;
+}
+
+function counterDelta(after: ServerCounters, before: ServerCounters): ServerCounters {
+  const d = { ...ZERO_COUNTERS };
+  for (const key of Object.keys(d) as (keyof ServerCounters)[]) d[key] = after[key] - before[key];
+  return d;
+}
+
+function addCounters(a: ServerCounters, b: ServerCounters): ServerCounters {
+  const d = { ...ZERO_COUNTERS };
+  for (const key of Object.keys(d) as (keyof ServerCounters)[]) d[key] = a[key] + b[key];
+  return d;
+}
+
+/** One measurement window (or the merge of the last three). */
+export interface Window {
+  seconds: number;
+  /** Latencies (µs) of the requests that completed in the window. */
+  latenciesUs: number[];
+  server: ServerCounters;
+}
+
+/** What perf reports for one concurrency or request rate. */
+export interface LevelResult {
+  /** The concurrency or the request rate (requests/s). */
+  value: number;
+  stable: boolean;
+  windows: number;
+  requestCount: number;
+  /** Inferences per second: requests × batch size ÷ seconds. */
+  throughput: number;
+  avgUs: number;
+  stdUs: number;
+  /** Percentile → latency (µs): 50, 90, 95, 99 and --percentile. */
+  percentilesUs: Map<number, number>;
+  server: ServerCounters;
+  /** Requests sent and completed at this level, windows or not (the server counted all of them). */
+  sent: number;
+}
+
+export interface MeasureSettings {
+  mode: 'concurrency' | 'rate';
+  batchSize: number;
+  intervalMs: number;
+  percentile?: number;
+  stabilityPercentage: number;
+  maxTrials: number;
+  /** Called at each window's end (the progress line, -v's pass lines). */
+  onWindow?: (value: number, trial: number, window: Window) => void;
+}
+
+/** The value at percentile `p` of sorted values (perf_analyzer's nearest rank). */
+export function percentileOf(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  const rank = Math.max(0, Math.ceil((p / 100) * sorted.length) - 1);
+  return sorted[Math.min(sorted.length - 1, rank)];
+}
+
+/**
+ * Drives the load: `start` begins sending, `take` returns the latencies completed since the last
+ * take, `stop` resolves once every request sent has answered (so the count of sent requests
+ * matches what the server counted). The first failure stops the load and is rethrown by stop.
+ */
+class Load {
+  #latencies: number[] = [];
+  #stopping = false;
+  #failure: unknown = null;
+  #inFlight = new Set<Promise<void>>();
+  #workers: Promise<void>[] = [];
+  #next = 0;
+  sent = 0;
+
+  constructor(private readonly target: PerfTarget, private readonly inputSets: Record<string, NDArray>[]) {}
+
+  /** One request; its latency is recorded when it completes. */
+  #one(): Promise<void> {
+    const inputs = this.inputSets[this.#next++ % this.inputSets.length];
+    this.sent++;
+    const t0 = performance.now();
+    return this.target.infer(inputs).then(
+      () => { this.#latencies.push((performance.now() - t0) * 1000); },
+      (err: unknown) => {
+        if (this.#failure === null) this.#failure = err;
+        this.#stopping = true;
+      },
+    );
+  }
+
+  /** Closed loop: `concurrency` workers each send the next request when the previous answered. */
+  startConcurrency(concurrency: number): void {
+    this.#workers = Array.from({ length: concurrency }, async () => {
+      let yielded = performance.now();
+      while (!this.#stopping) {
+        await this.#one();
+        // A target that answers within microtasks (in-process) would starve the window's timer.
+        if (performance.now() - yielded > YIELD_EVERY_MS) {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          yielded = performance.now();
+        }
+      }
+    });
+  }
+
+  /** Open loop: a request every 1/rate s on a fixed schedule, late timers catching up. */
+  startRate(rate: number): void {
+    const intervalMs = 1000 / rate;
+    const t0 = performance.now();
+    let scheduled = 0;
+    this.#workers = [new Promise<void>((resolve) => {
+      const tick = (): void => {
+        if (this.#stopping) {
+          resolve();
+          return;
+        }
+        const due = Math.floor((performance.now() - t0) / intervalMs) + 1;
+        for (; scheduled < due; scheduled++) {
+          const p = this.#one();
+          this.#inFlight.add(p);
+          void p.then(() => this.#inFlight.delete(p));
+        }
+        setTimeout(tick, Math.max(0, t0 + scheduled * intervalMs - performance.now()));
+      };
+      tick();
+    })];
+  }
+
+  take(): number[] {
+    const taken = this.#latencies;
+    this.#latencies = [];
+    return taken;
+  }
+
+  get failed(): boolean {
+    return this.#failure !== null;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    await Promise.all(this.#workers);
+    await Promise.all([...this.#inFlight]);
+    if (this.#failure !== null) throw this.#failure;
+  }
+}
+
+/** How long a closed-loop worker runs before letting timers and I/O in. */
+const YIELD_EVERY_MS = 5;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function merge(windows: Window[]): Window {
+  return {
+    seconds: windows.reduce((s, w) => s + w.seconds, 0),
+    latenciesUs: windows.flatMap((w) => w.latenciesUs),
+    server: windows.reduce((s, w) => addCounters(s, w.server), ZERO_COUNTERS),
+  };
+}
+
+function average(values: readonly number[]): number {
+  return values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+/** The latency stability is judged on: the average, or the --percentile. */
+function stabilizingLatency(w: Window, percentile: number | undefined): number {
+  if (percentile === undefined) return average(w.latenciesUs);
+  return percentileOf([...w.latenciesUs].sort((a, b) => a - b), percentile);
+}
+
+/** perf_analyzer's rule: each of the last three within ±stability% of their average, throughput and latency. */
+export function isStable(windows: readonly Window[], s: Pick<MeasureSettings, 'percentile' | 'stabilityPercentage'>): boolean {
+  if (windows.length < 3) return false;
+  const last = windows.slice(-3);
+  if (last.some((w) => w.latenciesUs.length === 0)) return false;
+  const tolerance = s.stabilityPercentage / 100;
+  const within = (values: number[]): boolean => {
+    const avg = average(values);
+    return values.every((v) => v >= avg * (1 - tolerance) && v <= avg * (1 + tolerance));
+  };
+  return within(last.map((w) => w.latenciesUs.length / w.seconds)) && within(last.map((w) => stabilizingLatency(w, s.percentile)));
+}
+
+function levelResult(value: number, windows: Window[], stable: boolean, sent: number, s: MeasureSettings): LevelResult {
+  const merged = merge(windows.slice(-3));
+  const sorted = [...merged.latenciesUs].sort((a, b) => a - b);
+  const avg = average(sorted);
+  const variance = average(sorted.map((x) => (x - avg) ** 2));
+  const percentiles = new Map<number, number>();
+  for (const p of [50, 90, 95, 99, ...(s.percentile === undefined ? [] : [s.percentile])]) percentiles.set(p, percentileOf(sorted, p));
+  return {
+    value, stable, windows: windows.length, requestCount: sorted.length,
+    throughput: merged.seconds > 0 ? (sorted.length * s.batchSize) / merged.seconds : 0,
+    avgUs: avg, stdUs: Math.sqrt(variance), percentilesUs: percentiles, server: merged.server, sent,
+  };
+}
+
+/** Measures one concurrency or request rate until stable or --max-trials windows. */
+export async function measureLevel(
+  target: PerfTarget, inputSets: Record<string, NDArray>[], value: number, s: MeasureSettings,
+): Promise<LevelResult> {
+  const load = new Load(target, inputSets);
+  if (s.mode === 'concurrency') load.startConcurrency(value);
+  else load.startRate(value);
+  const windows: Window[] = [];
+  try {
+    let before = serverCounters(await target.modelStatistics());
+    load.take();  // what completed before the first window belongs to none
+    let t0 = performance.now();
+    while (windows.length < s.maxTrials && !isStable(windows, s) && !load.failed) {
+      await sleep(s.intervalMs);
+      const latencies = load.take();
+      const t1 = performance.now();
+      const after = serverCounters(await target.modelStatistics());
+      const window = { seconds: (t1 - t0) / 1000, latenciesUs: latencies, server: counterDelta(after, before) };
+      windows.push(window);
+      s.onWindow?.(value, windows.length, window);
+      // What completes while the statistics call runs belongs to the next window, which starts at t1.
+      before = after;
+      t0 = t1;
+    }
+  } finally {
+    await load.stop();
+  }
+  return levelResult(value, windows, isStable(windows, s), load.sent, s);
+}

@@ -1,0 +1,156 @@
+/**
+ * What `infernode perf` prints and writes, in perf_analyzer's layouts: the per-level report
+ * (client and server sections), the closing "Inferences/Second vs. Client ... Latency" lines,
+ * the CSV of -f (perf_analyzer's columns, rows by increasing throughput, times in µs) and an SVG
+ * chart of latency against throughput next to it.
+ */
+import type { LevelResult, ServerCounters, Window } from './measure';
+
+const us = (v: number): string => String(Math.round(v));
+
+/** A throughput as perf_analyzer's streams print a double: six significant digits. */
+const rate = (v: number): string => String(Number(v.toPrecision(6)));
+
+/** Server-side averages (µs per request) of a level's merged windows. */
+export interface ServerBreakdown {
+  requestUs: number;
+  queueUs: number;
+  computeInputUs: number;
+  computeInferUs: number;
+  computeOutputUs: number;
+  cacheHitUs: number;
+  cacheMissUs: number;
+}
+
+const perCount = (ns: number, count: number): number => (count > 0 ? ns / count / 1000 : 0);
+
+export function serverBreakdown(s: ServerCounters): ServerBreakdown {
+  return {
+    requestUs: perCount(s.successNs, s.successCount),
+    queueUs: perCount(s.queueNs, s.queueCount),
+    computeInputUs: perCount(s.computeInputNs, s.computeInputCount),
+    computeInferUs: perCount(s.computeInferNs, s.computeInferCount),
+    computeOutputUs: perCount(s.computeOutputNs, s.computeOutputCount),
+    cacheHitUs: perCount(s.cacheHitNs, s.cacheHitCount),
+    cacheMissUs: perCount(s.cacheMissNs, s.cacheMissCount),
+  };
+}
+
+/** The latency a level is summarized by: the average, or the --percentile. */
+export function summaryLatencyUs(r: LevelResult, percentile: number | undefined): number {
+  return percentile === undefined ? r.avgUs : r.percentilesUs.get(percentile) ?? 0;
+}
+
+export type Mode = 'concurrency' | 'rate';
+
+/** The report of one level, as perf_analyzer prints it. */
+export function levelText(r: LevelResult, mode: Mode): string {
+  const b = serverBreakdown(r.server);
+  const compute = b.computeInputUs + b.computeInferUs + b.computeOutputUs;
+  const overhead = Math.max(0, b.requestUs - b.queueUs - compute);
+  const lines = [
+    mode === 'concurrency' ? `Request concurrency: ${r.value}` : `Request Rate: ${r.value}`,
+    '  Client: ',
+    `    Request count: ${r.requestCount}`,
+    `    Throughput: ${rate(r.throughput)} infer/sec`,
+    `    Avg latency: ${us(r.avgUs)} usec (standard deviation ${us(r.stdUs)} usec)`,
+    // p50, p90, p95, p99, then --percentile when it is another.
+    ...[...r.percentilesUs.entries()].map(([p, v]) => `    p${p} latency: ${us(v)} usec`),
+    '  Server: ',
+    `    Inference count: ${r.server.inferenceCount}`,
+    `    Execution count: ${r.server.executionCount}`,
+    `    Successful request count: ${r.server.successCount}`,
+    `    Avg request latency: ${us(b.requestUs)} usec (overhead ${us(overhead)} usec + queue ${us(b.queueUs)} usec + ` +
+      `compute input ${us(b.computeInputUs)} usec + compute infer ${us(b.computeInferUs)} usec + compute output ${us(b.computeOutputUs)} usec)`,
+  ];
+  if (r.server.cacheHitCount + r.server.cacheMissCount > 0) {
+    lines.push(
+      `    Cache hit count: ${r.server.cacheHitCount}`,
+      `    Cache miss count: ${r.server.cacheMissCount}`,
+      `    Avg cache hit latency: ${us(b.cacheHitUs)} usec`,
+      `    Avg cache miss latency: ${us(b.cacheMissUs)} usec`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** -v: one line per measurement window, as perf_analyzer's passes. */
+export function passText(trial: number, w: Window, batchSize: number): string {
+  const n = w.latenciesUs.length;
+  const avg = n === 0 ? 0 : w.latenciesUs.reduce((a, b) => a + b, 0) / n;
+  const std = n === 0 ? 0 : Math.sqrt(w.latenciesUs.reduce((a, b) => a + (b - avg) ** 2, 0) / n);
+  return `  Pass [${trial}] throughput: ${rate(w.seconds > 0 ? (n * batchSize) / w.seconds : 0)} infer/sec. ` +
+    `Avg latency: ${us(avg)} usec (std ${us(std)} usec)`;
+}
+
+/** The closing summary: one line per level. */
+export function summaryText(results: LevelResult[], mode: Mode, percentile: number | undefined): string {
+  const what = percentile === undefined ? 'Average' : `p${percentile}`;
+  return [
+    `Inferences/Second vs. Client ${what} Batch Latency`,
+    ...results.map((r) => `${mode === 'concurrency' ? 'Concurrency' : 'Request Rate'}: ${r.value}, ` +
+      `throughput: ${rate(r.throughput)} infer/sec, latency ${us(summaryLatencyUs(r, percentile))} usec`),
+  ].join('\n');
+}
+
+export const CSV_COLUMNS = [
+  'Inferences/Second', 'Client Send', 'Network+Server Send/Recv', 'Server Queue', 'Server Compute Input',
+  'Server Compute Infer', 'Server Compute Output', 'Client Recv', 'p50 latency', 'p90 latency', 'p95 latency', 'p99 latency',
+];
+
+/**
+ * perf_analyzer's CSV. Client Send and Client Recv (serializing the request, deserializing the
+ * response) are not timed apart by infernode's clients: they are 0 here and their time is part of
+ * Network+Server Send/Recv, which is the average latency less the server's queue and compute.
+ */
+export function csvText(results: LevelResult[], mode: Mode): string {
+  const rows = [...results].sort((a, b) => a.throughput - b.throughput).map((r) => {
+    const b = serverBreakdown(r.server);
+    const network = Math.max(0, r.avgUs - b.queueUs - b.computeInputUs - b.computeInferUs - b.computeOutputUs);
+    return [
+      String(r.value), rate(r.throughput), '0', us(network), us(b.queueUs), us(b.computeInputUs), us(b.computeInferUs),
+      us(b.computeOutputUs), '0', ...[50, 90, 95, 99].map((p) => us(r.percentilesUs.get(p) ?? 0)),
+    ].join(',');
+  });
+  return [[mode === 'concurrency' ? 'Concurrency' : 'Request Rate', ...CSV_COLUMNS].join(','), ...rows, ''].join('\n');
+}
+
+const escapeXml = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/** An SVG line chart of the summary latency (ms) against throughput, each point labelled with its level. */
+export function chartSvg(results: LevelResult[], mode: Mode, percentile: number | undefined, title: string): string {
+  const width = 640;
+  const height = 400;
+  const pad = { left: 70, right: 30, top: 36, bottom: 50 };
+  const points = [...results].sort((a, b) => a.throughput - b.throughput)
+    .map((r) => ({ x: r.throughput, y: summaryLatencyUs(r, percentile) / 1000, label: String(r.value) }));
+  const maxX = Math.max(...points.map((p) => p.x), 1e-9) * 1.1;
+  const maxY = Math.max(...points.map((p) => p.y), 1e-9) * 1.1;
+  const xAt = (v: number): number => pad.left + (v / maxX) * (width - pad.left - pad.right);
+  const yAt = (v: number): number => height - pad.bottom - (v / maxY) * (height - pad.top - pad.bottom);
+  const ticks = [0, 0.25, 0.5, 0.75, 1].flatMap((f) => {
+    const yv = (maxY / 1.1) * f;
+    const xv = (maxX / 1.1) * f;
+    return [
+      `<line x1="${pad.left}" x2="${width - pad.right}" y1="${yAt(yv).toFixed(1)}" y2="${yAt(yv).toFixed(1)}" stroke="#ddd"/>`,
+      `<text x="${pad.left - 8}" y="${(yAt(yv) + 4).toFixed(1)}" text-anchor="end" font-size="11">${yv.toPrecision(3)}</text>`,
+      `<text x="${xAt(xv).toFixed(1)}" y="${height - pad.bottom + 18}" text-anchor="middle" font-size="11">${xv.toPrecision(3)}</text>`,
+    ];
+  });
+  const line = `<polyline fill="none" stroke="#2a7" stroke-width="2.5" points="${points.map((p) => `${xAt(p.x).toFixed(1)},${yAt(p.y).toFixed(1)}`).join(' ')}"/>`;
+  const dots = points.flatMap((p) => [
+    `<circle cx="${xAt(p.x).toFixed(1)}" cy="${yAt(p.y).toFixed(1)}" r="4" fill="#2a7"/>`,
+    `<text x="${(xAt(p.x) + 6).toFixed(1)}" y="${(yAt(p.y) - 6).toFixed(1)}" font-size="11">${escapeXml(p.label)}</text>`,
+  ]);
+  const latency = percentile === undefined ? 'average latency' : `p${percentile} latency`;
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif">`,
+    '<rect width="100%" height="100%" fill="white"/>',
+    `<text x="${width / 2}" y="20" text-anchor="middle" font-size="13">${escapeXml(title)}: ${latency} vs throughput (points: ${mode === 'concurrency' ? 'concurrency' : 'request rate'})</text>`,
+    ...ticks, line, ...dots,
+    `<text x="${width / 2}" y="${height - 12}" text-anchor="middle" font-size="12">throughput (infer/sec)</text>`,
+    `<text x="16" y="${height / 2}" text-anchor="middle" font-size="12" transform="rotate(-90 16 ${height / 2})">${latency} (ms)</text>`,
+    '</svg>',
+    '',
+  ].join('\n');
+}

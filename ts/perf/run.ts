@@ -1,0 +1,140 @@
+/**
+ * `infernode perf`: reads the model's metadata and config, builds its requests, measures each
+ * concurrency or request rate, prints perf_analyzer's report on stdout, and writes the CSV and
+ * its SVG chart with -f. A progress line goes to stderr while it runs, only when stderr is a
+ * terminal. Every failure is a PerfError whose message says what to do; the CLI prints it and
+ * exits 1.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { InferenceServerError } from '../errors';
+import { measureLevel, type LevelResult } from './measure';
+import { checkBatchSize, modelShape, PerfInputError, requestInputs } from './model-inputs';
+import { checkOptions, rangeValues, type PerfOptions } from './options';
+import { chartSvg, csvText, levelText, passText, summaryText, type Mode } from './report';
+import { openTarget, type PerfTarget } from './target';
+
+export class PerfError extends Error {}
+
+export interface PerfOutput {
+  out: (text: string) => void;
+  /** Warnings (unstable levels). */
+  warn: (text: string) => void;
+  /** The progress line; absent when stderr is not a terminal. */
+  progress?: (text: string | null) => void;
+}
+
+export interface PerfSummary {
+  mode: Mode;
+  results: LevelResult[];
+  /** Requests sent (and answered) over the whole run, warm-up windows included. */
+  requestsSent: number;
+  files: string[];
+}
+
+/** The model's failure to answer, as perf explains it. */
+function describeFailure(err: unknown, target: PerfTarget, o: PerfOptions, doing: string): PerfError {
+  if (err instanceof PerfInputError) return new PerfError(err.message);
+  if (!(err instanceof InferenceServerError)) return new PerfError(`${doing}: ${(err as Error).message}`);
+  if (err.code === 'UNAVAILABLE' && target.kind !== 'in-process' && /reach|connect|ECONNREFUSED|No connection/i.test(err.message)) {
+    const detail = err.message.replace(/^cannot reach the server at \S+: /, '');
+    return new PerfError(`cannot reach the ${target.kind} server at ${target.where} (${detail}) [${err.code}]. ` +
+      `Is it running, and do -u and -i name its ${target.kind.startsWith('gRPC') ? 'gRPC' : 'HTTP'} endpoint?`);
+  }
+  return new PerfError(`${doing} of model '${o.modelName}' (${target.kind}, ${target.where}): ${err.message} [${err.code}]`);
+}
+
+/** The -f files: the CSV, and the chart beside it (results.csv → results.svg). */
+function chartPath(csv: string): string {
+  const ext = path.extname(csv);
+  return `${ext ? csv.slice(0, -ext.length) : csv}.svg`;
+}
+
+function settingsText(o: PerfOptions, target: PerfTarget, mode: Mode): string {
+  return [
+    '*** Measurement Settings ***',
+    `  Batch size: ${o.batchSize}`,
+    `  Service Kind: ${target.kind} (${target.where})`,
+    '  Using "time_windows" mode for stabilization',
+    `  Stabilizing using ${o.percentile === undefined ? 'average' : `p${o.percentile}`} latency and throughput`,
+    `  Measurement window: ${o.measurementIntervalMs} msec`,
+    `  Stability: the last 3 windows within ${o.stabilityPercentage}%, at most ${o.maxTrials} windows`,
+    mode === 'concurrency' ? '  Using asynchronous calls for inference (one closed loop per concurrent request)'
+      : '  Using asynchronous calls for inference (requests sent on a constant schedule)',
+    '',
+  ].join('\n');
+}
+
+export async function runPerf(o: PerfOptions, io: PerfOutput): Promise<PerfSummary> {
+  checkOptions(o);
+  const mode: Mode = o.requestRateRange ? 'rate' : 'concurrency';
+  const levels = rangeValues(o.requestRateRange ?? o.concurrencyRange ?? { start: 1, end: 1, step: 1 });
+  let target: PerfTarget;
+  try {
+    target = await openTarget(o);
+  } catch (err) {
+    throw new PerfError(`${o.inProcess ? '--in-process' : '-u'}: ${(err as Error).message}`);
+  }
+  try {
+    let inputSets;
+    try {
+      const shape = modelShape(await target.modelMetadata(), await target.modelConfig());
+      if (shape.decoupled && !o.streaming && !o.inProcess) {
+        throw new PerfInputError(`model '${o.modelName}' is decoupled (0..N responses per request): measure it with -i grpc --streaming`);
+      }
+      checkBatchSize(o.modelName, shape, o.batchSize);
+      inputSets = requestInputs({
+        model: o.modelName, shape, shapes: o.shapes, inputData: o.inputData, batchSize: o.batchSize, stringLength: o.stringLength,
+      });
+    } catch (err) {
+      throw describeFailure(err, target, o, 'reading the metadata and config');
+    }
+    io.out(settingsText(o, target, mode));
+    const results: LevelResult[] = [];
+    let requestsSent = 0;
+    for (const value of levels) {
+      const label = mode === 'concurrency' ? `concurrency ${value}` : `request rate ${value}`;
+      let result: LevelResult;
+      try {
+        result = await measureLevel(target, inputSets, value, {
+          mode, batchSize: o.batchSize, intervalMs: o.measurementIntervalMs, percentile: o.percentile,
+          stabilityPercentage: o.stabilityPercentage, maxTrials: o.maxTrials,
+          onWindow: (_, trial, window) => {
+            if (o.verbose) io.out(passText(trial, window, o.batchSize));
+            io.progress?.(`infernode perf: ${label}, window ${trial} of at most ${o.maxTrials}`);
+          },
+        });
+      } catch (err) {
+        throw describeFailure(err, target, o, `inference at ${label}`);
+      } finally {
+        io.progress?.(null);
+      }
+      requestsSent += result.sent;
+      if (!result.stable) {
+        io.warn(`infernode perf: failed to obtain a stable measurement within ${result.windows} measurement windows for ${label} ` +
+          `(the last 3 must agree within ${o.stabilityPercentage}%); its numbers merge the last 3 windows. ` +
+          'Increase --measurement-interval or --max-trials for steadier results.');
+      }
+      io.out(`${levelText(result, mode)}\n`);
+      results.push(result);
+    }
+    io.out(summaryText(results, mode, o.percentile));
+    io.out(`Requests sent: ${requestsSent} (${requestsSent * o.batchSize} inferences, every one answered; measurement windows included ${results.reduce((s, r) => s + r.requestCount, 0)} of them)`);
+    const files: string[] = [];
+    if (o.latencyReportFile) {
+      const svg = chartPath(o.latencyReportFile);
+      try {
+        mkdirSync(path.dirname(path.resolve(o.latencyReportFile)), { recursive: true });
+        writeFileSync(o.latencyReportFile, csvText(results, mode));
+        writeFileSync(svg, chartSvg(results, mode, o.percentile, `${o.modelName} (${target.kind})`));
+      } catch (err) {
+        throw new PerfError(`cannot write -f ${o.latencyReportFile}: ${(err as Error).message}`);
+      }
+      files.push(o.latencyReportFile, svg);
+      io.out(`Wrote ${o.latencyReportFile} and ${svg}`);
+    }
+    return { mode, results, requestsSent, files };
+  } finally {
+    await target.close();
+  }
+}
