@@ -109,10 +109,10 @@ describe('--help', () => {
     const { status, stdout } = runSync(['--help']);
     expect(status).toBe(0);
     expect(stdout).toMatch(/serve \[options\]\s+serve a Triton model repository/);
-    expect(stdout).toMatch(/-v, --version\s+print the infernode version/);
+    expect(stdout).toMatch(/--version\s+print the infernode version/);
   });
 
-  test.each([['--version'], ['-v']])('%s prints the package version and exits 0', (flag) => {
+  test.each([['--version']])('%s prints the package version and exits 0', (flag) => {
     const { status, stdout } = runSync([flag]);
     expect(status).toBe(0);
     expect(stdout.trim()).toBe(JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')).version);

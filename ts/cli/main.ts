@@ -222,7 +222,7 @@ function packageVersion(): string {
 
 export function buildProgram(): Command {
   const program = new Command('infernode').description('A Triton-compatible inference server for Node.js')
-    .version(packageVersion(), '-v, --version', 'print the infernode version');
+    .version(packageVersion(), '--version', 'print the infernode version');
   program
     .command('serve')
     .description('serve a Triton model repository over HTTP, gRPC and metrics')
