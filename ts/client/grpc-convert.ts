@@ -76,7 +76,7 @@ export function inferResult(response: InferResponseMessage): ClientInferResult {
   response.outputs.forEach((o, i) => {
     const what = `output '${o.name}' of model '${response.modelName}'`;
     const dtype = wireDataType(o.datatype, what);
-    const shape = wireShape(o.shape, what);
+    const shape = wireShape(o.shape, what, true);
     outputs[o.name] = o.contents && !response.rawOutputContents.length
       ? tensorFromContents(what, dtype, shape, o.contents)
       : tensorFromBytes(what, dtype, shape, response.rawOutputContents[i] ?? Buffer.alloc(0));

@@ -20,9 +20,10 @@ export function wireDataType(value: unknown, what: string): DataType {
 }
 
 /** A shape as the protocol carries it: a list of non-negative safe integers. */
-export function wireShape(value: unknown, what: string): number[] {
+export function wireShape(value: unknown, what: string, int64Strings = false): number[] {
   if (!Array.isArray(value)) throw invalidArg(`shape of ${what} must be a list of integers`);
-  const shape = value.map((d) => (typeof d === 'string' && /^[0-9]+$/.test(d) ? Number(d) : d));
+  // gRPC's int64 dims arrive as decimal strings; in JSON a dim must be a number (as Triton).
+  const shape = int64Strings ? value.map((d) => (typeof d === 'string' && /^[0-9]+$/.test(d) ? Number(d) : d)) : value;
   for (const d of shape) {
     if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
       throw invalidArg(`invalid dimension ${describeValue(d)} in the shape of ${what}`);

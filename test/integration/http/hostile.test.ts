@@ -60,6 +60,8 @@ const CASES: Case[] = [
   { name: 'value out of range for UINT8', send: () => json('/v2/models/echo_UINT8/infer', { inputs: [{ name: 'IN', datatype: 'UINT8', shape: [1, 1], data: [300] }] }), status: 400, message: 'out of range for datatype UINT8' },
   { name: 'fraction in an INT32 tensor', send: () => json('/v2/models/echo_INT32/infer', { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1, 1], data: [1.5] }] }), status: 400, message: 'not an exact integer' },
   { name: 'negative dimension', send: () => json(FP32, { inputs: [fp32Input({ shape: [1, -2] })] }), status: 400, message: 'invalid dimension -2' },
+  // JSON dims are numbers (as Triton); only gRPC carries int64 dims as strings.
+  { name: 'a dimension given as a string', send: () => json(FP32, { inputs: [fp32Input({ shape: ['1', 4] })] }), status: 400, message: 'invalid dimension "1"' },
   { name: 'shape whose element count overflows', send: () => json(FP32, { inputs: [fp32Input({ shape: [4294967296, 4294967296] })] }), status: 400, message: 'too large' },
   { name: 'data nested too deeply', send: () => json(FP32, { inputs: [fp32Input({ shape: [1, 1], data: JSON.parse('['.repeat(200) + '1' + ']'.repeat(200)) })] }), status: 400, message: 'nested too deeply' },
   { name: 'Inference-Header-Content-Length beyond the body', send: () => withHeaderLength('500'), status: 400, message: 'larger than the request body' },
