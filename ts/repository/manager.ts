@@ -143,7 +143,7 @@ export class ModelRepositoryManager {
     let config: RawModelConfig | undefined;
     if (override.config !== undefined) config = parseConfigOverride(name, override.config);
     if (override.files && Object.keys(override.files).length > 0) {
-      if (!config) throw new InferenceServerError('INVALID_ARG', `load of model '${name}': file: parameters need a config parameter`);
+      if (!config) throw new InferenceServerError('INVALID_ARG', `failed to load '${name}', file: parameters need a config parameter`);
       dir = writeOverrideDirectory(name, override.files);
     } else {
       dir = this.#safeScan().get(name);
@@ -392,7 +392,8 @@ function parseConfigOverride(name: string, text: string): RawModelConfig {
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new InferenceServerError('INVALID_ARG', `load of model '${name}': the config parameter is not valid JSON: ${(err as Error).message}`);
+    throw new InferenceServerError('INVALID_ARG', `failed to load '${name}', the config parameter is not valid JSON: ${(err as Error).message}`);
   }
-  return validateModelConfigJson(parsed, `load of model '${name}': the config parameter`) as unknown as RawModelConfig;
+  // Triton's wording ("failed to load '<model>', …"): its model-control examples look for it.
+  return validateModelConfigJson(parsed, `failed to load '${name}', the config parameter`) as unknown as RawModelConfig;
 }

@@ -18,7 +18,7 @@ function checkKey(name: string, key: string): string[] {
   const parts = key.split('/');
   const bad = parts.length < 2 || !/^[1-9][0-9]*$/.test(parts[0]) ||
     parts.some((p) => p === '' || p === '.' || p === '..' || p.includes('\\') || p.includes('\0'));
-  if (bad) throw invalidArg(`load of model '${name}': file parameter 'file:${key}' must be '<version>/<path>' without '..'`);
+  if (bad) throw invalidArg(`failed to load '${name}', file parameter 'file:${key}' must be '<version>/<path>' without '..'`);
   return parts;
 }
 
@@ -36,7 +36,7 @@ export function writeOverrideDirectory(name: string, files: Record<string, Buffe
     }
   } catch (err) {
     removeOverrideDirectory({ name, repository, dir: modelDir });
-    throw invalidArg(`load of model '${name}': cannot write the file parameters: ${(err as Error).message}`);
+    throw invalidArg(`failed to load '${name}', cannot write the file parameters: ${(err as Error).message}`);
   }
   return { name, repository, dir: modelDir };
 }

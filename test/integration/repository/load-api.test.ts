@@ -54,13 +54,20 @@ describe('config', () => {
     expect(config.sequenceBatching).toMatchObject({ strategy: 'oldest', maxSequenceIdleMicroseconds: 1_000_000, preferredBatchSize: [4] });
   });
 
+  test('an int32 field given as a decimal string is accepted, as protobuf JSON (Triton\'s model-control example)', async () => {
+    await served.triton.loadModel('m', { config: '{"max_batch_size":"16"}' });
+    expect(served.triton.model('m').config.maxBatchSize).toBe(16);
+  });
+
   test('camelCase field names and lower-case enums are accepted as in protobuf JSON', async () => {
     await served.triton.loadModel('m', { config: JSON.stringify({ maxBatchSize: 2, instanceGroup: [{ kind: 'KIND_CPU', count: 1 }] }) });
     expect(served.triton.model('m').config.maxBatchSize).toBe(2);
   });
 
   test.each([
-    ['text that is not JSON', '{max_batch_size: 2', "load of model 'm': the config parameter is not valid JSON"],
+    ['text that is not JSON', '{max_batch_size: 2', "failed to load 'm', the config parameter is not valid JSON"],
+    // The malformed override of Triton's simple_http_model_control.py example.
+    ['Triton example\'s wrong format', '"parameters": {"config": {{"max_batch_size": "16"}}}', "failed to load 'm', "],
     ['an unknown field', '{"max_batch_sizes": 2}', 'max_batch_sizes'],
     ['a field of the wrong type', '{"max_batch_size": "lots"}', 'max_batch_size'],
     ['another model\'s name', '{"name": "other"}', "the config names the model 'other', but its directory is 'm'"],
@@ -143,7 +150,7 @@ describe('file: overrides', () => {
 
   test('files without a config are refused', async () => {
     await expectRejects(served.triton.loadModel('m', { files: { '1/model.onnx': addConstModel(2) } }),
-      'INVALID_ARG', "load of model 'm': file: parameters need a config parameter");
+      'INVALID_ARG', "failed to load 'm', file: parameters need a config parameter");
   });
 
   const ESCAPES = [

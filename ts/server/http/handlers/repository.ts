@@ -36,15 +36,15 @@ export function loadOverride(params: Record<string, unknown>, model: string): Lo
   const override: LoadOverride = {};
   for (const [key, value] of Object.entries(params)) {
     if (key === 'config') {
-      if (typeof value !== 'string') throw invalidArg(`load of model '${model}': parameter 'config' must be a JSON string`);
+      if (typeof value !== 'string') throw invalidArg(`failed to load '${model}', parameter 'config' must be a JSON string`);
       override.config = value;
     } else if (key.startsWith('file:')) {
       if (typeof value !== 'string' || !BASE64.test(value)) {
-        throw invalidArg(`load of model '${model}': parameter '${key}' must be base64-encoded file content`);
+        throw invalidArg(`failed to load '${model}', parameter '${key}' must be base64-encoded file content`);
       }
       (override.files ??= {})[key.slice(5)] = Buffer.from(value, 'base64');
     } else {
-      throw invalidArg(`load of model '${model}': unknown parameter '${key}' (expected 'config' or 'file:<version>/<name>')`);
+      throw invalidArg(`failed to load '${model}', unknown parameter '${key}' (expected 'config' or 'file:<version>/<name>')`);
     }
   }
   return override;
