@@ -44,7 +44,8 @@ Status SystemSharedMemory::Open(const std::string& name, const std::string& key,
   }
   const int fd = shm_open(key.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) {
-    return InvalidArg("unable to open shared memory region '" + key + "': " + std::strerror(errno));
+    // Triton's status and words (INTERNAL, "Unable to open shared memory region: '<key>'"), then why.
+    return Internal("Unable to open shared memory region: '" + key + "' (" + std::strerror(errno) + ")");
   }
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

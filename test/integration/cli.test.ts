@@ -132,7 +132,10 @@ describe('bad flag values exit non-zero with a clear message', () => {
     [['--metrics-interval-ms=2s'], /--metrics-interval-ms <ms>' argument '2s' is invalid\. expected a positive integer, got '2s'/],
     [['--allow-gpu-metrics=sometimes'], /--allow-gpu-metrics \[bool\]' argument 'sometimes' is invalid\. expected true or false/],
     [['--pinned-memory-pool-byte-size=-1'], /--pinned-memory-pool-byte-size <bytes>' argument '-1' is invalid\. expected a non-negative integer/],
-    [['--http-restricted-api=everything:k=v'], /--http-restricted-api: unknown API group 'everything'/],
+    [['--http-restricted-api=everything:k=v'], /unknown restricted api 'everything' \(--http-restricted-api; groups: /],
+    [['--grpc-restricted-protocol=everything:k=v'], /unknown restricted protocol 'everything' \(--grpc-restricted-protocol; groups: /],
+    [['--http-restricted-api=health:a=1', '--http-restricted-api=health:b=2'],
+      /restricted api 'health' can not be specified in multiple config groups/],
     [['--load-model=*', '--load-model=add', '--model-control-mode=explicit'], /--load-model=\* loads every model and must be the only --load-model/],
   ])('%j', (flags, message) => {
     const { status, stderr } = runSync(['serve', `--model-repository=${repo.root}`, ...NO_LISTENERS, ...flags]);

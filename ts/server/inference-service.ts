@@ -192,7 +192,7 @@ function checkRequestedOutputs(outputs: OutputRequest[], model: string): OutputR
   const seen = new Set<string>();
   for (const o of outputs) {
     if (typeof o.name !== 'string') throw invalidArg(`requested outputs of model '${model}' need a name`);
-    if (seen.has(o.name)) throw invalidArg(`output '${o.name}' is requested more than once for model '${model}'`);
+    if (seen.has(o.name)) throw invalidArg(`output '${o.name}' already exists in request (model '${model}')`);
     if (o.shm && (o.classification !== undefined || o.binaryData)) {
       throw invalidArg(`output '${o.name}' of model '${model}' cannot combine shared_memory_region with binary_data or classification`);
     }

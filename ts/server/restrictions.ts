@@ -31,10 +31,12 @@ export function parseRestrictions(spec: string | undefined, flag: string): Map<A
     const restriction = { key: part.slice(colon + 1, eq).trim().toLowerCase(), value: part.slice(eq + 1) };
     for (const raw of part.slice(0, colon).split(',')) {
       const group = raw.trim() as ApiGroup;
+      // Triton's words first (its QA matches them): HTTP restricts "api"s, gRPC "protocol"s.
+      const kind = flag.includes('grpc') ? 'protocol' : 'api';
       if (!API_GROUPS.includes(group)) {
-        throw invalidArg(`${flag}: unknown API group '${raw.trim()}' (groups: ${API_GROUPS.join(', ')})`);
+        throw invalidArg(`unknown restricted ${kind} '${raw.trim()}' (${flag}; groups: ${API_GROUPS.join(', ')})`);
       }
-      if (out.has(group)) throw invalidArg(`${flag}: API group '${group}' is restricted more than once`);
+      if (out.has(group)) throw invalidArg(`restricted ${kind} '${group}' can not be specified in multiple config groups (${flag})`);
       out.set(group, restriction);
     }
   }

@@ -56,6 +56,15 @@ function exactUint(value: unknown, what: string): number {
   return n;
 }
 
+/** Triton's key rules (server src/common.cc, ValidateSharedMemoryKey), with its texts. */
+function checkShmKey(name: string, key: string): void {
+  const rest = key.replace(/^\/+/, '');
+  if (rest.length === 0) throw invalidArg(`cannot register shared memory region '${name}' - invalid shm key '${key}'`);
+  if (rest.startsWith(RESERVED_PREFIX)) {
+    throw invalidArg(`cannot register shared memory region '${name}' with key '${key}' as the key contains the reserved prefix '${RESERVED_PREFIX}'`);
+  }
+}
+
 export class SharedMemoryManager {
   readonly #regions = new Map<string, Region>();
 
@@ -74,7 +83,6 @@ export class SharedMemoryManager {
 
   #checkNewName(name: unknown): string {
     if (typeof name !== 'string' || name.length === 0) throw invalidArg('a shared memory region needs a non-empty name');
-    if (name.startsWith(RESERVED_PREFIX)) throw invalidArg(`shared memory region name '${name}' uses a reserved prefix`);
     if (this.#regions.has(name)) {
       throw new InferenceServerError('ALREADY_EXISTS', `shared memory region '${name}' already in manager`);
     }
@@ -86,6 +94,7 @@ export class SharedMemoryManager {
     this.checkAllowed();
     const regionName = this.#checkNewName(name);
     if (typeof key !== 'string') throw invalidArg(`shared memory region '${regionName}' needs a string key`);
+    checkShmKey(regionName, key);
     const off = exactUint(offset ?? 0, `offset of shared memory region '${regionName}'`);
     const size = exactUint(byteSize, `byte_size of shared memory region '${regionName}'`);
     const memory = native().openSystemSharedMemory(regionName, key, off, size);

@@ -147,8 +147,16 @@ describe('system shared memory', () => {
     expect(twice.status).toBe(400);
     expect(twice.error).toContain("'r2' already in manager");
     const badKey = await post(s.port, '/v2/systemsharedmemory/region/r3/register', { key: '/no_such_infernode_key', offset: 0, byte_size: 8 });
-    expect(badKey.status).toBe(400);
-    expect(badKey.error).toContain('/no_such_infernode_key');
+    expect(badKey.status).toBe(500);  // as Triton: INTERNAL
+    expect(badKey.error).toContain("Unable to open shared memory region: '/no_such_infernode_key'");
+    const slashes = await post(s.port, '/v2/systemsharedmemory/region/r4/register', { key: '///', offset: 0, byte_size: 8 });
+    expect(slashes.status).toBe(400);
+    expect(slashes.error).toBe("cannot register shared memory region 'r4' - invalid shm key '///'");
+    const reserved = await post(s.port, '/v2/systemsharedmemory/region/r5/register',
+      { key: '//triton_python_backend_shm_region_1', offset: 0, byte_size: 8 });
+    expect(reserved.status).toBe(400);
+    expect(reserved.error).toBe("cannot register shared memory region 'r5' with key '//triton_python_backend_shm_region_1' as " +
+      "the key contains the reserved prefix 'triton_python_backend_shm_region_'");
     expect((await get(s.port, '/v2/systemsharedmemory/region/ghost/status')).status).toBe(404);
     expect((await post(s.port, '/v2/systemsharedmemory/unregister')).status).toBe(200);
     expect((await get(s.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toEqual([]);

@@ -66,7 +66,7 @@ describe('index', () => {
   test("a non-boolean 'ready' is refused", async () => {
     const r = await post(s.port, '/v2/repository/index', { ready: 'yes' });
     expect(r.status).toBe(400);
-    expect(r.error).toContain("'ready' must be a boolean");
+    expect(r.error).toContain("Invalid value for 'ready': expected a boolean");
   });
 });
 

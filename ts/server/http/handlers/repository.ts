@@ -26,7 +26,7 @@ function parameters(body: Record<string, unknown>, what: string): Record<string,
 export async function repositoryIndex(call: HttpCall): Promise<void> {
   const body = await readJsonObject(call.req, call.settings.maxInputSize);
   if (body.ready !== undefined && typeof body.ready !== 'boolean') {
-    throw invalidArg(`repository index: 'ready' must be a boolean`);
+    throw invalidArg("Invalid value for 'ready': expected a boolean");
   }
   sendJson(call.res, 200, call.ctx.triton.repositoryIndex(body.ready === true));
 }
