@@ -29,7 +29,13 @@ export function wireShape(value: unknown, what: string, int64Strings = false): n
       throw invalidArg(`invalid dimension ${describeValue(d)} in the shape of ${what}`);
     }
   }
-  elementCount(shape as number[]);  // the product must stay a safe integer
+  let count = 1;
+  for (const d of shape as number[]) count *= d;
+  if (!Number.isSafeInteger(count)) {
+    // Triton's text (its limit is INT64_MAX; ours is what JavaScript counts exactly).
+    throw invalidArg(`invalid shape for ${what}: shape ${clipShape(shape as number[])} causes total element count to exceed ` +
+      `maximum size of ${Number.MAX_SAFE_INTEGER}`);
+  }
   return shape as number[];
 }
 
@@ -65,6 +71,9 @@ export function wireByteSize(arr: NDArray): number {
 }
 
 /** Flattens nested JSON arrays row-major, refusing more than `limit` elements. */
+/** Triton's HTTP_MAX_JSON_NESTING_DEPTH for tensor data, with its error text. */
+const MAX_JSON_NESTING_DEPTH = 100;
+
 function flatten(data: unknown, limit: number, what: string): unknown[] {
   if (!Array.isArray(data)) throw invalidArg(`data of ${what} must be a list`);
   if (!data.some(Array.isArray)) {
@@ -73,7 +82,9 @@ function flatten(data: unknown, limit: number, what: string): unknown[] {
   }
   const out: unknown[] = [];
   const walk = (value: unknown[], depth: number): void => {
-    if (depth > 64) throw invalidArg(`data of ${what} is nested too deeply`);
+    if (depth >= MAX_JSON_NESTING_DEPTH) {
+      throw invalidArg(`JSON nesting depth exceeds maximum allowed limit (${MAX_JSON_NESTING_DEPTH}) (data of ${what})`);
+    }
     for (const v of value) {
       if (Array.isArray(v)) walk(v, depth + 1);
       else if (out.push(v) > limit) throw invalidArg(`${what}: more data elements than its shape holds (${limit})`);
