@@ -10,6 +10,7 @@ import { tensorFromBytes, tensorFromJson, tensorToBytes, tensorToJsonText, wireD
 import type { ClientInferRequest, ClientInferResult } from './types';
 import type { HttpResponse } from './http-transport';
 import { sequenceParameters, type SequenceParameters } from './sequence';
+import { parseTritonJson } from './triton-json';
 
 export interface EncodedRequest {
   body: Buffer;
@@ -83,7 +84,7 @@ export function decodeInferResponse(res: HttpResponse): ClientInferResult {
   if (!Number.isSafeInteger(jsonLength) || jsonLength < 0 || jsonLength > res.body.length) {
     throw invalidArg(`the server's Inference-Header-Content-Length '${String(headerValue)}' does not fit its ${res.body.length}-byte answer`);
   }
-  const header = JSON.parse(res.body.toString('utf8', 0, jsonLength)) as {
+  const header = parseTritonJson(res.body.toString('utf8', 0, jsonLength)) as {
     model_name: string; model_version: string; id?: string; outputs?: WireOutput[];
   };
   const outputs: Record<string, NDArray> = {};

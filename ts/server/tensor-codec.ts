@@ -153,9 +153,13 @@ export function tensorFromJson(what: string, dtype: DataType, shape: number[], d
   return new NDArray(dtype, shape, out);
 }
 
-/** A JSON number; JSON has no NaN or Infinity, so they travel as null as JSON.stringify does. */
+/**
+ * A JSON number. JSON has no NaN or Infinity: as Triton (RapidJSON's kWriteNanAndInfFlag) they are
+ * written as the bare tokens NaN, Infinity and -Infinity, which Python's json and tritonclient
+ * read, and so does infernode's client (ts/client/triton-json.ts).
+ */
 function jsonNumber(v: number): string {
-  return Number.isFinite(v) ? String(v) : 'null';
+  return Number.isFinite(v) ? String(v) : Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity';
 }
 
 /**
