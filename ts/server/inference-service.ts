@@ -11,7 +11,7 @@ import type { Triton } from '../triton';
 import { classify } from './classification';
 import type { RequestParameters } from './parameters';
 import { tensorFromBytes, tensorToBytes } from './tensor-codec';
-import type { SharedMemoryManager, ShmRef } from './shared-memory';
+import type { RegionHold, SharedMemoryManager, ShmRef } from './shared-memory';
 
 /** An output the client listed, with what it asked for it. */
 export interface OutputRequest {
@@ -86,10 +86,20 @@ export class InferenceService {
     const model = resolveModel(this.triton, call.modelName, call.modelVersion);
     if (decoupledRefusal && model.config.decoupled) throw new InferenceServerError('UNSUPPORTED', decoupledRefusal);
     const requested = call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null;
-    const started = this.onSuccess ? performance.now() : 0;
-    const results = await model.infer(this.#inputsOf(call, model), this.#optionsOf(call, requested));
-    if (this.onSuccess) this.onSuccess(model, performance.now() - started);
-    return this.#answer(call, model, requested, results);
+    const hold = this.#holdOutputRegions(requested);
+    try {
+      const started = this.onSuccess ? performance.now() : 0;
+      const results = await model.infer(this.#inputsOf(call, model), this.#optionsOf(call, requested));
+      if (this.onSuccess) this.onSuccess(model, performance.now() - started);
+      return this.#answer(call, model, requested, results);
+    } finally {
+      hold.release();
+    }
+  }
+
+  /** The regions the request's outputs go to stay registered until it is answered. */
+  #holdOutputRegions(requested: OutputRequest[] | null): RegionHold {
+    return this.sharedMemory.hold(requested?.flatMap((o) => (o.shm ? [o.shm.region] : [])) ?? []);
   }
 
   /** True when `name` (and version) is a decoupled model; false for anything else, unknown names included. */
@@ -109,10 +119,18 @@ export class InferenceService {
   async *inferStream(call: InferenceCall): AsyncGenerator<InferenceAnswer> {
     const model = resolveModel(this.triton, call.modelName, call.modelVersion);
     const requested = call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null;
-    const responses = this.#open(call, model, requested);
+    const hold = this.#holdOutputRegions(requested);
+    let responses: ReturnType<InferenceService['openStream']>;
+    try {
+      responses = this.#open(call, model, requested);
+    } catch (err) {
+      hold.release();
+      throw err;
+    }
     try {
       for await (const results of responses) yield this.#answer(call, model, requested, results);
     } finally {
+      hold.release();
       await responses.return();
     }
   }

@@ -39,7 +39,17 @@ interface CudaRegion extends CudaRegionStatus {
   memory: CudaSharedMemory;
 }
 
-type Region = SystemRegion | CudaRegion;
+/**
+ * A registered region, and the requests that will still write their outputs into it: an
+ * unregister while some do only marks it (Triton's awaiting_unregister) and the last of them
+ * closes it.
+ */
+type Region = (SystemRegion | CudaRegion) & { holds: number; awaitingUnregister: boolean };
+
+/** The regions a request writes into, held from its decoding until it is answered. */
+export interface RegionHold {
+  release(): void;
+}
 
 /** Where a tensor lives in a region (`shared_memory_region`, `_offset`, `_byte_size`). */
 export interface ShmRef {
@@ -98,7 +108,9 @@ export class SharedMemoryManager {
     const off = exactUint(offset ?? 0, `offset of shared memory region '${regionName}'`);
     const size = exactUint(byteSize, `byte_size of shared memory region '${regionName}'`);
     const memory = native().openSystemSharedMemory(regionName, key, off, size);
-    this.#regions.set(regionName, { kind: 'system', name: regionName, key, offset: off, byteSize: size, memory });
+    this.#regions.set(regionName, {
+      kind: 'system', name: regionName, key, offset: off, byteSize: size, memory, holds: 0, awaitingUnregister: false,
+    });
   }
 
   /** Registers a CUDA region from its 64-byte cudaIpcMemHandle_t. */
@@ -108,7 +120,9 @@ export class SharedMemoryManager {
     const device = exactUint(deviceId ?? 0, `device_id of CUDA shared memory region '${regionName}'`);
     const size = exactUint(byteSize, `byte_size of CUDA shared memory region '${regionName}'`);
     const memory = native().openCudaSharedMemory(rawHandle, device, size);
-    this.#regions.set(regionName, { kind: 'cuda', name: regionName, deviceId: device, byteSize: size, memory });
+    this.#regions.set(regionName, {
+      kind: 'cuda', name: regionName, deviceId: device, byteSize: size, memory, holds: 0, awaitingUnregister: false,
+    });
   }
 
   /** Unregisters one region of `kind`, or all of them when `name` is empty. */
@@ -116,10 +130,33 @@ export class SharedMemoryManager {
     this.checkAllowed();
     for (const region of [...this.#regions.values()]) {
       if (region.kind !== kind || (name && region.name !== name)) continue;
-      this.#regions.delete(region.name);
-      // Requests hold copies, never the region itself: both kinds close now.
-      region.memory.close();
+      // Inputs were copied when their requests were decoded; a request still to write an output
+      // keeps the region until it is answered, as Triton does.
+      if (region.holds > 0) region.awaitingUnregister = true;
+      else this.#close(region);
     }
+  }
+
+  /** Holds the regions named (the unknown ones are left to fail when used) until released. */
+  hold(names: readonly string[]): RegionHold {
+    const held = names.map((n) => this.#regions.get(n)).filter((r): r is Region => r !== undefined);
+    for (const region of held) region.holds++;
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        for (const region of held) {
+          region.holds--;
+          if (region.holds === 0 && region.awaitingUnregister && this.#regions.get(region.name) === region) this.#close(region);
+        }
+      },
+    };
+  }
+
+  #close(region: Region): void {
+    this.#regions.delete(region.name);
+    region.memory.close();
   }
 
   /**

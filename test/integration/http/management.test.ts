@@ -9,6 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { closeAgent, echo, get, post, serve, type Served } from './http-helpers';
 import type { Triton } from '../../../ts/triton';
+import { Recorder, waitFor } from '../helpers';
 
 function bindEcho(t: Triton): void {
   t.bind({
@@ -160,6 +161,38 @@ describe('system shared memory', () => {
     expect((await get(s.port, '/v2/systemsharedmemory/region/ghost/status')).status).toBe(404);
     expect((await post(s.port, '/v2/systemsharedmemory/unregister')).status).toBe(200);
     expect((await get(s.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toEqual([]);
+  });
+
+  test('unregistering a region a request still writes into waits for that request, as Triton', async () => {
+    const recorder = new Recorder();
+    const own = await serve((t) => t.bind({
+      modelName: 'held', inferFunc: recorder.func,
+      inputs: [{ name: 'IN', dtype: 'FP32', shape: [-1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [-1] }],
+      config: { maxBatchSize: 4 },
+    }), { allowClientShm: true });
+    let opened: ReturnType<Recorder['hold']> | undefined;
+    try {
+      expect((await post(own.port, '/v2/systemsharedmemory/region/rh/register', { key, offset: 0, byte_size: 64 })).status).toBe(200);
+      opened = recorder.hold();
+      const pending = post(own.port, '/v2/models/held/infer', {
+        inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], data: [7, 8, 9, 10] }],
+        outputs: [{ name: 'OUT', parameters: { shared_memory_region: 'rh', shared_memory_offset: 48, shared_memory_byte_size: 16 } }],
+      });
+      await waitFor(() => recorder.active === 1, 'the request to reach the model');
+      // Accepted at once; the region stays (listed, its name taken) until the request is answered.
+      expect((await post(own.port, '/v2/systemsharedmemory/region/rh/unregister')).status).toBe(200);
+      expect((await get(own.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toHaveLength(1);
+      expect((await post(own.port, '/v2/systemsharedmemory/region/rh/register', { key, offset: 0, byte_size: 64 })).status).toBe(400);
+      opened!.open();
+      const answered = await pending;
+      expect(answered.status).toBe(200);
+      const region = readFileSync(file);
+      expect([...new Float32Array(region.buffer.slice(region.byteOffset + 48, region.byteOffset + 64))]).toEqual([7, 8, 9, 10]);
+      expect((await get(own.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toEqual([]);
+    } finally {
+      opened?.open();  // a failed check must not leave the request held through stop()
+      await own.triton.stop();
+    }
   });
 
   // Regions used to stay open after stop() until their objects were collected: an embedding
