@@ -118,3 +118,45 @@ export function splitRequestParameters(
   }
   return out;
 }
+
+/** Triton's kReservedParameterKeys (server src/common.h): a forwarded header may not take these names. */
+const RESERVED_HEADER_KEYS = ['sequence_id', 'sequence_start', 'sequence_end', 'priority', 'timeout', 'headers', 'binary_data_output'];
+
+/**
+ * The header-forward pattern of either frontend (--http-header-forward-pattern,
+ * --grpc-header-forward-pattern), matched partially against each header or metadata name as RE2
+ * does. RE2's leading inline flags, which Triton's docs use and JavaScript lacks, are translated:
+ * `(?i)`, `(?s)`, `(?m)`, `(?-i)` and their combinations (`(?is)`, `(?i-s)`...). Matching is
+ * case-insensitive unless the pattern turns it off with `(?-i)`: header names are
+ * case-insensitive in HTTP, and gRPC metadata names are lower case anyway. INVALID_ARG naming
+ * `setting` for what cannot be compiled, inline flags in mid-pattern included.
+ */
+export function compileHeaderForwardPattern(pattern: string | undefined, setting: string): RegExp | null {
+  if (!pattern) return null;
+  const refuse = (why: string): never => {
+    throw invalidArg(`${setting} '${pattern}' is not a valid regular expression: ${why}`);
+  };
+  const lead = /^\(\?([imsU]*)(?:-([imsU]*))?\)/.exec(pattern);
+  const flags = new Set(['i']);
+  let body = pattern;
+  if (lead && (lead[1] || lead[2])) {
+    for (const f of lead[1]) flags.add(f);
+    for (const f of lead[2] ?? '') flags.delete(f);
+    if (flags.has('U')) refuse("RE2's non-greedy flag (?U) has no JavaScript equivalent");
+    body = pattern.slice(lead[0].length);
+  }
+  if (/\(\?[imsU-]+[:)]/.test(body)) refuse('inline flags are supported only at the start of the pattern, e.g. (?i)x-.*');
+  try {
+    return new RegExp(body, [...flags].join(''));
+  } catch (err) {
+    return refuse((err as Error).message);
+  }
+}
+
+/** A header `name` the pattern forwards: Triton refuses names of reserved parameters. */
+export function checkForwardedHeader(name: string): void {
+  const lower = name.toLowerCase();
+  if (RESERVED_HEADER_KEYS.includes(lower) || lower.startsWith('triton_')) {
+    throw invalidArg(`Header '${name}' is reserved for Triton usage and cannot be forwarded.`);
+  }
+}

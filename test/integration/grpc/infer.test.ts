@@ -4,10 +4,11 @@
  * classification, parameters, header forwarding, versions and messages past grpc-js's 4 MiB
  * default.
  */
+import * as grpc from '@grpc/grpc-js';
 import { DATA_TYPES, NDArray, serializeBytes } from '../../../ts/tensor';
 import type { Triton } from '../../../ts/triton';
 import { bindInferModels } from '../http/models';
-import { fp32Bytes, identity, ok, rawStub, serve, type Served } from './helpers';
+import { fails, fp32Bytes, identity, ok, rawStub, serve, type Served } from './helpers';
 
 /** The HTTP infer suites' models (echo per datatype, pair, params, ...), plus two versions. */
 function bindModels(t: Triton): void {
@@ -135,6 +136,20 @@ test('metadata matching grpcHeaderForwardPattern becomes request parameters; req
       (err, value) => (err ? reject(err) : resolve(value!)));
   });
   expect(JSON.parse(serializedString(r.raw_output_contents as Buffer[]))).toEqual({ 'x-fwd-user': 'alice', 'x-fwd-s': 'from-request' });
+});
+
+test('RE2 inline flags compile; metadata named like a reserved parameter is refused with Triton\'s text', async () => {
+  const own = await serve(bindModels, { grpcHeaderForwardPattern: '(?i)^(x-fwd-|triton_|sequence_id)' });
+  try {
+    await fails(own.stub, 'ModelInfer', { model_name: 'params', ...ONE_FP32 }, grpc.status.INVALID_ARGUMENT,
+      "Header 'triton_trace' is reserved for Triton usage and cannot be forwarded.", { triton_trace: '1' });
+    await fails(own.stub, 'ModelInfer', { model_name: 'params', ...ONE_FP32 }, grpc.status.INVALID_ARGUMENT,
+      "Header 'sequence_id' is reserved for Triton usage and cannot be forwarded.", { sequence_id: '7' });
+    const r = await ok(own.stub, 'ModelInfer', { model_name: 'params', ...ONE_FP32 }, { 'x-fwd-user': 'bob' });
+    expect(JSON.parse(serializedString(r.raw_output_contents as Buffer[]))).toEqual({ 'x-fwd-user': 'bob' });
+  } finally {
+    await own.triton.stop();
+  }
 });
 
 test('model versions: latest by default, or the one named', async () => {

@@ -105,6 +105,22 @@ describe('parameters', () => {
     expect(received(r)).toEqual({ 'X-Fwd-Tenant': 'acme' });
   });
 
+  test('a forwarded header named like a reserved parameter is refused with Triton\'s text', async () => {
+    const r = await post(s.port, '/v2/models/params/infer', { inputs: [input] }, { 'x-fwd-x': '1', Triton_Thing: 'no' });
+    expect(r.status).toBe(200);  // Triton_Thing does not match ^x-fwd-
+    const own = await serve(bindInferModels, { httpHeaderForwardPattern: '(?i)^(x-fwd-|priority|triton_)' });
+    try {
+      const reserved = await post(own.port, '/v2/models/params/infer', { inputs: [input] }, { Priority: '3' });
+      expect(reserved.status).toBe(400);
+      expect(reserved.error).toBe("Header 'Priority' is reserved for Triton usage and cannot be forwarded.");
+      const prefixed = await post(own.port, '/v2/models/params/infer', { inputs: [input] }, { 'triton_enable_x': '1' });
+      expect(prefixed.error).toBe("Header 'triton_enable_x' is reserved for Triton usage and cannot be forwarded.");
+      expect(received(await post(own.port, '/v2/models/params/infer', { inputs: [input] }, { 'X-FWD-A': 'b' }))).toEqual({ 'X-FWD-A': 'b' });
+    } finally {
+      await own.triton.stop();
+    }
+  });
+
   test('triton_ keys are refused', async () => {
     const r = await post(s.port, '/v2/models/params/infer', { parameters: { triton_x: 1 }, inputs: [input] });
     expect(r.status).toBe(400);

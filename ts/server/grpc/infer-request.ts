@@ -10,7 +10,7 @@ import { clip, invalidArg } from '../../errors';
 import type { CancelSignal } from '../../model';
 import type { NDArray } from '../../tensor';
 import type { InferenceAnswer, InferenceCall, OutputRequest } from '../inference-service';
-import { splitRequestParameters, type RequestParameters } from '../parameters';
+import { checkForwardedHeader, splitRequestParameters, type RequestParameters } from '../parameters';
 import type { ServerContext } from '../context';
 import { shmRefFromParameters } from '../shared-memory';
 import { tensorFromBytes, tensorToBytes, wireDataType, wireShape } from '../tensor-codec';
@@ -61,7 +61,9 @@ function forwardedHeaders(env: CallEnvironment, into: Record<string, unknown>): 
   for (const [key, values] of Object.entries(env.metadata.getMap())) {
     // Binary (-bin) metadata is not text; a request's own parameters win over headers.
     if (key.endsWith('-bin') || typeof values !== 'string' || key in into) continue;
-    if (env.forwardPattern.test(key)) into[key] = values;
+    if (!env.forwardPattern.test(key)) continue;
+    checkForwardedHeader(key);
+    into[key] = values;
   }
 }
 

@@ -16,6 +16,7 @@ import { SHUTTING_DOWN, callStatus, type CallStatus, type Gate } from './call-st
 import { healthHandlers, serviceHandlers } from './handlers';
 import { modelInfer, modelStreamInfer, type InferHandlerOptions } from './infer-handlers';
 import { TurnQueue } from '../turn';
+import { compileHeaderForwardPattern } from '../parameters';
 import { loadServerTls, type ServerTls } from '../tls';
 import { SERVER_OPTIONS, forServer, healthServiceDefinition, inferenceServiceDefinition } from './protos';
 
@@ -96,15 +97,6 @@ function unwrapped(call: unknown, adjust: (base: GrpcJsBaseCall) => void): Retur
   return call as ReturnType<ServerInterceptor>;
 }
 
-/** The metadata-forwarding pattern (--grpc-header-forward-pattern; a partial match as RE2's). */
-function forwardPattern(pattern: string | undefined): RegExp | null {
-  if (!pattern) return null;
-  try {
-    return new RegExp(pattern);
-  } catch (err) {
-    throw invalidArg(`grpcHeaderForwardPattern '${pattern}' is not a valid regular expression: ${(err as Error).message}`);
-  }
-}
 
 function bindAddress(address: string, port: number): string {
   return address.includes(':') && !address.startsWith('[') ? `[${address}]:${port}` : `${address}:${port}`;
@@ -139,7 +131,7 @@ export async function startGrpcFrontend(ctx: ServerContext): Promise<Frontend> {
   const gate: Gate = { shuttingDown: false };
   const streams = new Set<{ close(status: CallStatus): void }>();
   const infer: InferHandlerOptions = {
-    ctx, gate, turns: new TurnQueue(), forwardPattern: forwardPattern(config.grpcHeaderForwardPattern), streams,
+    ctx, gate, turns: new TurnQueue(), forwardPattern: compileHeaderForwardPattern(config.grpcHeaderForwardPattern, 'grpcHeaderForwardPattern'), streams,
   };
   server.addService(forServer(inferenceServiceDefinition(SERVER_OPTIONS)), {
     ...serviceHandlers(ctx, gate),

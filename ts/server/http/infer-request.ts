@@ -16,7 +16,7 @@ import { clip, invalidArg } from '../../errors';
 import { describeValue } from '../../describe-value';
 import { dataTypeByteSize, type NDArray, type DataType } from '../../tensor';
 import type { InferenceCall, OutputRequest } from '../inference-service';
-import { exactSequenceId, splitRequestParameters } from '../parameters';
+import { checkForwardedHeader, compileHeaderForwardPattern, exactSequenceId, splitRequestParameters } from '../parameters';
 import { shmRefFromParameters, type ShmRef } from '../shared-memory';
 import { tensorFromBytes, tensorFromJson, wireDataType, wireShape } from '../tensor-codec';
 
@@ -222,7 +222,9 @@ function forwardHeaders(custom: Record<string, string | number | boolean>, opts:
   const raw = opts.rawHeaders;
   if (!pattern || !raw) return;
   for (let i = 0; i < raw.length; i += 2) {
-    if (pattern.test(raw[i])) custom[raw[i]] = raw[i + 1];
+    if (!pattern.test(raw[i])) continue;
+    checkForwardedHeader(raw[i]);
+    custom[raw[i]] = raw[i + 1];
   }
 }
 
@@ -252,16 +254,7 @@ export function decodeInferRequest(body: Buffer, headerLength: number | null, op
   return { call, binaryByDefault: parameters.binaryDataOutput };
 }
 
-/**
- * The forwarding pattern of --http-header-forward-pattern: case-insensitive unless it starts
- * with `(?-i)` (RE2's syntax, which JavaScript lacks). INVALID_ARG when it does not compile.
- */
+/** The forwarding pattern of --http-header-forward-pattern (ts/server/parameters.ts). */
 export function compileForwardPattern(pattern: string | undefined): RegExp | null {
-  if (!pattern) return null;
-  const sensitive = pattern.startsWith('(?-i)');
-  try {
-    return new RegExp(sensitive ? pattern.slice(5) : pattern, sensitive ? '' : 'i');
-  } catch (err) {
-    throw invalidArg(`http header forward pattern '${pattern}' is not a valid regular expression: ${(err as Error).message}`);
-  }
+  return compileHeaderForwardPattern(pattern, 'http header forward pattern');
 }
