@@ -76,6 +76,10 @@ export class Logger {
           if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
             throw invalidArg(`log setting 'log_verbose_level' must be a non-negative integer`);
           }
+          // Triton keeps the level as an int32.
+          if (value > 2147483647) {
+            throw invalidArg(`Unable to parse 'log_verbose_level', value is out of range [ 0, 2147483647 ], got: ${value}`);
+          }
           next.log_verbose_level = value;
           break;
         case 'log_format':

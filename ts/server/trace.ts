@@ -25,6 +25,8 @@ export const DEFAULT_TRACE_SETTINGS: TraceSettings = {
 
 type Overrides = Partial<TraceSettings>;
 
+const INT32_MAX = 2147483647;
+
 /** One traced request: marks timestamps, then ends. */
 export interface Trace {
   mark(name: string): void;
@@ -53,12 +55,20 @@ function checkValue(key: string, value: unknown): string | string[] | undefined 
       return strings;
     case 'trace_rate':
     case 'log_frequency':
-      if (strings.length !== 1 || !/^[0-9]+$/.test(strings[0])) throw invalidArg(`trace setting '${key}' must be a non-negative integer`);
+      if (strings.length !== 1 || !/^[0-9]+$/.test(strings[0])) throw invalidArg(`Unable to parse '${key}', got: ${strings.join(',')}`);
+      // Triton parses with std::stoi (int32) and names the uint32 range when that overflows.
+      if (Number(strings[0]) > INT32_MAX) {
+        throw invalidArg(`Unable to parse '${key}', value is out of range [ 0, 4294967295 ], got: ${strings[0]}`);
+      }
       if (key === 'trace_rate' && Number(strings[0]) === 0) throw invalidArg(`trace setting 'trace_rate' must be at least 1`);
-      return strings[0];
+      return String(Number(strings[0]));
     case 'trace_count':
-      if (strings.length !== 1 || !/^(-1|[0-9]+)$/.test(strings[0])) throw invalidArg(`trace setting 'trace_count' must be -1 or a non-negative integer`);
-      return strings[0];
+      if (strings.length !== 1 || !/^-?[0-9]+$/.test(strings[0])) throw invalidArg(`Unable to parse 'trace_count', got: ${strings.join(',')}`);
+      if (Number(strings[0]) < -1) throw invalidArg(`Unable to parse 'trace_count'. Expecting value >= -1, got:${strings[0]}`);
+      if (Number(strings[0]) > INT32_MAX) {
+        throw invalidArg(`Unable to parse 'trace_count', value is out of range [ -1, ${INT32_MAX} ], got: ${strings[0]}`);
+      }
+      return String(Number(strings[0]));
     case 'trace_file':
       throw invalidArg(`trace setting 'trace_file' cannot be changed over the network; start the server with --trace-config triton,file=<path>`);
     case 'trace_mode':
@@ -76,8 +86,12 @@ export class Tracer {
   #pending: TraceRecord[] = [];
   #nextId = 1;
 
+  /** The settings the server started with: what clearing a global setting (null) goes back to, as Triton. */
+  readonly #startup: TraceSettings;
+
   constructor(initial: Partial<TraceSettings> = {}) {
-    this.#global = { ...DEFAULT_TRACE_SETTINGS, ...initial };
+    this.#startup = { ...DEFAULT_TRACE_SETTINGS, ...initial };
+    this.#global = { ...this.#startup };
   }
 
   /** The effective settings, global or for one model. */
@@ -101,7 +115,7 @@ export class Tracer {
     } else {
       this.#global = { ...this.#global, ...checked };
       for (const key of cleared) {
-        (this.#global as unknown as { [key: string]: unknown })[key] = (DEFAULT_TRACE_SETTINGS as unknown as { [key: string]: unknown })[key];
+        (this.#global as unknown as { [key: string]: unknown })[key] = (this.#startup as unknown as { [key: string]: unknown })[key];
       }
     }
     this.#remaining.delete(model ?? '');

@@ -67,6 +67,12 @@ describe('trace settings', () => {
     expect(cleared.json()).toMatchObject({ trace_level: ['TIMESTAMPS'], trace_count: '-1' });
   });
 
+  test('clearing a global setting (null) goes back to its start-up value, not the built-in default', async () => {
+    // This server started with rate=1 (the built-in default is 1000).
+    expect((await post(s.port, '/v2/trace/setting', { trace_rate: '50' })).json()).toMatchObject({ trace_rate: '50' });
+    expect((await post(s.port, '/v2/trace/setting', { trace_rate: null })).json()).toMatchObject({ trace_rate: '1' });
+  });
+
   test('a traced request lands in the trace file with the HTTP timestamps', async () => {
     await post(s.port, '/v2/models/echo/trace/setting', { trace_level: ['TIMESTAMPS'], log_frequency: '1' });
     const r = await post(s.port, '/v2/models/echo/infer', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }] });
@@ -83,6 +89,13 @@ describe('trace settings', () => {
     ['/v2/trace/setting', { trace_file: '/tmp/elsewhere' }, 400, 'cannot be changed over the network'],
     ['/v2/trace/setting', { trace_level: ['LOUD'] }, 400, "trace level 'LOUD' is not supported"],
     ['/v2/trace/setting', { trace_rate: '0' }, 400, "'trace_rate' must be at least 1"],
+    ['/v2/trace/setting', { trace_rate: '99999999999' }, 400,
+      "Unable to parse 'trace_rate', value is out of range [ 0, 4294967295 ], got: 99999999999"],
+    ['/v2/trace/setting', { trace_rate: 'often' }, 400, "Unable to parse 'trace_rate', got: often"],
+    ['/v2/trace/setting', { trace_count: '-2' }, 400, "Unable to parse 'trace_count'. Expecting value >= -1, got:-2"],
+    ['/v2/trace/setting', { log_frequency: '4294967296' }, 400, "Unable to parse 'log_frequency', value is out of range"],
+    ['/v2/logging', { log_verbose_level: 10000000000 }, 400,
+      "Unable to parse 'log_verbose_level', value is out of range [ 0, 2147483647 ], got: 10000000000"],
     ['/v2/models/ghost/trace/setting', {}, 404, "'ghost'"],
   ])('POST %s %j is refused', async (route, body, status, message) => {
     const r = await post(s.port, route, body);
