@@ -12,6 +12,7 @@ import { classify } from './classification';
 import type { RequestParameters } from './parameters';
 import { tensorFromBytes, tensorToBytes } from './tensor-codec';
 import type { RegionHold, SharedMemoryManager, ShmRef } from './shared-memory';
+import type { Trace } from './trace';
 
 /** An output the client listed, with what it asked for it. */
 export interface OutputRequest {
@@ -36,6 +37,8 @@ export interface InferenceCall {
   parameters: RequestParameters;
   /** Aborted when the client goes away: a queued request is removed, a running one's result dropped. */
   signal?: CancelSignal;
+  /** The request's trace when sampling picked it (level TENSORS records its tensors). */
+  trace?: Trace | null;
 }
 
 export interface AnsweredOutput {
@@ -89,8 +92,13 @@ export class InferenceService {
     const hold = this.#holdOutputRegions(requested);
     try {
       const started = this.onSuccess ? performance.now() : 0;
-      const results = await model.infer(this.#inputsOf(call, model), this.#optionsOf(call, requested));
+      const inputs = this.#inputsOf(call, model);
+      // The model receives the tensors as queued: both of Triton's input activities show them.
+      call.trace?.tensors('TENSOR_QUEUE_INPUT', call.inputs);
+      call.trace?.tensors('TENSOR_BACKEND_INPUT', call.inputs);
+      const results = await model.infer(inputs, this.#optionsOf(call, requested));
       if (this.onSuccess) this.onSuccess(model, performance.now() - started);
+      call.trace?.tensors('TENSOR_BACKEND_OUTPUT', Object.entries(results).map(([name, tensor]) => ({ name, tensor })));
       return this.#answer(call, model, requested, results);
     } finally {
       hold.release();

@@ -1,5 +1,5 @@
 /**
- * Request tracing (Triton's trace extension, mode "triton", level TIMESTAMPS): one request in
+ * Request tracing (Triton's trace extension, mode "triton", levels TIMESTAMPS and TENSORS): one request in
  * `trace_rate` is traced, up to `trace_count` (-1 = no limit), with the timestamps infernode
  * sees (receipt and send by the frontend, start and end of the inference); every
  * `log_frequency` traces (0 = at shutdown) the collected traces are appended to the trace file
@@ -8,6 +8,7 @@
  */
 import { appendFileSync } from 'node:fs';
 import { invalidArg } from '../errors';
+import type { NDArray } from '../tensor';
 
 /** Settings as the trace extension shows them: strings, and a list for the level. */
 export interface TraceSettings {
@@ -27,9 +28,14 @@ type Overrides = Partial<TraceSettings>;
 
 const INT32_MAX = 2147483647;
 
-/** One traced request: marks timestamps, then ends. */
+/** One traced request: marks timestamps, records tensors, then ends. */
 export interface Trace {
   mark(name: string): void;
+  /**
+   * Level TENSORS: the tensors of one activity (TENSOR_QUEUE_INPUT, TENSOR_BACKEND_INPUT,
+   * TENSOR_BACKEND_OUTPUT); a no-op at other levels.
+   */
+  tensors(activity: string, tensors: readonly { name: string; tensor: NDArray }[]): void;
   end(modelVersion: string): void;
 }
 
@@ -40,6 +46,21 @@ interface TraceRecord {
   timestamps: { name: string; ns: string }[];
 }
 
+/** A tensor entry of Triton's trace file: data, shape as comma-separated text, and dtype. */
+interface TensorRecord {
+  id: number;
+  activity: string;
+  tensor: { name: string; data: string; shape: string; dtype: string };
+}
+
+/** Triton writes tensor data as comma-separated values; BYTES as their UTF-8 text. */
+function tensorText(tensor: NDArray): string {
+  if (tensor.dtype === 'BYTES') {
+    return (tensor.data as Uint8Array[]).map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8')).join(',');
+  }
+  return Array.prototype.join.call(tensor.data, ',');
+}
+
 function checkValue(key: string, value: unknown): string | string[] | undefined {
   if (value === null) return undefined;  // clears a per-model override
   const values = Array.isArray(value) ? value : [value];
@@ -48,8 +69,8 @@ function checkValue(key: string, value: unknown): string | string[] | undefined 
   switch (key) {
     case 'trace_level':
       for (const level of strings) {
-        if (level !== 'OFF' && level !== 'TIMESTAMPS') {
-          throw invalidArg(`trace level '${level}' is not supported (supported: OFF, TIMESTAMPS)`);
+        if (level !== 'OFF' && level !== 'TIMESTAMPS' && level !== 'TENSORS') {
+          throw invalidArg(`trace level '${level}' is not supported (supported: OFF, TIMESTAMPS, TENSORS)`);
         }
       }
       return strings;
@@ -83,7 +104,7 @@ export class Tracer {
   readonly #models = new Map<string, Overrides>();
   readonly #seen = new Map<string, number>();
   readonly #remaining = new Map<string, number>();
-  #pending: TraceRecord[] = [];
+  #pending: (TraceRecord | TensorRecord)[] = [];
   #nextId = 1;
 
   /** The settings the server started with: what clearing a global setting (null) goes back to, as Triton. */
@@ -134,15 +155,27 @@ export class Tracer {
     if (remaining === 0) return null;
     if (remaining > 0) this.#remaining.set(key, remaining - 1);
     const record: TraceRecord = { id: this.#nextId++, model_name: model, model_version: '', timestamps: [] };
+    const timestamps = s.trace_level.includes('TIMESTAMPS');
+    const withTensors = s.trace_level.includes('TENSORS');
+    const tensorRecords: TensorRecord[] = [];
     const mark = (name: string): void => {
-      record.timestamps.push({ name, ns: process.hrtime.bigint().toString() });
+      if (timestamps) record.timestamps.push({ name, ns: process.hrtime.bigint().toString() });
     };
     mark(firstMark);
     return {
       mark,
+      tensors: (activity, tensors) => {
+        if (!withTensors) return;
+        for (const { name, tensor } of tensors) {
+          tensorRecords.push({
+            id: record.id, activity,
+            tensor: { name, data: tensorText(tensor), shape: tensor.shape.join(','), dtype: tensor.dtype },
+          });
+        }
+      },
       end: (version) => {
         record.model_version = version;
-        this.#pending.push(record);
+        this.#pending.push(record, ...tensorRecords);
         const frequency = Number(s.log_frequency);
         if (frequency > 0 && this.#pending.length >= frequency) this.flush();
       },

@@ -85,6 +85,22 @@ describe('trace settings', () => {
     expect(trace.timestamps.map((t) => t.name)).toEqual(['HTTP_RECV_START', 'HTTP_INFER_START', 'HTTP_SEND_START']);
   });
 
+  test('level TENSORS records the request\'s inputs and outputs as Triton\'s trace file has them', async () => {
+    await post(s.port, '/v2/models/echo/trace/setting', { trace_level: ['TIMESTAMPS', 'TENSORS'], log_frequency: '1' });
+    const r = await post(s.port, '/v2/models/echo/infer', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], data: [9, 8, 7, 6.5] }] });
+    expect(r.status).toBe(200);
+    await post(s.port, '/v2/models/echo/trace/setting', { trace_level: null, log_frequency: null });
+    type Entry = { id: number; model_name?: string; activity?: string; tensor?: { name: string; data: string; shape: string; dtype: string } };
+    const entries = readFileSync(traceFile, 'utf8').trim().split('\n').flatMap((line) => JSON.parse(line) as Entry[]);
+    const traced = entries.filter((e) => e.model_name === 'echo').at(-1)!;
+    const tensors = entries.filter((e) => e.id === traced.id && e.activity);
+    expect(tensors).toEqual([
+      { id: traced.id, activity: 'TENSOR_QUEUE_INPUT', tensor: { name: 'IN', data: '9,8,7,6.5', shape: '1,4', dtype: 'FP32' } },
+      { id: traced.id, activity: 'TENSOR_BACKEND_INPUT', tensor: { name: 'IN', data: '9,8,7,6.5', shape: '1,4', dtype: 'FP32' } },
+      { id: traced.id, activity: 'TENSOR_BACKEND_OUTPUT', tensor: { name: 'OUT', data: '9,8,7,6.5', shape: '1,4', dtype: 'FP32' } },
+    ]);
+  });
+
   test.each([
     ['/v2/trace/setting', { trace_file: '/tmp/elsewhere' }, 400, 'cannot be changed over the network'],
     ['/v2/trace/setting', { trace_level: ['LOUD'] }, 400, "trace level 'LOUD' is not supported"],

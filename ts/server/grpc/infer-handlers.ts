@@ -51,6 +51,7 @@ function run(
     const request = inferenceCall(o.ctx, msg, {
       metadata: call.metadata, forwardPattern: o.forwardPattern, deadline: deadlineMs(call.getDeadline()), signal,
     });
+    request.trace = trace;
     return new Promise((resolve) => o.turns.submit(() => {
       trace?.mark('REQUEST_START');
       resolve(o.ctx.inference.infer(request, decoupledRefusal));

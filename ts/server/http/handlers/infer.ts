@@ -49,6 +49,7 @@ async function serve(call: HttpCall, modelName: string, trace: Trace | null): Pr
   });
   call.disconnect = new DisconnectSignal();
   decoded.call.signal = call.disconnect;
+  decoded.call.trace = trace;
   trace?.mark('HTTP_INFER_START');
   const answer = await settings.turn.run(() => ctx.inference.infer(decoded.call, DECOUPLED_REFUSAL));
   if (res.destroyed) return answer.modelVersion;
