@@ -5,6 +5,7 @@
  * (a copy happens only when the bytes are not aligned for their TypedArray).
  */
 import { clipShape, invalidArg } from '../errors';
+import { markedInteger } from './big-integers';
 import { describeText, describeValue } from '../describe-value';
 import {
   DATA_TYPES, NDArray, dataTypeByteSize, deserializeBytes, elementCount, serializeBytes, typedArrayFor,
@@ -111,6 +112,28 @@ function integerAt(values: unknown[], i: number, what: string, dtype: DataType):
   return v;
 }
 
+/** `values` with element i a plain number again if the HTTP parser marked it (ts/server/big-integers.ts). */
+function unmarked(values: unknown[], i: number): unknown[] {
+  const literal = markedInteger(values[i]);
+  if (literal !== null) values[i] = Number(literal);
+  return values;
+}
+
+const INT64_RANGE: Record<string, [bigint, bigint]> = {
+  INT64: [-(1n << 63n), (1n << 63n) - 1n],
+  UINT64: [0n, (1n << 64n) - 1n],
+};
+
+/** An INT64/UINT64 element exactly: a safe integer, or a long literal the HTTP parser kept exact. */
+function int64At(values: unknown[], i: number, what: string, dtype: DataType): bigint {
+  const literal = markedInteger(values[i]);
+  if (literal === null) return BigInt(integerAt(values, i, what, dtype));
+  const v = BigInt(literal);
+  const [min, max] = INT64_RANGE[dtype];
+  if (v < min || v > max) throw invalidArg(`${what}: element ${i} (${literal}) is out of range for datatype ${dtype}`);
+  return v;
+}
+
 /** The tensor whose data are JSON values (flat or nested); FP16/BF16 need the binary form. */
 export function tensorFromJson(what: string, dtype: DataType, shape: number[], data: unknown): NDArray {
   if (dtype === 'FP16' || dtype === 'BF16') {
@@ -123,6 +146,7 @@ export function tensorFromJson(what: string, dtype: DataType, shape: number[], d
   }
   if (dtype === 'BYTES') {
     return new NDArray('BYTES', shape, values.map((v, i) => {
+      if (markedInteger(v) !== null) v = unmarked(values, i)[i];
       if (typeof v !== 'string') throw invalidArg(`${what}: element ${i} is ${describeValue(v)}, expected a string for BYTES`);
       return Buffer.from(v, 'utf8');
     }));
@@ -130,7 +154,7 @@ export function tensorFromJson(what: string, dtype: DataType, shape: number[], d
   if (dtype === 'BOOL') {
     const out = new Uint8Array(count);
     for (let i = 0; i < count; i++) {
-      const v = values[i];
+      const v = unmarked(values, i)[i];
       if (typeof v !== 'boolean') throw invalidArg(`${what}: element ${i} is ${describeValue(v)}, expected true or false for BOOL`);
       out[i] = v ? 1 : 0;
     }
@@ -138,13 +162,13 @@ export function tensorFromJson(what: string, dtype: DataType, shape: number[], d
   }
   const out = new (typedArrayFor(dtype))(count);
   if (out instanceof BigInt64Array || out instanceof BigUint64Array) {
-    for (let i = 0; i < count; i++) out[i] = BigInt(integerAt(values, i, what, dtype));
+    for (let i = 0; i < count; i++) out[i] = int64At(values, i, what, dtype);
   } else if (dtype === 'FP32' || dtype === 'FP64') {
-    for (let i = 0; i < count; i++) out[i] = numberAt(values, i, what, dtype);
+    for (let i = 0; i < count; i++) out[i] = numberAt(unmarked(values, i), i, what, dtype);
   } else {
     const probe = new (typedArrayFor(dtype))(1) as Exclude<TypedArray, BigInt64Array | BigUint64Array>;
     for (let i = 0; i < count; i++) {
-      const v = integerAt(values, i, what, dtype);
+      const v = integerAt(unmarked(values, i), i, what, dtype);
       probe[0] = v;
       if (probe[0] !== v) throw invalidArg(`${what}: element ${i} (${v}) is out of range for datatype ${dtype}`);
       (out as typeof probe)[i] = v;

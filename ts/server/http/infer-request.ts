@@ -16,6 +16,7 @@ import { clip, invalidArg } from '../../errors';
 import { describeValue } from '../../describe-value';
 import { dataTypeByteSize, type NDArray, type DataType } from '../../tensor';
 import type { InferenceCall, OutputRequest } from '../inference-service';
+import { markBigIntegers, unmarkOutside } from '../big-integers';
 import { checkForwardedHeader, compileHeaderForwardPattern, exactSequenceId, splitRequestParameters } from '../parameters';
 import { shmRefFromParameters, type ShmRef } from '../shared-memory';
 import { tensorFromBytes, tensorFromJson, wireDataType, wireShape } from '../tensor-codec';
@@ -82,7 +83,11 @@ function isObject(v: unknown): v is Record<string, unknown> {
 function parseHeader(body: Buffer, length: number, model: string): Record<string, unknown> {
   let header: unknown;
   try {
-    header = JSON.parse(body.toString('utf8', 0, length));
+    const text = body.toString('utf8', 0, length);
+    const marked = markBigIntegers(text);
+    header = JSON.parse(marked);
+    // Only inputs' data keep exact 64-bit marks (the tensor decoder reads them).
+    if (marked !== text) header = unmarkOutside(header, (p) => p.length === 3 && p[0] === 'inputs' && p[2] === 'data');
   } catch (err) {
     throw invalidArg(`failed to parse the request JSON buffer for model '${model}': ${(err as Error).message}`);
   }

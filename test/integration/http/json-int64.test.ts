@@ -1,0 +1,58 @@
+/**
+ * 64-bit integers in JSON tensor data are read exactly, as Triton reads them: INT64 and UINT64
+ * values beyond 2^53 reach the model and come back digit for digit; values outside the type's
+ * range are refused; long literals elsewhere (FP64 data, parameters) keep JSON's double value;
+ * digits inside strings are untouched.
+ */
+import { bindInferModels } from './models';
+import { serve, type Served } from './http-helpers';
+
+let s: Served;
+
+beforeAll(async () => {
+  s = await serve(bindInferModels);
+});
+
+afterAll(async () => {
+  await s.triton.stop();
+});
+
+/** Posts a JSON body given as text (so its number literals stay as written) and returns status and text. */
+async function postText(model: string, body: string): Promise<{ status: number; text: string }> {
+  const r = await fetch(`http://127.0.0.1:${s.port}/v2/models/${model}/infer`, { method: 'POST', body });
+  return { status: r.status, text: await r.text() };
+}
+
+const request = (datatype: string, data: string, extra = ''): string =>
+  `{"inputs":[{"name":"IN","datatype":"${datatype}","shape":[1,${data.split(',').length}],"data":[${data}]}]${extra}}`;
+
+test.each([
+  ['INT64', '9223372036854775807,-9223372036854775808,9007199254740993,-1'],
+  ['UINT64', '18446744073709551615,9007199254740993,0'],
+])('%s values beyond 2^53 travel exactly, both ways', async (datatype, data) => {
+  const r = await postText(`echo_${datatype}`, request(datatype, data));
+  expect(r.status).toBe(200);
+  expect(r.text).toContain(`"data":[${data}]`);
+});
+
+test.each([
+  ['INT64', '9223372036854775808', "element 0 (9223372036854775808) is out of range for datatype INT64"],
+  ['UINT64', '18446744073709551616', "element 0 (18446744073709551616) is out of range for datatype UINT64"],
+  ['UINT64', '-12345678901234567', 'is out of range for datatype UINT64'],
+])('%s %s is refused as out of range', async (datatype, data, message) => {
+  const r = await postText(`echo_${datatype}`, request(datatype, data));
+  expect(r.status).toBe(400);
+  expect(JSON.parse(r.text).error).toContain(message);
+});
+
+test('long literals elsewhere keep their JSON value; strings keep their digits', async () => {
+  const fp = await postText('echo_FP64', request('FP64', '12345678901234567890,1.5', ',"parameters":{"k":12345678901234567890}'));
+  expect(fp.status).toBe(200);
+  expect(fp.text).toContain('"data":[12345678901234567000,1.5]');
+  const bytes = await postText('echo_BYTES', '{"inputs":[{"name":"IN","datatype":"BYTES","shape":[1,1],"data":["12345678901234567890"]}]}');
+  expect(bytes.status).toBe(200);
+  expect(bytes.text).toContain('"data":["12345678901234567890"]');
+  const wrong = await postText('echo_BYTES', request('BYTES', '12345678901234567890'));
+  expect(wrong.status).toBe(400);
+  expect(JSON.parse(wrong.text).error).toContain('element 0 is 12345678901234567000, expected a string for BYTES');
+});
