@@ -223,7 +223,8 @@ export class Triton {
   useRepository(options: Omit<RepositoryOptions, 'maxQueueSizeHardLimit' | 'rateLimiter'>): ModelRepositoryManager {
     if (this.#repository) throw new InferenceServerError('ALREADY_EXISTS', 'a model repository is already in use');
     this.#repository = new ModelRepositoryManager(this, {
-      log: (line) => this.logger.info(line), ...options, maxQueueSizeHardLimit: this.config.maxQueueSizeHardLimit,
+      log: (line) => this.logger.info(line), logError: options.log ?? ((line) => this.logger.error(line)),
+      ...options, maxQueueSizeHardLimit: this.config.maxQueueSizeHardLimit,
       rateLimiter: this.rateLimiter ?? undefined,
     });
     return this.#repository;
@@ -259,9 +260,10 @@ export class Triton {
       const failed = await this.#repository.start();
       if (this.#stopped) throw stoppedDuringStart();
       if (failed.size > 0 && (this.config.exitOnError ?? true)) {
-        const reasons = [...failed].map(([name, reason]) => `${name}: ${reason}`).join('; ');
+        const reasons = [...failed].map(([name, reason]) => `\n  ${name}: ${reason}`).join('');
         await this.stop();
-        throw new InferenceServerError('UNAVAILABLE', `failed to load model(s): ${reasons}`);
+        throw new InferenceServerError('UNAVAILABLE', `failed to load model(s):${reasons}\n` +
+          'To serve the models that did load, start with exitOnError: false (infernode serve --exit-on-error=false).');
       }
     }
     if (this.#stopped) throw stoppedDuringStart();
@@ -440,7 +442,8 @@ export class Triton {
     const versions = this.#models.get(key);
     if (versions && versions.size > 0) return versions;
     if (this.#servedAtStop?.has(key)) throw serverShuttingDown(name);
-    throw notFound(`Request for unknown model: '${clip(name)}' is not found`);
+    const failure = this.#repository?.failureReason(name);
+    throw notFound(`Request for unknown model: '${clip(name)}' is not found` + (failure ? ` (its last load failed: ${failure})` : ''));
   }
 
   /** In-process inference: resolves with the outputs, or rejects with an InferenceServerError. */

@@ -40,12 +40,17 @@ function runSync(args: string[]): { status: number | null; stdout: string; stder
 class Server {
   readonly child: ChildProcess;
   output = '';
+  /** What went to stderr alone. */
+  errors = '';
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
   constructor(args: string[], cwd?: string) {
     this.child = spawn(process.execPath, [MAIN, 'serve', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.on('data', (d: Buffer) => { this.output += d.toString(); });
-    this.child.stderr!.on('data', (d: Buffer) => { this.output += d.toString(); });
+    this.child.stderr!.on('data', (d: Buffer) => {
+      this.output += d.toString();
+      this.errors += d.toString();
+    });
     this.exited = new Promise((resolve) => this.child.on('exit', (code, signal) => resolve({ code, signal })));
   }
 
@@ -209,8 +214,18 @@ describe('a model that fails to load', () => {
     const s = serve([`--model-repository=${repo.root}`, ...NO_LISTENERS]);
     const { code } = await s.exited;
     expect(code).toBe(1);
-    expect(s.output).toMatch(/infernode: failed to load model\(s\): broken: model 'broken' version 1: .*Protobuf parsing failed/);
+    // One line per model with its reason, then how to start anyway.
+    expect(s.errors).toMatch(/infernode: failed to load model\(s\):\n {2}broken: model 'broken' version 1: .*Protobuf parsing failed/);
+    expect(s.errors).toContain('To serve the models that did load, start with exitOnError: false (infernode serve --exit-on-error=false).');
     expect(s.output).not.toMatch(/serving \d+ model/);
+  });
+
+  test('the failure is an error on stderr, which --log-info=false does not hide', async () => {
+    const s = serve([`--model-repository=${repo.root}`, '--exit-on-error=false', '--log-info=false', ...NO_LISTENERS]);
+    await s.waitFor(/failed to load model 'broken'/);
+    expect(s.errors).toMatch(/^E\S* .*infernode: failed to load model 'broken': model 'broken' version 1: /m);
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toEqual({ code: 0, signal: null });
   });
 
   test('keeps serving the other models with --exit-on-error=false, until SIGTERM', async () => {

@@ -47,6 +47,8 @@ export interface RepositoryOptions {
   pollSecs?: number;
   maxQueueSizeHardLimit?: number;
   log?: (line: string) => void;
+  /** Failures (a model that does not load, a repository that cannot be read); default: `log`. */
+  logError?: (line: string) => void;
   /** The server's rate limiter (rateLimit 'execution_count'), given to every model loaded. */
   rateLimiter?: RateLimiter;
 }
@@ -72,6 +74,7 @@ export class ModelRepositoryManager {
   readonly #records = new Map<string, ModelRecord>();
   readonly #queues = new Map<string, Promise<unknown>>();
   readonly #log: (line: string) => void;
+  readonly #logError: (line: string) => void;
   #timer: NodeJS.Timeout | null = null;
   #stopped = false;
 
@@ -80,6 +83,17 @@ export class ModelRepositoryManager {
     this.#options = options;
     this.controlMode = options.controlMode ?? 'none';
     this.#log = options.log ?? ((line) => console.log(line));
+    this.#logError = options.logError ?? this.#log;
+  }
+
+  /**
+   * Why `name` is not serving when its last load failed (the repository index's reason); null
+   * when it serves, was never tried, or was unloaded.
+   */
+  failureReason(name: string): string | null {
+    const record = [...this.#records.entries()].find(([n]) => n.toLowerCase() === name.toLowerCase())?.[1];
+    return record && record.state === 'UNAVAILABLE' && record.versions.size === 0 && record.reason && record.reason !== 'unloaded'
+      ? record.reason : null;
   }
 
   /** Initial loads; resolves with the models that failed (name → reason). */
@@ -179,7 +193,7 @@ export class ModelRepositoryManager {
     try {
       return scanRepositories(this.#options.repositories);
     } catch (err) {
-      this.#log(`infernode: cannot scan the model repository: ${(err as Error).message}`);
+      this.#logError(`infernode: cannot scan the model repository: ${(err as Error).message}`);
       return new Map();
     }
   }
@@ -293,7 +307,7 @@ export class ModelRepositoryManager {
       return null;
     } catch (err) {
       const reason = toInferenceServerError(err).message;
-      this.#log(`infernode: failed to load model '${name}': ${reason}`);
+      this.#logError(`infernode: failed to load model '${name}': ${reason}`);
       record.fingerprint = seen;
       // Files sent with this load serve nothing now.
       if (dir.dir !== record.dir.dir || previous.size === 0) removeOverrideDirectory(dir);
@@ -328,7 +342,7 @@ export class ModelRepositoryManager {
     if (this.#stopped || secs === 0) return;
     this.#timer = setTimeout(() => {
       this.#timer = null;
-      this.poll().catch((err: unknown) => this.#log(`infernode: repository poll failed: ${(err as Error).message}`))
+      this.poll().catch((err: unknown) => this.#logError(`infernode: repository poll failed: ${(err as Error).message}`))
         .finally(() => this.#schedulePoll());
     }, secs * 1000);
     this.#timer.unref();

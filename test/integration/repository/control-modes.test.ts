@@ -85,7 +85,7 @@ describe('explicit', () => {
   test('loadModels naming a model the repository lacks fails the start-up with exitOnError', async () => {
     const { repoTriton } = await import('./repo-helpers');
     const s = repoTriton(repo.root, { controlMode: 'explicit', loadModels: ['a', 'zzz'], config: { exitOnError: true } });
-    await expectRejects(s.triton.run(), 'UNAVAILABLE', "failed to load model(s): zzz: model 'zzz' is not in the model repository");
+    await expectRejects(s.triton.run(), 'UNAVAILABLE', "failed to load model(s):\n  zzz: model 'zzz' is not in the model repository\nTo serve the models that did load, start with exitOnError: false (infernode serve --exit-on-error=false).");
   });
 
   test('load, reload and unload through the API', async () => {

@@ -99,7 +99,7 @@ describe.each(BROKEN)('%s', (_what, breakIt, reason) => {
 test('with exitOnError (the default), run() rejects naming the model and its reason, and nothing stays loaded', async () => {
   repo.onnx('bad', 1, Buffer.from('garbage'));
   const { triton } = repoTriton(repo.root, { config: { exitOnError: true } });
-  const err = await expectRejects(triton.run(), 'UNAVAILABLE', /^failed to load model\(s\): bad: model 'bad' version 1: .*Protobuf parsing failed/);
+  const err = await expectRejects(triton.run(), 'UNAVAILABLE', /^failed to load model\(s\):\n {2}bad: model 'bad' version 1: .*Protobuf parsing failed/);
   expect(err.message).not.toContain('good');
   expect(triton.isConnected()).toBe(false);
   // 'good' loaded, then the failed start stopped the server: a retryable refusal, not "unknown".
@@ -154,4 +154,19 @@ test('two repositories holding the same model name: the start-up fails with both
 test('a repository path that is not a directory fails the start-up, naming it', async () => {
   const { triton } = repoTriton(repo.path('nowhere'));
   await expectRejects(triton.run(), 'INVALID_ARG', `model repository '${repo.path('nowhere')}' is not a directory`);
+});
+
+test('a request for a model whose load failed says why, not only "unknown model"', async () => {
+  repo.onnx('broken', 1, Buffer.from('not an onnx model'));
+  repo.onnx('fine', 1, addConstModel(1));
+  const { triton } = await startRepoTriton(repo.root);
+  try {
+    const err = await expectRejects(triton.infer('broken', { INPUT0: new NDArray('FP32', [1, 4], new Float32Array(4)) }), 'NOT_FOUND',
+      "Request for unknown model: 'broken' is not found (its last load failed: model 'broken' version 1: ");
+    expect(err.message).toContain('Protobuf parsing failed');
+    // A name that was never in the repository gets Triton's text alone.
+    await expectRejects(triton.infer('ghost', {}), 'NOT_FOUND', /^Request for unknown model: 'ghost' is not found$/);
+  } finally {
+    await triton.stop();
+  }
 });
