@@ -26,7 +26,7 @@ export {
 } from './client/model-client';
 export { clientForUrl, parseTritonUrl, type ClientOptions, type TritonUrl } from './client/connect';
 export {
-  ClientError, ClientValueError, ClientInvalidUrlError, ClientTimeoutError, ClientClosedError, ModelDoesntSupportBatchingError,
+  ClientError, ClientValueError, ClientInvalidUrlError, ClientTimeoutError, ClientClosedError, ModelDoesntSupportBatchingError, ModelUnavailableError,
   StreamResponseError,
 } from './client/errors';
 export type {

@@ -16,7 +16,7 @@ import { HttpInferenceServerClient } from '../../ts/client/http';
 import { ModelClient } from '../../ts/client/model-client';
 import { parseTritonUrl } from '../../ts/client/connect';
 import {
-  ClientClosedError, ClientInvalidUrlError, ClientTimeoutError, ClientValueError, ModelDoesntSupportBatchingError,
+  ClientClosedError, ClientInvalidUrlError, ClientTimeoutError, ClientValueError, ModelDoesntSupportBatchingError, ModelUnavailableError,
 } from '../../ts/client/errors';
 import { gate, type Gate } from './helpers';
 import { echo, serve, type Served } from './http/http-helpers';
@@ -279,6 +279,16 @@ describe('ModelClient', () => {
       await client.close();
       await late.triton.stop();
     }
+  });
+
+  test('a model the server does not have fails at once with ModelUnavailableError, not after initTimeoutS', async () => {
+    // initTimeoutS is 300 s: the test's own timeout fails it if the client waits.
+    const client = new ModelClient(url(), 'ehco', undefined, { initTimeoutS: 300 });
+    const err = await client.inferSample({ IN: new Float32Array([1]) }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ModelUnavailableError);
+    expect((err as Error).message).toMatch(/^model 'ehco' is not served at .*: the server's model repository has only /);
+    expect((err as Error).message).toContain("'echo'");
+    await client.close();
   });
 
   test('waitForServer and eager init time out with ClientTimeoutError', async () => {

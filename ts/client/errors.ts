@@ -32,6 +32,17 @@ export class ClientTimeoutError extends ClientError {
   }
 }
 
+/**
+ * Waiting for a model the server says it does not have: no entry in its repository index
+ * (PyTritonClientModelUnavailableError). A model that is loading, or listed but unloaded, is
+ * waited for instead.
+ */
+export class ModelUnavailableError extends ClientError {
+  constructor(message: string) {
+    super('NOT_FOUND', message);
+  }
+}
+
 /** The client was closed (PyTritonClientClosedError). */
 export class ClientClosedError extends ClientError {
   constructor(message = 'the client is closed') {

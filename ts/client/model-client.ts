@@ -22,7 +22,7 @@
 import { InferenceServerError } from '../errors';
 import { NDArray, ndarray, parseDataType, type DataType, type TypedArray } from '../tensor';
 import { clientForUrl, type ClientOptions } from './connect';
-import { ClientClosedError, ClientTimeoutError, ClientValueError, ModelDoesntSupportBatchingError } from './errors';
+import { ClientClosedError, ClientTimeoutError, ClientValueError, ModelDoesntSupportBatchingError, ModelUnavailableError } from './errors';
 import { toGenerateValue, fromGenerateValue } from './generate-values';
 import { GrpcInferenceServerClient } from './grpc';
 import { HttpInferenceServerClient } from './http';
@@ -219,9 +219,29 @@ export class ModelClient {
 
   /** Waits until the server and the model are ready; ClientTimeoutError after `timeoutS`. */
   async waitForModel(timeoutS: number): Promise<void> {
-    await this.#poll(timeoutS, `model '${this.modelName}' at ${this.url}`, async () =>
-      (await this.#client.serverLive()) && (await this.#client.serverReady()) &&
-      (await this.#client.modelReady(this.modelName, this.modelVersion)));
+    await this.#poll(timeoutS, `model '${this.modelName}' at ${this.url}`, async () => {
+      if (!(await this.#client.serverLive()) || !(await this.#client.serverReady())) return false;
+      if (await this.#client.modelReady(this.modelName, this.modelVersion)) return true;
+      await this.#checkModelExists();
+      return false;
+    });
+  }
+
+  /**
+   * Fails fast when a ready server's repository index does not list the model at all (a typo
+   * waits for nothing); a model that is loading, or listed as unloaded, is still waited for.
+   */
+  async #checkModelExists(): Promise<void> {
+    let index: { name: string }[];
+    try {
+      index = await this.#client.repositoryIndex();
+    } catch {
+      return;  // a server without the repository extension: keep waiting
+    }
+    if (!index.some((entry) => entry.name === this.modelName)) {
+      throw new ModelUnavailableError(`model '${this.modelName}' is not served at ${this.url}: the server's model repository ` +
+        `has ${index.length === 0 ? 'no models' : `only ${index.slice(0, 10).map((e) => `'${e.name}'`).join(', ')}${index.length > 10 ? ', …' : ''}`}`);
+    }
   }
 
   async #poll(timeoutS: number, what: string, check: () => Promise<boolean>): Promise<void> {
@@ -232,8 +252,9 @@ export class ModelClient {
       try {
         if (await check()) return;
       } catch (err) {
-        // Not up yet (connection refused): keep waiting. A closed client stops the wait.
-        if (this.#closed) throw err;
+        // Not up yet (connection refused): keep waiting. A closed client stops the wait, and so
+        // does a server saying the model does not exist.
+        if (this.#closed || err instanceof ModelUnavailableError) throw err;
       }
       const left = deadline - Date.now();
       if (left <= 0) throw new ClientTimeoutError(`waiting for ${what} to be ready took longer than ${timeoutS} s`);
