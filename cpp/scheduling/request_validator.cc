@@ -39,8 +39,13 @@ Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const 
   if (!ShapeMatches(spec.dims, dims)) {
     Shape expected = spec.dims;
     if (batching) expected.insert(expected.begin(), -1);
-    return InvalidArg("unexpected shape for " + label + ". Expected " + ShapeToString(expected) +
-                      ", got " + ClippedShape(in.shape));
+    // Triton's text; when the shape is one sample without its batch axis, say so.
+    const bool one_sample = batching && ShapeMatches(spec.dims, in.shape);
+    return InvalidArg("unexpected shape for " + label + ". Expected " + ShapeToString(expected) + ", got " +
+                      ClippedShape(in.shape) +
+                      (one_sample ? " (one sample without the batch dimension: give it shape [1," +
+                                        ShapeToString(in.shape).substr(1) + ")"
+                                  : ""));
   }
   int64_t count = 0;
   Status s = ElementCount(in.shape, &count);
