@@ -94,6 +94,8 @@ interface LiveSequence {
   maybeSums: number[] | null;
   /** Date.now() when the last answer came. */
   answeredAt: number;
+  /** When the last answered step was sent: before the server finished it and its idle time began. */
+  stepSentAt: number;
 }
 
 /** Sequences stopped without END, waiting to be probed. */
@@ -126,7 +128,7 @@ class Lane {
   private async runSequence(): Promise<void> {
     const model = SEQUENCE_MODELS[Math.random() < 0.7 ? 0 : 1];
     const seq: LiveSequence = {
-      model, id: newId(model, this.name, this.n++), length: 1 + random(MAX_STEPS), done: 0, sum: 0, maybeSums: null, answeredAt: 0,
+      model, id: newId(model, this.name, this.n++), length: 1 + random(MAX_STEPS), done: 0, sum: 0, maybeSums: null, answeredAt: 0, stepSentAt: 0,
     };
     while (!this.state.stopped && seq.done < seq.length) {
       if (seq.done > 0 && seq.maybeSums === null && Math.random() < ABANDON_FRACTION) {
@@ -154,6 +156,7 @@ class Lane {
       return this.stepFailed(seq, { x, start, end, sentAt, aborted: aborted() }, err);
     }
     seq.answeredAt = Date.now();
+    seq.stepSentAt = sentAt;
     const expected = (uncertain ?? [start ? 0 : seq.sum]).map((s) => s + x);
     const wrong = answer.corrid !== String(seq.id) ? `the model saw CORRID ${answer.corrid}`
       : !expected.includes(answer.sum) ? `SUM is ${answer.sum} at step ${seq.done + 1}, expected ${expected.join(' or ')} (input ${x})`
@@ -176,16 +179,18 @@ class Lane {
       this.record('cancelled', seq);
       seq.maybeSums = step.start ? [step.x] : step.end ? [seq.sum] : [seq.sum, seq.sum + step.x];
       seq.answeredAt = Date.now();
+      seq.stepSentAt = step.sentAt;
       return true;
     }
     if (seq.maybeSums !== null && (isStartError(err) || isCancelledError(err))) {
       this.record('released', seq);
       return false;
     }
-    // Refused as expired after this client took longer than the idle time to send the step (a
-    // stalled event loop): the server is right.
-    if (isStartError(err) && seq.answeredAt > 0 && step.sentAt - seq.answeredAt > SEQUENCE_IDLE_MS) {
-      this.record('expired', seq, `${step.sentAt - seq.answeredAt} ms after its last answer`);
+    // Refused as expired when the server may have been idle for the sequence longer than the idle
+    // time: measured from when the previous step was sent (the server finished it later, and this
+    // client may have read the answer late on a stalled event loop), the server is right.
+    if (isStartError(err) && seq.answeredAt > 0 && step.sentAt - seq.stepSentAt > SEQUENCE_IDLE_MS) {
+      this.record('expired', seq, `${step.sentAt - seq.stepSentAt} ms after sending its previous step`);
       return false;
     }
     const { outcome, detail } = classifyError(this.state, { cycled: false }, step.sentAt, false, err);
