@@ -12,6 +12,7 @@ const root = path.join(__dirname, '..');
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'infernode-gyp-'));
 fs.cpSync(path.join(root, 'cpp'), path.join(work, 'cpp'), { recursive: true });
 fs.copyFileSync(path.join(root, 'binding.gyp'), path.join(work, 'binding.gyp'));
+fs.cpSync(path.join(root, 'third_party'), path.join(work, 'third_party'), { recursive: true });
 fs.mkdirSync(path.join(work, 'scripts'));
 fs.copyFileSync(path.join(root, 'scripts', 'ort-paths.js'), path.join(work, 'scripts', 'ort-paths.js'));
 fs.symlinkSync(path.join(root, 'node_modules'), path.join(work, 'node_modules'));

@@ -345,22 +345,36 @@ export interface Addon {
   gpuMetricsUnavailable(): string | null;
   /** Creates `instanceCount` sessions off the event loop (libuv pool). */
   loadOnnxModel(libraryPath: string, modelPath: string, instanceCount: number, options: OnnxLoadOptions): Promise<OnnxModelHandle>;
+  /**
+   * Opens ONNX Runtime (or reuses this process's) on the calling thread and says its version and
+   * the execution providers it knows; for `infernode doctor`. UNAVAILABLE when it cannot be opened.
+   */
+  onnxRuntimeInfo(libraryPath: string): { version: string; providers: string[] };
 }
 
 let addon: Addon | undefined;
+const packageRoot = path.join(__dirname, '..');
+
+/** The addon file node-gyp-build picks: build/Release/ (a source build) before prebuilds/. */
+export function nativeAddonPath(): string {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('node-gyp-build') as { path(dir: string): string }).path(packageRoot);
+}
 
 /** The loaded addon (loaded once per environment, on first use). */
 export function native(): Addon {
   if (addon) return addon;
-  const root = path.join(__dirname, '..');
+  const root = packageRoot;
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     addon = require('node-gyp-build')(root) as Addon;
   } catch (err) {
     throw new Error(
       `infernode: could not load the native addon (${(err as Error).message}).\n` +
-        `Tried prebuilds/${process.platform}-${process.arch}/ and build/Release/ under ${root}.\n` +
-        'Build it with `npm run build:native` (needs cmake and a C++17 compiler) or reinstall the package.',
+        `Tried prebuilds/${process.platform}-${process.arch}/ and build/Release/ under ${root}; the package ships ` +
+        'prebuilds for linux-x64 and linux-arm64 (glibc).\n' +
+        'Build it from source with `npm rebuild infernode --build-from-source` (needs cmake, or python3 and make, and a ' +
+        'C++17 compiler), or `npm run build:native` in a clone. `npx infernode doctor` says what was found.',
     );
   }
   addon.init(InferenceServerError);

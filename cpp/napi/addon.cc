@@ -67,6 +67,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("init", Napi::Function::New<Init>(env, "init"));
   exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
   exports.Set("loadOnnxModel", Napi::Function::New<LoadOnnxModel>(env, "loadOnnxModel"));
+  exports.Set("onnxRuntimeInfo", Napi::Function::New<OnnxRuntimeInfo>(env, "onnxRuntimeInfo"));
   exports.Set("hash128", Napi::Function::New<Hash128Function>(env, "hash128"));
   exports.Set("pinnedMemory", Napi::Function::New<PinnedMemory>(env, "pinnedMemory"));
   exports.Set("readGpuMetrics", Napi::Function::New<ReadGpuMetricsFunction>(env, "readGpuMetrics"));

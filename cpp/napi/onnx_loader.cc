@@ -120,6 +120,22 @@ Napi::Value LoadOnnxModel(const Napi::CallbackInfo& info) {
   return promise;
 }
 
+Napi::Value OnnxRuntimeInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "onnxRuntimeInfo(libraryPath)");
+  std::shared_ptr<OrtRuntime> runtime;
+  Status status = OrtRuntime::Get(info[0].As<Napi::String>().Utf8Value(), &runtime);
+  std::vector<std::string> providers;
+  if (status.IsOk()) status = runtime->AvailableProviders(&providers);
+  if (!status.IsOk()) ThrowStatus(env, status);
+  Napi::Array names = Napi::Array::New(env, providers.size());
+  for (size_t i = 0; i < providers.size(); ++i) names.Set(static_cast<uint32_t>(i), providers[i]);
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("version", runtime->Version());
+  out.Set("providers", names);
+  return out;
+}
+
 std::vector<std::unique_ptr<OnnxSession>> TakeOnnxSessions(const Napi::Value& handle) {
   bool tagged = false;
   if (!handle.IsExternal() || napi_check_object_type_tag(handle.Env(), handle, &kOnnxSessionsTag, &tagged) != napi_ok ||

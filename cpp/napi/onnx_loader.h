@@ -20,6 +20,10 @@ struct OnnxSessions {
 
 Napi::Value LoadOnnxModel(const Napi::CallbackInfo& info);
 
+// onnxRuntimeInfo(libraryPath) → { version, providers }: opens the library (or reuses the
+// process's runtime) on the calling thread; for `infernode doctor`, not for the hot path.
+Napi::Value OnnxRuntimeInfo(const Napi::CallbackInfo& info);
+
 // The sessions of a handle (moved out; empty when taken already or not a handle).
 std::vector<std::unique_ptr<OnnxSession>> TakeOnnxSessions(const Napi::Value& handle);
 

@@ -2,6 +2,7 @@
 /**
  * `infernode serve`: serves a Triton model repository with tritonserver's usual flags.
  * `infernode perf`: measures a model as perf_analyzer does (ts/perf/).
+ * `infernode doctor`: what this installation loaded and what GPU use still needs (doctor.ts).
  * commander parses the command line (a well-kept parser with help generation; flag spelling,
  * repeatable options and `--flag=false` booleans as tritonserver accepts them).
  */
@@ -11,6 +12,7 @@ import type { TritonConfig } from '../config/types';
 import type { ControlMode } from '../repository/manager';
 import { API_GROUPS, parseRestrictions } from '../server/restrictions';
 import { addPerfCommand } from '../perf/command';
+import { addDoctorCommand } from './doctor';
 
 function parseBool(value: string | undefined): boolean {
   if (value === undefined) return true;
@@ -289,6 +291,7 @@ export function buildProgram(): Command {
       await serve({ ...o, modelRepository: [...o.modelRepository, ...(o.modelStore ?? [])] });
     });
   addPerfCommand(program);
+  addDoctorCommand(program);
   return program;
 }
 

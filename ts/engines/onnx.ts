@@ -6,13 +6,7 @@
 import { native, type OnnxLoadOptions, type OnnxModelHandle, type TensorRtLoadOptions } from '../native';
 import { InferenceServerError } from '../errors';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const ortPaths = require('../../scripts/ort-paths.js') as { paths(): { include: string; library: string } };
-
-/** The ONNX Runtime shared library this process loads (ONNXRUNTIME_ROOT or the npm package). */
-export function onnxRuntimeLibrary(): string {
-  return ortPaths.paths().library;
-}
+import { locateOnnxRuntime, missingOnnxRuntimeHint, GPU_PROVIDERS_PACKAGE, GPU_PROVIDERS_VERSION } from './ort-library';
 
 export type InstanceKind = 'KIND_CPU' | 'KIND_GPU' | 'KIND_AUTO';
 
@@ -45,7 +39,9 @@ export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxModelH
   if (gpuWanted) attempts.push({ name: 'CUDA', options: { ...base, useCuda: true } });
   if (req.kind !== 'KIND_GPU') attempts.push({ name: 'CPU', options: base });
   const log = req.log ?? ((line: string) => console.log(line));
-  const library = onnxRuntimeLibrary();
+  const location = locateOnnxRuntime();
+  if (!location) throw new InferenceServerError('UNAVAILABLE', `model '${req.modelName}' is an ONNX model, but ${missingOnnxRuntimeHint()}`);
+  const library = location.openPath;
   let lastError: unknown;
   for (const attempt of attempts) {
     try {
@@ -71,6 +67,7 @@ function gpuHint(): string {
   if (native().buildInfo().cudaDeviceCount === 0) {
     return `${cpuFallback}: this machine has no usable CUDA device.`;
   }
-  return `${cpuFallback}, or give ONNX Runtime its CUDA provider: install com.github.asus4.onnxruntime.linux-x64-gpu, ` +
-    'put its libraries beside libonnxruntime.so under ONNXRUNTIME_ROOT/lib, with cuDNN 9 and cuBLAS on LD_LIBRARY_PATH (docs/gpu.md).';
+  const providers = locateOnnxRuntime()?.gpuProviders;
+  const install = providers ? `the CUDA provider in ${providers} is there` : `install ONNX Runtime's CUDA provider (npm install ${GPU_PROVIDERS_PACKAGE}@${GPU_PROVIDERS_VERSION})`;
+  return `${cpuFallback}, or ${install}; it needs cuDNN 9 and cuBLAS on LD_LIBRARY_PATH (docs/gpu.md, \`npx infernode doctor\`).`;
 }

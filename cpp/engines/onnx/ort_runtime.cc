@@ -45,6 +45,14 @@ Status OrtRuntime::Get(const std::string& library_path, std::shared_ptr<OrtRunti
 // The library stays mapped: ONNX Runtime's own static destructors may still run at exit.
 OrtRuntime::~OrtRuntime() = default;
 
+Status OrtRuntime::AvailableProviders(std::vector<std::string>* out) const {
+  char** names = nullptr;
+  int count = 0;
+  RETURN_IF_ERROR(Check(api_->GetAvailableProviders(&names, &count), "listing ONNX Runtime's execution providers"));
+  out->assign(names, names + count);
+  return Check(api_->ReleaseAvailableProviders(names, count), "releasing the provider list");
+}
+
 Status OrtRuntime::Check(OrtStatus* status, const std::string& what) const {
   if (status == nullptr) return Status::Success();
   const OrtErrorCode code = api_->GetErrorCode(status);

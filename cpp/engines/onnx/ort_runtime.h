@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "engines/onnx/ort_owned.h"
@@ -29,6 +30,10 @@ class OrtRuntime {
   const OrtApi* Api() const { return api_; }
   OrtEnv* Env() const { return env_.get(); }
   const std::string& Version() const { return version_; }
+
+  // The execution providers this ONNX Runtime build knows (GetAvailableProviders); a provider
+  // that loads from its own library (CUDA, TensorRT) is listed whether or not that library exists.
+  Status AvailableProviders(std::vector<std::string>* out) const;
 
   // Converts (and releases) an OrtStatus; `what` says what was being done.
   Status Check(OrtStatus* status, const std::string& what) const;

@@ -1,0 +1,129 @@
+#!/usr/bin/env node
+// Builds what a release ships, reproducibly, into dist/:
+//   1. the prebuilt addon prebuilds/linux-x64/infernode.napi.glibc.node: a clean cmake-js build
+//      in build-release/ with CUDA required (cudart static), source paths mapped away, stripped;
+//      its SHA-256 and the toolchain are written beside it (prebuilds/linux-x64/BUILD.json);
+//   2. the platform packages of packages/ (ONNX Runtime's library copied unchanged from the
+//      pinned upstream npm packages, which are this repository's devDependencies);
+//   3. `npm pack` of the platform packages and of infernode itself.
+// `npm run release:prebuild` does step 1 only, and so does a plain `npm pack` (prepack), so no
+// tarball is made without the prebuild. `--no-prebuild` skips it (a tarball without a prebuild,
+// whose install builds from source: the install-time comparison of scripts/install-smoke.js).
+'use strict';
+const { spawnSync, execFileSync } = require('node:child_process');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.join(__dirname, '..');
+const args = process.argv.slice(2);
+const dist = path.join(root, 'dist');
+
+function run(cmd, argv, options = {}) {
+  const result = spawnSync(cmd, argv, { cwd: root, stdio: 'inherit', ...options });
+  if (result.status !== 0) throw new Error(`${cmd} ${argv.join(' ')} failed (exit ${result.status})`);
+}
+
+function sha256(file) {
+  return crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+}
+
+function firstLine(cmd, argv) {
+  try {
+    return execFileSync(cmd, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split('\n').find((l) => l.trim()) ?? '';
+  } catch {
+    return 'not found';
+  }
+}
+
+function buildPrebuild() {
+  const out = path.join(root, 'build-release');
+  fs.rmSync(out, { recursive: true, force: true });
+  const cmakeJs = require.resolve('cmake-js/bin/cmake-js');
+  run(process.execPath, [cmakeJs, 'compile', '--out', out, '--parallel', String(require('node:os').availableParallelism?.() ?? 2),
+    '--CDINFERNODE_REQUIRE_CUDA=ON', `--CDINFERNODE_PREFIX_MAP=${root}=infernode`]);
+  const target = path.join(root, 'prebuilds', `${process.platform}-${process.arch}`);
+  fs.rmSync(target, { recursive: true, force: true });
+  fs.mkdirSync(target, { recursive: true });
+  // napi: any Node-API ≥ 8 runtime; glibc: node-gyp-build skips it on musl (Alpine).
+  const file = path.join(target, 'infernode.napi.glibc.node');
+  fs.copyFileSync(path.join(out, 'Release', 'infernode.node'), file);
+  run('strip', ['--strip-unneeded', file]);
+  const info = {
+    file: path.basename(file), bytes: fs.statSync(file).size, sha256: sha256(file),
+    node: process.version, compiler: firstLine('c++', ['--version']), cuda: nvccRelease(),
+    cmake: firstLine('cmake', ['--version']), glibcRequired: maxGlibc(file),
+  };
+  fs.writeFileSync(path.join(target, 'BUILD.json'), `${JSON.stringify(info, null, 2)}\n`);
+  console.log(`release: ${path.relative(root, file)} ${info.bytes} bytes, sha256 ${info.sha256}`);
+  return info;
+}
+
+function nvccRelease() {
+  try {
+    return (execFileSync('nvcc', ['--version'], { encoding: 'utf8' }).match(/release [^\n]*/) ?? ['unknown'])[0];
+  } catch {
+    return 'not found';
+  }
+}
+
+/** The newest GLIBC_x.y symbol version the binary needs (the oldest glibc it runs on). */
+function maxGlibc(file) {
+  const text = execFileSync('objdump', ['-T', file], { encoding: 'utf8' });
+  const versions = [...text.matchAll(/GLIBC_(\d+)\.(\d+)/g)].map((m) => [Number(m[1]), Number(m[2])]);
+  versions.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const max = versions.at(-1);
+  return max ? `${max[0]}.${max[1]}` : 'none';
+}
+
+/** Where each platform package's library comes from (unchanged copies of pinned packages). */
+const PLATFORM_SOURCES = {
+  'onnxruntime-linux-x64': {
+    pkg: 'com.github.asus4.onnxruntime', files: { 'Plugins/Linux/x64/libonnxruntime.so': 'lib/libonnxruntime.so' },
+    notices: 'ThirdPartyNotices.txt',
+  },
+  'onnxruntime-linux-arm64': {
+    pkg: 'onnxruntime-node', files: { 'bin/napi-v6/linux/arm64/libonnxruntime.so.1': 'lib/libonnxruntime.so' },
+    notices: 'ThirdPartyNotices.txt',
+  },
+};
+
+function fillPlatformPackage(name) {
+  const source = PLATFORM_SOURCES[name];
+  const from = path.dirname(require.resolve(`${source.pkg}/package.json`, { paths: [root] }));
+  const to = path.join(root, 'packages', name);
+  fs.mkdirSync(path.join(to, 'lib'), { recursive: true });
+  for (const [src, dst] of Object.entries(source.files)) fs.copyFileSync(path.join(from, src), path.join(to, dst));
+  const notices = path.join(from, source.notices);
+  if (fs.existsSync(notices)) fs.copyFileSync(notices, path.join(to, 'ThirdPartyNotices.txt'));
+  return to;
+}
+
+function pack(dir) {
+  const env = { ...process.env, INFERNODE_RELEASE_PACKING: '1' };
+  const out = execFileSync('npm', ['pack', '--json', '--pack-destination', dist], { cwd: dir, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const [info] = JSON.parse(out.slice(out.indexOf('[')));
+  const file = path.join(dist, info.filename);
+  console.log(`release: dist/${info.filename} ${fs.statSync(file).size} bytes packed, ${info.unpackedSize} unpacked, ${info.entryCount} files`);
+  return { file: info.filename, packedBytes: fs.statSync(file).size, unpackedBytes: info.unpackedSize, files: info.entryCount };
+}
+
+function main() {
+  // `npm pack` runs this as prepack: build the prebuild unless release.js itself is packing.
+  if (args.includes('--prepack')) {
+    if (!process.env.INFERNODE_RELEASE_PACKING) buildPrebuild();
+    return;
+  }
+  const only = args.includes('--prebuild-only');
+  const prebuild = args.includes('--no-prebuild') ? null : buildPrebuild();
+  if (only) return;
+  if (args.includes('--no-prebuild')) fs.rmSync(path.join(root, 'prebuilds', `${process.platform}-${process.arch}`), { recursive: true, force: true });
+  fs.rmSync(dist, { recursive: true, force: true });
+  fs.mkdirSync(dist, { recursive: true });
+  run('npm', ['run', 'build:ts']);
+  const packed = Object.keys(PLATFORM_SOURCES).map((name) => pack(fillPlatformPackage(name)));
+  packed.push(pack(root));
+  fs.writeFileSync(path.join(dist, 'release.json'), `${JSON.stringify({ prebuild, packages: packed }, null, 2)}\n`);
+}
+
+main();
