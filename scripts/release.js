@@ -6,7 +6,7 @@
 //   2. the platform packages of packages/ (ONNX Runtime's library copied unchanged from the
 //      pinned upstream npm packages, which are this repository's devDependencies);
 //   3. `npm pack` of the platform packages and of infernode itself.
-// `npm run release:prebuild` does step 1 only, and so does a plain `npm pack` (prepack), so no
+// `--reuse-prebuild` packs the prebuild already built. `npm run release:prebuild` does step 1 only, and so does a plain `npm pack` (prepack), so no
 // tarball is made without the prebuild. `--no-prebuild` skips it (a tarball without a prebuild,
 // whose install builds from source: the install-time comparison of scripts/install-smoke.js).
 'use strict';
@@ -56,6 +56,14 @@ function buildPrebuild() {
   };
   fs.writeFileSync(path.join(target, 'BUILD.json'), `${JSON.stringify(info, null, 2)}\n`);
   console.log(`release: ${path.relative(root, file)} ${info.bytes} bytes, sha256 ${info.sha256}`);
+  return info;
+}
+
+/** `--reuse-prebuild`: the prebuild already in prebuilds/ (its BUILD.json), checked against its hash. */
+function builtPrebuild() {
+  const target = path.join(root, 'prebuilds', `${process.platform}-${process.arch}`);
+  const info = JSON.parse(fs.readFileSync(path.join(target, 'BUILD.json'), 'utf8'));
+  if (sha256(path.join(target, info.file)) !== info.sha256) throw new Error(`${info.file} does not match its BUILD.json: rebuild it`);
   return info;
 }
 
@@ -115,14 +123,26 @@ function main() {
     return;
   }
   const only = args.includes('--prebuild-only');
-  const prebuild = args.includes('--no-prebuild') ? null : buildPrebuild();
+  const prebuild = args.includes('--no-prebuild') ? null : args.includes('--reuse-prebuild') ? builtPrebuild() : buildPrebuild();
   if (only) return;
-  if (args.includes('--no-prebuild')) fs.rmSync(path.join(root, 'prebuilds', `${process.platform}-${process.arch}`), { recursive: true, force: true });
   fs.rmSync(dist, { recursive: true, force: true });
   fs.mkdirSync(dist, { recursive: true });
   run('npm', ['run', 'build:ts']);
   const packed = Object.keys(PLATFORM_SOURCES).map((name) => pack(fillPlatformPackage(name)));
-  packed.push(pack(root));
+  // --no-prebuild: the built prebuild (if any) is set aside while packing, and put back.
+  const built = path.join(root, 'prebuilds', `${process.platform}-${process.arch}`);
+  const aside = path.join(root, 'build-release', 'prebuild-set-aside');
+  const setAside = !prebuild && fs.existsSync(built);
+  if (setAside) {
+    fs.mkdirSync(path.dirname(aside), { recursive: true });
+    fs.rmSync(aside, { recursive: true, force: true });
+    fs.renameSync(built, aside);
+  }
+  try {
+    packed.push(pack(root));
+  } finally {
+    if (setAside) fs.renameSync(aside, built);
+  }
   fs.writeFileSync(path.join(dist, 'release.json'), `${JSON.stringify({ prebuild, packages: packed }, null, 2)}\n`);
 }
 
