@@ -276,7 +276,7 @@ describe.each(PROTOCOLS)('$protocol: every tritonclient method against a real se
 
     // Classification: the top classes as "value:index" strings.
     const top = await client.asyncInfer('echo', [input], { outputs: [new InferRequestedOutput('OUT', { classCount: 2 })] });
-    expect(top.asNDArray('OUT')?.data.map(String)).toEqual(['2.500000:1', '1.500000:2']);
+    expect((top.asNDArray('OUT')?.data as Uint8Array[]).map(String)).toEqual(['2.500000:1', '1.500000:2']);
 
     // Custom parameters reach the model (the server takes Triton's own: priority, timeout, ...).
     const p = await client.infer('params', [new InferInput('IN', [1, 1], 'FP32').setData([[1]])], {

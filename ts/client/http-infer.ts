@@ -8,7 +8,8 @@ import { invalidArg } from '../errors';
 import type { NDArray } from '../tensor';
 import { tensorFromBytes, tensorFromJson, tensorToBytes, tensorToJsonText, wireDataType, wireShape } from '../server/tensor-codec';
 import { InferResult, type InferResponseJson, type SharedMemoryRef } from './infer-io';
-import type { WireInferRequest, WireOutput } from './infer-request';
+import { wireFromRequest, type WireInferRequest, type WireOutput } from './infer-request';
+import type { ClientInferRequest } from './types';
 import type { HttpResponse } from './http-transport';
 import { sequenceParameters, type SequenceParameters } from './sequence';
 import { parseTritonJson } from './triton-json';
@@ -54,7 +55,7 @@ function outputJson(output: WireOutput): string {
  * Encodes a request: the JSON header, then the binary inputs in order (tritonclient's layout).
  * `binaryOutputs` is what a request naming no outputs asks for (`binary_data_output`).
  */
-export function encodeInferRequest(request: WireInferRequest, binaryOutputs: boolean): EncodedRequest {
+export function encodeWireRequest(request: WireInferRequest, binaryOutputs: boolean): EncodedRequest {
   const parameters: Record<string, unknown> = { ...request.parameters };
   let json = '{';
   if (request.id !== undefined) json += `"id":${quote(request.id)},`;
@@ -87,6 +88,11 @@ export function encodeInferRequest(request: WireInferRequest, binaryOutputs: boo
     headers: { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': header.length },
     jsonSize: header.length,
   };
+}
+
+/** Encodes infernode's request object; `binaryInputs`/`binaryOutputs` choose the binary extension (default both). */
+export function encodeInferRequest(request: ClientInferRequest, binaryInputs: boolean, binaryOutputs: boolean): EncodedRequest {
+  return encodeWireRequest(wireFromRequest(request, binaryInputs, binaryOutputs), binaryOutputs);
 }
 
 interface ResponseOutput {

@@ -20,7 +20,7 @@ import type {
 import type { InferInput, InferResult } from './infer-io';
 import { wireFromInferInputs, wireFromRequest, type InferOptions } from './infer-request';
 import { generateResponse, serverSentData, type GenerateOptions, type GenerateResponse } from './http-generate';
-import { decodeInferResponse, encodeInferRequest } from './http-infer';
+import { decodeInferResponse, encodeWireRequest } from './http-infer';
 import { errorFromResponse, HttpTransport, type HttpResponse } from './http-transport';
 import type * as https from 'node:https';
 import * as zlib from 'node:zlib';
@@ -275,7 +275,7 @@ export class HttpInferenceServerClient implements InferenceServerClient {
     const wire = typeof request === 'string'
       ? wireFromInferInputs(request, inputs ?? [], options)
       : wireFromRequest(request, this.#options.binaryInputs ?? true, this.#options.binaryOutputs ?? true);
-    const { body, headers } = encodeInferRequest(wire, this.#options.binaryOutputs ?? true);
+    const { body, headers } = encodeWireRequest(wire, this.#options.binaryOutputs ?? true);
     let payload = body;
     const requestCompression = wire.requestCompression ?? this.#options.requestCompression;
     const responseCompression = wire.responseCompression ?? this.#options.responseCompression;
@@ -306,7 +306,7 @@ export class HttpInferenceServerClient implements InferenceServerClient {
    * length (the Inference-Header-Content-Length to send with it; null when the body is all JSON).
    */
   static generateRequestBody(inputs: InferInput[], options: Omit<InferOptions, keyof CallOptions> = {}): { body: Buffer; jsonSize: number | null } {
-    const { body, jsonSize } = encodeInferRequest(wireFromInferInputs('generateRequestBody', inputs, options), true);
+    const { body, jsonSize } = encodeWireRequest(wireFromInferInputs('generateRequestBody', inputs, options), true);
     return { body, jsonSize };
   }
 
