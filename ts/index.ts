@@ -1,5 +1,5 @@
 /** infernode's public API. */
-export { Triton, type BindOptions, type InferInput, type TritonInferOptions, type TritonStreamOptions } from './triton';
+export { Triton, type BindOptions, type InferInput as TritonInferInput, type TritonInferOptions, type TritonStreamOptions } from './triton';
 export {
   TimeoutAction, DeviceKind,
   type TritonConfig, type ModelConfig, type Tensor, type DynamicBatcher, type QueuePolicy,
@@ -15,10 +15,16 @@ export {
 } from './tensor';
 export type { InferOptions, StreamOptions } from './model';
 export * from './decorators';
-export { HttpInferenceServerClient, type HttpClientOptions, type HttpSslOptions } from './client/http';
+export { HttpInferenceServerClient, type HttpClientOptions, type HttpSslOptions, type ClientPlugin } from './client/http';
+export {
+  InferInput, InferRequestedOutput, InferResult, StreamInferResult,
+  type InferInputData, type InferRequestedOutputOptions, type InferResponseJson, type SharedMemoryRef,
+} from './client/infer-io';
+export type { InferOptions as ClientInferOptions } from './client/infer-request';
 export type { PemSource } from './client/tls';
 export {
   GrpcInferenceServerClient, type GrpcClientOptions, type StartStreamOptions, type StreamCallback, type StreamInferRequest,
+  type StreamInferInputsOptions,
 } from './client/grpc';
 export {
   ModelClient, type ModelClientOptions, type ModelClientConfig, type ModelTensorSpec, type ModelInput, type ModelInputs,
@@ -31,5 +37,6 @@ export {
 } from './client/errors';
 export type {
   InferenceServerClient, ClientInferRequest, ClientInferResult, ServerMetadata, ModelMetadata, TensorMetadata,
-  RepositoryIndexEntry, LoadModelOptions, ClientStreamResult, StreamInferOptions,
+  RepositoryIndexEntry, LoadModelOptions, ClientStreamResult, StreamInferOptions, CallOptions, UnloadModelOptions,
+  RepositoryIndexOptions, SharedMemoryRegionStatus, TraceSettingsJson, LogSettingsJson,
 } from './client/types';

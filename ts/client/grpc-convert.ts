@@ -15,6 +15,8 @@ import type { NDArray } from '../tensor';
 import type { Parameters } from '../request';
 import { ClientTimeoutError, ClientValueError } from './errors';
 import type { ClientInferRequest, ClientInferResult, ClientStreamResult } from './types';
+import { InferResult, StreamInferResult, type InferResponseJson, type SharedMemoryRef } from './infer-io';
+import { wireFromRequest, type WireInferRequest, type WireOutput } from './infer-request';
 import { sequenceParameters, type SequenceParameters } from './sequence';
 
 /** A JS parameter value as Triton's clients send it: bool, int64 (integers), double, string. */
@@ -51,13 +53,36 @@ function withSequence(params: ParamMap | null, sequence: SequenceParameters | nu
   return out;
 }
 
-/** The request fields; every input's data as raw contents (as tritonclient always sends). */
-export function inferRequestFields(request: ClientInferRequest): InferRequestFields {
+/** An input's or output's shared-memory parameters (Triton's names and types). */
+function sharedMemoryParams(ref: SharedMemoryRef, into: ParamMap | null = null): ParamMap {
+  const out: ParamMap = into ?? new Map();
+  out.set('shared_memory_region', { kind: 'string', value: ref.regionName });
+  out.set('shared_memory_byte_size', { kind: 'int64', value: ref.byteSize });
+  if (ref.offset !== 0) out.set('shared_memory_offset', { kind: 'int64', value: ref.offset });
+  return out;
+}
+
+function outputParams(output: WireOutput): ParamMap | null {
+  let params: ParamMap | null = null;
+  if (output.classCount > 0) params = new Map([['classification', { kind: 'int64', value: output.classCount }]]);
+  if (output.sharedMemory) params = sharedMemoryParams(output.sharedMemory, params);
+  return params;
+}
+
+/**
+ * The request fields; every input's data as raw contents (as tritonclient always sends), in
+ * input order, skipping shared-memory inputs (the server matches raw contents to the inputs
+ * that carry no region, in order).
+ */
+export function wireRequestFields(request: WireInferRequest): InferRequestFields {
   const inputs: TensorHeader[] = [];
   const raw: Uint8Array[] = [];
-  for (const [name, arr] of Object.entries(request.inputs)) {
-    inputs.push({ name, datatype: arr.dtype, shape: arr.shape });
-    raw.push(tensorToBytes(arr));
+  for (const input of request.inputs) {
+    inputs.push({
+      name: input.name, datatype: input.datatype, shape: input.shape,
+      parameters: input.sharedMemory ? sharedMemoryParams(input.sharedMemory) : null,
+    });
+    if (!input.sharedMemory && input.data) raw.push(tensorToBytes(input.data));
   }
   return {
     modelName: request.modelName,
@@ -65,15 +90,40 @@ export function inferRequestFields(request: ClientInferRequest): InferRequestFie
     id: request.id,
     parameters: withSequence(paramMap(request.parameters), sequenceParameters(request)),
     inputs,
-    outputs: (request.outputs ?? []).map((name) => ({ name })),
+    outputs: (request.outputs ?? []).map((output) => ({ name: output.name, parameters: outputParams(output) })),
     rawInputContents: raw,
   };
 }
 
-/** The outputs of a response: views of its raw contents (or its typed contents). */
-export function inferResult(response: InferResponseMessage): ClientInferResult {
+/** The fields of infernode's request object (inputs by name, outputs by name). */
+export function inferRequestFields(request: ClientInferRequest): InferRequestFields {
+  return wireRequestFields(wireFromRequest(request, true, true));
+}
+
+/** The response's description (InferResult.getResponse): the HTTP JSON form's fields. */
+function responseJson(response: InferResponseMessage): InferResponseJson {
+  const described = (params: ParamMap | null): { parameters?: Record<string, unknown> } =>
+    (params && params.size > 0 ? { parameters: { ...paramRecord(params) } } : {});
+  return {
+    model_name: response.modelName,
+    model_version: response.modelVersion,
+    ...(response.id ? { id: response.id } : {}),
+    ...described(response.parameters),
+    outputs: response.outputs.map((o) => ({
+      name: o.name, datatype: o.datatype, shape: o.shape.map(Number), ...described(o.parameters),
+    })),
+  };
+}
+
+/**
+ * The outputs of a response: views of its raw contents (or its typed contents). Outputs the
+ * request asked to be written to shared memory (`inSharedMemory`) arrive with empty contents
+ * and no marker (Triton's gRPC frontend echoes no parameters): they are left out.
+ */
+function inferOutputs(response: InferResponseMessage, inSharedMemory?: ReadonlySet<string>): ClientInferResult {
   const outputs: Record<string, NDArray> = {};
   response.outputs.forEach((o, i) => {
+    if (inSharedMemory?.has(o.name)) return;
     const what = `output '${o.name}' of model '${response.modelName}'`;
     const dtype = wireDataType(o.datatype, what);
     const shape = wireShape(o.shape, what, true);
@@ -82,6 +132,16 @@ export function inferResult(response: InferResponseMessage): ClientInferResult {
       : tensorFromBytes(what, dtype, shape, response.rawOutputContents[i] ?? Buffer.alloc(0));
   });
   return { modelName: response.modelName, modelVersion: response.modelVersion, id: response.id || undefined, outputs };
+}
+
+/** A ModelInferResponse as an InferResult; `inSharedMemory`: the outputs requested in shared memory. */
+export function inferResult(response: InferResponseMessage, inSharedMemory?: ReadonlySet<string>): InferResult {
+  return new InferResult(inferOutputs(response, inSharedMemory), responseJson(response));
+}
+
+/** The names of the outputs a request asks to be written to shared memory. */
+export function sharedMemoryOutputs(request: WireInferRequest): Set<string> {
+  return new Set((request.outputs ?? []).filter((o) => o.sharedMemory).map((o) => o.name));
 }
 
 /** The request parameter asking for a flag-only final response to be sent (empty) rather than dropped. */
@@ -93,13 +153,10 @@ export const FINAL_RESPONSE_PARAM = 'triton_final_response';
  * One response of a stream. A response without `triton_final_response` is final: servers flag
  * decoupled models' responses only, and a non-decoupled model answers each request once.
  */
-export function streamResult(response: InferResponseMessage): ClientStreamResult {
+export function streamResult(response: InferResponseMessage): StreamInferResult {
   const flag = response.parameters?.get(FINAL_RESPONSE_PARAM);
-  return {
-    ...inferResult(response),
-    final: flag === undefined || flag.value === true,
-    parameters: { ...paramRecord(response.parameters) },
-  };
+  return new StreamInferResult(inferOutputs(response), responseJson(response),
+    flag === undefined || flag.value === true, { ...paramRecord(response.parameters) });
 }
 
 /** Whether a response is the flag-only end of its request (asked for with EMPTY_FINAL_RESPONSE_PARAM). */

@@ -26,13 +26,18 @@ import type { InferResponseMessage, StreamResponseMessage } from '../server/grpc
 import { encodeInferRequest } from '../server/grpc/infer-encode';
 import { ClientClosedError, ClientInvalidUrlError, ClientTimeoutError, ClientValueError, StreamResponseError } from './errors';
 import {
-  EMPTY_FINAL_RESPONSE_PARAM, errorFromStatus, inferRequestFields, inferResult, isEmptyFinal, modelConfigJson, streamResult,
+  EMPTY_FINAL_RESPONSE_PARAM, errorFromStatus, inferRequestFields, inferResult, isEmptyFinal, modelConfigJson, sharedMemoryOutputs, streamResult,
+  wireRequestFields,
 } from './grpc-convert';
+import type { ClientPlugin } from './http';
+import type { InferInput, InferResult } from './infer-io';
+import { wireFromInferInputs, wireFromRequest, type InferOptions } from './infer-request';
 import { StreamReader, TIMED_OUT } from './grpc-stream';
 import { readOptionalPem, type PemSource } from './tls';
 import type {
-  ClientInferRequest, ClientInferResult, ClientStreamResult, InferenceServerClient, LoadModelOptions, ModelMetadata,
-  RepositoryIndexEntry, ServerMetadata, StreamInferOptions,
+  CallOptions as ClientCallOptions, ClientInferRequest, ClientStreamResult, InferenceServerClient, LoadModelOptions, LogSettingsJson, ModelMetadata,
+  RepositoryIndexEntry, RepositoryIndexOptions, ServerMetadata, SharedMemoryRegionStatus, StreamInferOptions, TraceSettingsJson,
+  UnloadModelOptions,
 } from './types';
 
 export interface GrpcClientOptions {
@@ -87,6 +92,29 @@ export interface StartStreamOptions {
   timeoutMs?: number;
 }
 
+/** Options of `asyncStreamInfer(modelName, inputs, options)`: infer's, less the per-call ones a stream cannot have. */
+export interface StreamInferInputsOptions extends Omit<InferOptions, keyof ClientCallOptions | 'requestCompressionAlgorithm' | 'responseCompressionAlgorithm'> {
+  /** See StreamInferRequest.enableEmptyFinalResponse. */
+  enableEmptyFinalResponse?: boolean;
+}
+
+/** TraceSettingResponse.settings in the HTTP API's JSON form: `trace_level` a list, the others their one value. */
+function traceSettingsJson(settings: Record<string, { value: string[] }>): TraceSettingsJson {
+  const out: TraceSettingsJson = {};
+  for (const [key, { value }] of Object.entries(settings ?? {})) out[key] = key === 'trace_level' ? value : (value[0] ?? '');
+  return out;
+}
+
+/** LogSettingsResponse.settings as plain values (the HTTP API's JSON form). */
+function logSettingsJson(settings: Record<string, Req>): LogSettingsJson {
+  const out: LogSettingsJson = {};
+  for (const [key, v] of Object.entries(settings ?? {})) {
+    const choice = v.parameter_choice as string | undefined;
+    if (choice) out[key] = v[choice] as string | number | boolean;
+  }
+  return out;
+}
+
 /** A request sent on the open stream. */
 export interface StreamInferRequest extends Omit<ClientInferRequest, 'headers' | 'timeoutMs' | 'signal'> {
   /**
@@ -126,6 +154,7 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
   readonly #streamCalls = new Set<StreamCall>();
   /** The stream of startStream, until stopStream. */
   #stream: OpenStream | null = null;
+  #plugin: ClientPlugin | null = null;
   /** The server address (`host:port`). */
   readonly address: string;
 
@@ -154,15 +183,28 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
     return metadata;
   }
 
+  /** The call's headers after the plugin saw them. */
+  #headers(headers: Record<string, string> | undefined): Record<string, string> {
+    const request = { headers: { ...headers } };
+    this.#plugin?.(request);
+    return request.headers;
+  }
+
   /** One unary call; `request` is what the method's serializer takes. */
-  #call<T>(rpc: string, request: unknown, opts: { headers?: Record<string, string>; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<T> {
+  #call<T>(rpc: string, request: unknown, opts: ClientCallOptions = {}): Promise<T> {
     if (this.#closed) return Promise.reject(new ClientClosedError());
     const method = this.#methods[rpc];
     const callOptions: CallOptions = { deadline: Date.now() + (opts.timeoutMs ?? this.#options.timeoutMs ?? 60_000) };
+    let metadata: Metadata;
+    try {
+      metadata = this.#metadata(this.#headers(opts.headers));
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return new Promise<T>((resolve, reject) => {
       const onAbort = (): void => call.cancel();
       const call = this.#client.makeUnaryRequest(
-        method.path, method.requestSerialize, method.responseDeserialize, request, this.#metadata(opts.headers), callOptions,
+        method.path, method.requestSerialize, method.responseDeserialize, request, metadata, callOptions,
         (err: ServiceError | null, value?: unknown) => {
           opts.signal?.removeEventListener('abort', onAbort);
           if (!err) resolve(value as T);
@@ -175,38 +217,35 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
     });
   }
 
-  async serverLive(): Promise<boolean> {
-    return (await this.#call<Req>('ServerLive', {})).live === true;
+  async isServerLive(options: ClientCallOptions = {}): Promise<boolean> {
+    return (await this.#call<Req>('ServerLive', {}, options)).live === true;
   }
 
-  async serverReady(): Promise<boolean> {
-    return (await this.#call<Req>('ServerReady', {})).ready === true;
+  async isServerReady(options: ClientCallOptions = {}): Promise<boolean> {
+    return (await this.#call<Req>('ServerReady', {}, options)).ready === true;
   }
 
-  async modelReady(modelName: string, modelVersion = ''): Promise<boolean> {
-    return (await this.#call<Req>('ModelReady', { name: modelName, version: modelVersion })).ready === true;
+  async isModelReady(modelName: string, modelVersion = '', options: ClientCallOptions = {}): Promise<boolean> {
+    return (await this.#call<Req>('ModelReady', { name: modelName, version: modelVersion }, options)).ready === true;
   }
 
-  serverMetadata(): Promise<ServerMetadata> {
-    return this.#call('ServerMetadata', {});
+  getServerMetadata(options: ClientCallOptions = {}): Promise<ServerMetadata> {
+    return this.#call('ServerMetadata', {}, options);
   }
 
-  modelMetadata(modelName: string, modelVersion = ''): Promise<ModelMetadata> {
-    return this.#call('ModelMetadata', { name: modelName, version: modelVersion });
+  getModelMetadata(modelName: string, modelVersion = '', options: ClientCallOptions = {}): Promise<ModelMetadata> {
+    return this.#call('ModelMetadata', { name: modelName, version: modelVersion }, options);
   }
 
   /** The config in Triton's JSON form, as the HTTP client returns it. */
-  async modelConfig(modelName: string, modelVersion = ''): Promise<Record<string, unknown>> {
-    const res = await this.#call<{ config: Req }>('ModelConfig', { name: modelName, version: modelVersion });
+  async getModelConfig(modelName: string, modelVersion = '', options: ClientCallOptions = {}): Promise<Record<string, unknown>> {
+    const res = await this.#call<{ config: Req }>('ModelConfig', { name: modelName, version: modelVersion }, options);
     return modelConfigJson(res.config);
   }
 
-  modelStatistics(modelName = '', modelVersion = ''): Promise<{ model_stats: Record<string, unknown>[] }> {
-    return this.#call('ModelStatistics', { name: modelName, version: modelVersion });
-  }
-
-  async repositoryIndex(readyOnly = false): Promise<RepositoryIndexEntry[]> {
-    return (await this.#call<{ models: RepositoryIndexEntry[] }>('RepositoryIndex', { ready: readyOnly })).models;
+  /** The repository's models (the HTTP API's list; RepositoryIndexResponse.models). */
+  async getModelRepositoryIndex(options: RepositoryIndexOptions = {}): Promise<RepositoryIndexEntry[]> {
+    return (await this.#call<{ models: RepositoryIndexEntry[] }>('RepositoryIndex', { ready: options.readyOnly ?? false }, options)).models;
   }
 
   async loadModel(modelName: string, options: LoadModelOptions = {}): Promise<void> {
@@ -215,18 +254,135 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
     for (const [key, content] of Object.entries(options.files ?? {})) {
       parameters[key.startsWith('file:') ? key : `file:${key}`] = { bytes_param: Buffer.from(content.buffer, content.byteOffset, content.byteLength) };
     }
-    await this.#call('RepositoryModelLoad', { model_name: modelName, parameters });
+    await this.#call('RepositoryModelLoad', { model_name: modelName, parameters }, options);
   }
 
-  async unloadModel(modelName: string): Promise<void> {
-    await this.#call('RepositoryModelUnload', { model_name: modelName });
+  async unloadModel(modelName: string, options: UnloadModelOptions = {}): Promise<void> {
+    const parameters = { unload_dependents: { bool_param: options.unloadDependents ?? false } };
+    await this.#call('RepositoryModelUnload', { model_name: modelName, parameters }, options);
   }
 
-  async infer(request: ClientInferRequest): Promise<ClientInferResult> {
-    const body = encodeInferRequest(inferRequestFields(request));
-    const response = await this.#call<InferResponseMessage>('ModelInfer', body, request);
-    return inferResult(response);
+  getInferenceStatistics(modelName = '', modelVersion = '', options: ClientCallOptions = {}): Promise<{ model_stats: Record<string, unknown>[] }> {
+    return this.#call('ModelStatistics', { name: modelName, version: modelVersion }, options);
   }
+
+  /**
+   * Changes the global trace settings, or a model's (`modelName`); a null value clears a
+   * setting. Resolves with the settings after, in the HTTP API's JSON form.
+   */
+  async updateTraceSettings(
+    modelName?: string, settings: Record<string, string | number | string[] | null> = {}, options: ClientCallOptions = {},
+  ): Promise<TraceSettingsJson> {
+    const wire: Record<string, { value: string[] }> = {};
+    for (const [key, value] of Object.entries(settings)) {
+      wire[key] = { value: value === null ? [] : (Array.isArray(value) ? value : [value]).map(String) };
+    }
+    const res = await this.#call<{ settings: Record<string, { value: string[] }> }>('TraceSetting', { model_name: modelName ?? '', settings: wire }, options);
+    return traceSettingsJson(res.settings);
+  }
+
+  async getTraceSettings(modelName?: string, options: ClientCallOptions = {}): Promise<TraceSettingsJson> {
+    const res = await this.#call<{ settings: Record<string, { value: string[] }> }>('TraceSetting', { model_name: modelName ?? '' }, options);
+    return traceSettingsJson(res.settings);
+  }
+
+  /** Changes the server's log settings (booleans, unsigned integers, strings); resolves with the settings after. */
+  async updateLogSettings(settings: LogSettingsJson, options: ClientCallOptions = {}): Promise<LogSettingsJson> {
+    const wire: Record<string, Req> = {};
+    for (const [key, value] of Object.entries(settings)) {
+      if (typeof value === 'boolean') wire[key] = { bool_param: value };
+      else if (typeof value === 'number') wire[key] = { uint32_param: value };
+      else if (typeof value === 'string') wire[key] = { string_param: value };
+      else throw new ClientValueError(`log setting '${key}' must be a boolean, a number or a string, got ${typeof value}`);
+    }
+    const res = await this.#call<{ settings: Record<string, Req> }>('LogSettings', { settings: wire }, options);
+    return logSettingsJson(res.settings);
+  }
+
+  async getLogSettings(options: ClientCallOptions = {}): Promise<LogSettingsJson> {
+    return logSettingsJson((await this.#call<{ settings: Record<string, Req> }>('LogSettings', {}, options)).settings);
+  }
+
+  /** Every registered system region, or the one named (the HTTP API's list form). */
+  async getSystemSharedMemoryStatus(regionName = '', options: ClientCallOptions = {}): Promise<SharedMemoryRegionStatus[]> {
+    const res = await this.#call<{ regions: Record<string, SharedMemoryRegionStatus> }>('SystemSharedMemoryStatus', { name: regionName }, options);
+    return Object.values(res.regions ?? {});
+  }
+
+  /** Registers `byteSize` bytes at `offset` of the POSIX shared-memory object `key` (e.g. '/my_region') as region `name`. */
+  async registerSystemSharedMemory(name: string, key: string, byteSize: number, offset = 0, options: ClientCallOptions = {}): Promise<void> {
+    await this.#call('SystemSharedMemoryRegister', { name, key, offset, byte_size: byteSize }, options);
+  }
+
+  /** Unregisters region `name`, or every system region when it is empty. */
+  async unregisterSystemSharedMemory(name = '', options: ClientCallOptions = {}): Promise<void> {
+    await this.#call('SystemSharedMemoryUnregister', { name }, options);
+  }
+
+  async getCudaSharedMemoryStatus(regionName = '', options: ClientCallOptions = {}): Promise<SharedMemoryRegionStatus[]> {
+    const res = await this.#call<{ regions: Record<string, SharedMemoryRegionStatus> }>('CudaSharedMemoryStatus', { name: regionName }, options);
+    return Object.values(res.regions ?? {});
+  }
+
+  /** `rawHandle`: the cudaIpcMemHandle_t's bytes, or their base64 text (what tritonclient's cudashm.get_raw_handle gives). */
+  async registerCudaSharedMemory(
+    name: string, rawHandle: Uint8Array | string, deviceId: number, byteSize: number, options: ClientCallOptions = {},
+  ): Promise<void> {
+    const raw = typeof rawHandle === 'string' ? Buffer.from(rawHandle, 'base64') : Buffer.from(rawHandle.buffer, rawHandle.byteOffset, rawHandle.byteLength);
+    await this.#call('CudaSharedMemoryRegister', { name, raw_handle: raw, device_id: deviceId, byte_size: byteSize }, options);
+  }
+
+  async unregisterCudaSharedMemory(name = '', options: ClientCallOptions = {}): Promise<void> {
+    await this.#call('CudaSharedMemoryUnregister', { name }, options);
+  }
+
+  /**
+   * One inference. tritonclient's shape, `infer(modelName, [InferInput...], { outputs, requestId,
+   * sequenceId, priority, timeout, headers, timeoutMs, signal })`, or infernode's request object,
+   * `infer({ modelName, inputs: { IN: ndarray } })`. Resolves with an InferResult.
+   */
+  infer(request: ClientInferRequest): Promise<InferResult>;
+  infer(modelName: string, inputs: InferInput[], options?: InferOptions): Promise<InferResult>;
+  async infer(request: ClientInferRequest | string, inputs?: InferInput[], options?: InferOptions): Promise<InferResult> {
+    const wire = typeof request === 'string' ? wireFromInferInputs(request, inputs ?? [], options) : wireFromRequest(request, true, true);
+    const body = encodeInferRequest(wireRequestFields(wire));
+    const response = await this.#call<InferResponseMessage>('ModelInfer', body, wire);
+    return inferResult(response, sharedMemoryOutputs(wire));
+  }
+
+  /** tritonclient's async_infer: the same call as `infer`, which is asynchronous already (a Promise). */
+  asyncInfer(request: ClientInferRequest): Promise<InferResult>;
+  asyncInfer(modelName: string, inputs: InferInput[], options?: InferOptions): Promise<InferResult>;
+  asyncInfer(request: ClientInferRequest | string, inputs?: InferInput[], options?: InferOptions): Promise<InferResult> {
+    return typeof request === 'string' ? this.infer(request, inputs ?? [], options) : this.infer(request);
+  }
+
+  /** Registers the plugin every later call passes its headers through (one at a time, as tritonclient). */
+  registerPlugin(plugin: ClientPlugin): void {
+    if (typeof plugin !== 'function') throw new ClientValueError('registerPlugin takes a function (request) => void that may change request.headers');
+    this.#plugin = plugin;
+  }
+
+  /** The registered plugin, or null. */
+  plugin(): ClientPlugin | null {
+    return this.#plugin;
+  }
+
+  unregisterPlugin(): void {
+    this.#plugin = null;
+  }
+
+  // The short names: aliases of tritonclient's, kept for code written before them.
+  serverLive(): Promise<boolean> { return this.isServerLive(); }
+  serverReady(): Promise<boolean> { return this.isServerReady(); }
+  modelReady(modelName: string, modelVersion?: string): Promise<boolean> { return this.isModelReady(modelName, modelVersion); }
+  serverMetadata(): Promise<ServerMetadata> { return this.getServerMetadata(); }
+  modelMetadata(modelName: string, modelVersion?: string): Promise<ModelMetadata> { return this.getModelMetadata(modelName, modelVersion); }
+  modelConfig(modelName: string, modelVersion?: string): Promise<Record<string, unknown>> { return this.getModelConfig(modelName, modelVersion); }
+  modelStatistics(modelName?: string, modelVersion?: string): Promise<{ model_stats: Record<string, unknown>[] }> {
+    return this.getInferenceStatistics(modelName, modelVersion);
+  }
+  repositoryIndex(readyOnly = false): Promise<RepositoryIndexEntry[]> { return this.getModelRepositoryIndex({ readyOnly }); }
 
   /** Opens a ModelStreamInfer call; `timeoutMs` bounds the whole call (none by default). */
   #openStreamCall(headers: Record<string, string> | undefined, timeoutMs: number | undefined): StreamCall {
@@ -273,7 +429,7 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
     const body = encodeInferRequest(inferRequestFields({
       ...request, parameters: { ...request.parameters, [EMPTY_FINAL_RESPONSE_PARAM]: true },
     }));
-    const call = this.#openStreamCall({ ...request.headers, triton_grpc_error: 'true' }, request.timeoutMs);
+    const call = this.#openStreamCall(this.#headers({ ...request.headers, triton_grpc_error: 'true' }), request.timeoutMs);
     const reader = new StreamReader(call);
     const onAbort = (): void => call.cancel();
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -314,13 +470,14 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
    * Opens the stream of `asyncStreamInfer` (tritonclient's start_stream): one ModelStreamInfer
    * call; every response and error goes to `onResponse`. One such stream at a time.
    */
-  startStream(options: StartStreamOptions = {}): void {
+  startStream(callbackOrOptions: StreamCallback | StartStreamOptions = {}): void {
+    const options = typeof callbackOrOptions === 'function' ? { onResponse: callbackOrOptions } : callbackOrOptions;
     if (this.#closed) throw new ClientClosedError();
     if (this.#stream) {
       throw new ClientValueError('cannot start another stream with one already running: call stopStream() first ' +
         '(streamInfer() needs no open stream: it opens a call per request)');
     }
-    const call = this.#openStreamCall(options.headers, options.timeoutMs);
+    const call = this.#openStreamCall(this.#headers(options.headers), options.timeoutMs);
     const deliver = options.onResponse ?? ((): void => undefined);
     const stream: OpenStream = { call, active: true, ended: new Promise((resolve) => call.on('status', () => resolve())) };
     call.on('data', (message: StreamResponseMessage) => {
@@ -335,8 +492,14 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
     this.#stream = stream;
   }
 
-  /** Sends one request on the stream startStream opened (tritonclient's async_stream_infer). */
-  asyncStreamInfer(request: StreamInferRequest): void {
+  /**
+   * Sends one request on the stream startStream opened (tritonclient's async_stream_infer):
+   * `asyncStreamInfer(modelName, [InferInput...], { outputs, requestId, sequenceId,
+   * enableEmptyFinalResponse, ... })`, or infernode's request object.
+   */
+  asyncStreamInfer(request: StreamInferRequest): void;
+  asyncStreamInfer(modelName: string, inputs: InferInput[], options?: StreamInferInputsOptions): void;
+  asyncStreamInfer(request: StreamInferRequest | string, inputs?: InferInput[], options: StreamInferInputsOptions = {}): void {
     if (this.#closed) throw new ClientClosedError();
     const stream = this.#stream;
     if (!stream) throw new ClientValueError('no stream is open: call startStream() before asyncStreamInfer()');
@@ -344,8 +507,10 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
       throw new InferenceServerError('UNAVAILABLE', 'the stream has ended (its error went to onResponse): ' +
         'call stopStream() and startStream() to open another');
     }
-    const parameters = request.enableEmptyFinalResponse ? { ...request.parameters, [EMPTY_FINAL_RESPONSE_PARAM]: true } : request.parameters;
-    stream.call.write(encodeInferRequest(inferRequestFields({ ...request, parameters })));
+    const wire = typeof request === 'string' ? wireFromInferInputs(request, inputs ?? [], options) : wireFromRequest(request, true, true);
+    const emptyFinal = typeof request === 'string' ? options.enableEmptyFinalResponse : request.enableEmptyFinalResponse;
+    if (emptyFinal) wire.parameters[EMPTY_FINAL_RESPONSE_PARAM] = true;
+    stream.call.write(encodeInferRequest(wireRequestFields(wire)));
   }
 
   /**
@@ -353,7 +518,8 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
    * and resolves once the server answered every request sent; with `cancelRequests` it cancels
    * the call and the requests still running. No stream open: nothing to do.
    */
-  async stopStream(options: { cancelRequests?: boolean } = {}): Promise<void> {
+  async stopStream(cancelRequests: boolean | { cancelRequests?: boolean } = {}): Promise<void> {
+    const options = typeof cancelRequests === 'boolean' ? { cancelRequests } : cancelRequests;
     const stream = this.#stream;
     if (!stream) return;
     this.#stream = null;

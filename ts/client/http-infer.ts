@@ -7,7 +7,9 @@
 import { invalidArg } from '../errors';
 import type { NDArray } from '../tensor';
 import { tensorFromBytes, tensorFromJson, tensorToBytes, tensorToJsonText, wireDataType, wireShape } from '../server/tensor-codec';
-import type { ClientInferRequest, ClientInferResult } from './types';
+import { InferResult, type InferResponseJson, type SharedMemoryRef } from './infer-io';
+import { wireFromRequest, type WireInferRequest, type WireOutput } from './infer-request';
+import type { ClientInferRequest } from './types';
 import type { HttpResponse } from './http-transport';
 import { sequenceParameters, type SequenceParameters } from './sequence';
 import { parseTritonJson } from './triton-json';
@@ -15,6 +17,8 @@ import { parseTritonJson } from './triton-json';
 export interface EncodedRequest {
   body: Buffer;
   headers: Record<string, string | number>;
+  /** The JSON header's length when binary data follows it; null when the body is JSON only. */
+  jsonSize: number | null;
 }
 
 const quote = JSON.stringify;
@@ -33,59 +37,81 @@ function parametersJson(parameters: Record<string, unknown>, sequence: SequenceP
   return `${text.slice(0, -1)}${text === '{}' ? '' : ','}"sequence_id":${sequence.id.toString()}}`;
 }
 
-/** Encodes a request; `binaryInputs`/`binaryOutputs` choose the binary extension (default both). */
-export function encodeInferRequest(request: ClientInferRequest, binaryInputs: boolean, binaryOutputs: boolean): EncodedRequest {
+/** An input's or output's shared-memory parameters (Triton's names). */
+function sharedMemoryJson(ref: SharedMemoryRef): string {
+  return `"shared_memory_region":${quote(ref.regionName)},"shared_memory_byte_size":${ref.byteSize}` +
+    (ref.offset === 0 ? '' : `,"shared_memory_offset":${ref.offset}`);
+}
+
+function outputJson(output: WireOutput): string {
+  const params: string[] = [];
+  if (output.classCount > 0) params.push(`"classification":${output.classCount}`);
+  if (output.sharedMemory) params.push(sharedMemoryJson(output.sharedMemory));
+  else params.push(`"binary_data":${output.binary}`);
+  return `{"name":${quote(output.name)},"parameters":{${params.join(',')}}}`;
+}
+
+/**
+ * Encodes a request: the JSON header, then the binary inputs in order (tritonclient's layout).
+ * `binaryOutputs` is what a request naming no outputs asks for (`binary_data_output`).
+ */
+export function encodeWireRequest(request: WireInferRequest, binaryOutputs: boolean): EncodedRequest {
   const parameters: Record<string, unknown> = { ...request.parameters };
   let json = '{';
   if (request.id !== undefined) json += `"id":${quote(request.id)},`;
   json += '"inputs":[';
   const binaries: Buffer[] = [];
   let first = true;
-  for (const name of Object.keys(request.inputs)) {
-    const arr = request.inputs[name];
-    json += `${first ? '' : ','}{"name":${quote(name)},"datatype":"${arr.dtype}","shape":[${arr.shape.join(',')}]`;
+  for (const input of request.inputs) {
+    json += `${first ? '' : ','}{"name":${quote(input.name)},"datatype":"${input.datatype}","shape":[${input.shape.join(',')}]`;
     first = false;
-    // FP16/BF16 cannot travel as JSON: they always use the binary extension.
-    if (binaryInputs || arr.dtype === 'FP16' || arr.dtype === 'BF16') {
+    const arr = input.data;
+    if (input.sharedMemory || !arr) {
+      json += `,"parameters":{${input.sharedMemory ? sharedMemoryJson(input.sharedMemory) : ''}}}`;
+    } else if (input.binary || arr.dtype === 'FP16' || arr.dtype === 'BF16') {
+      // FP16/BF16 cannot travel as JSON: they always use the binary extension.
       const bytes = tensorToBytes(arr);
       binaries.push(bytes);
       json += `,"parameters":{"binary_data_size":${bytes.length}}}`;
     } else {
-      json += `,"data":${tensorToJsonText(arr, `input '${name}'`)}}`;
+      json += `,"data":${tensorToJsonText(arr, `input '${input.name}'`)}}`;
     }
   }
   json += ']';
-  if (request.outputs) {
-    json += `,"outputs":[${request.outputs.map((o) => `{"name":${quote(o)},"parameters":{"binary_data":${binaryOutputs}}}`).join(',')}]`;
-  } else {
-    parameters.binary_data_output = binaryOutputs;
-  }
+  if (request.outputs) json += `,"outputs":[${request.outputs.map(outputJson).join(',')}]`;
+  else parameters.binary_data_output = binaryOutputs;
   json += `,"parameters":${parametersJson(parameters, sequenceParameters(request))}}`;
   const header = Buffer.from(json, 'utf8');
-  if (binaries.length === 0) return { body: header, headers: { 'Content-Type': 'application/json' } };
+  if (binaries.length === 0) return { body: header, headers: { 'Content-Type': 'application/json' }, jsonSize: null };
   return {
     body: Buffer.concat([header, ...binaries]),
     headers: { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': header.length },
+    jsonSize: header.length,
   };
 }
 
-interface WireOutput {
+/** Encodes infernode's request object; `binaryInputs`/`binaryOutputs` choose the binary extension (default both). */
+export function encodeInferRequest(request: ClientInferRequest, binaryInputs: boolean, binaryOutputs: boolean): EncodedRequest {
+  return encodeWireRequest(wireFromRequest(request, binaryInputs, binaryOutputs), binaryOutputs);
+}
+
+interface ResponseOutput {
   name: string;
   datatype: string;
   shape: number[];
-  parameters?: { binary_data_size?: number };
+  parameters?: { binary_data_size?: number; [key: string]: unknown };
   data?: unknown;
 }
 
 /** Decodes a 200 answer. Outputs written to shared memory carry no data and are left out. */
-export function decodeInferResponse(res: HttpResponse): ClientInferResult {
+export function decodeInferResponse(res: HttpResponse): InferResult {
   const headerValue = res.headers['inference-header-content-length'];
   const jsonLength = headerValue === undefined ? res.body.length : Number(headerValue);
   if (!Number.isSafeInteger(jsonLength) || jsonLength < 0 || jsonLength > res.body.length) {
     throw invalidArg(`the server's Inference-Header-Content-Length '${String(headerValue)}' does not fit its ${res.body.length}-byte answer`);
   }
   const header = parseTritonJson(res.body.toString('utf8', 0, jsonLength)) as {
-    model_name: string; model_version: string; id?: string; outputs?: WireOutput[];
+    model_name: string; model_version: string; id?: string; parameters?: Record<string, unknown>; outputs?: ResponseOutput[];
   };
   const outputs: Record<string, NDArray> = {};
   let offset = jsonLength;
@@ -104,5 +130,8 @@ export function decodeInferResponse(res: HttpResponse): ClientInferResult {
       outputs[out.name] = tensorFromJson(what, dtype, shape, out.data);
     }
   }
-  return { modelName: header.model_name, modelVersion: header.model_version, id: header.id, outputs };
+  const response: InferResponseJson = {
+    ...header, outputs: (header.outputs ?? []).map(({ data: _data, ...described }) => described),
+  };
+  return new InferResult({ modelName: header.model_name, modelVersion: header.model_version, id: header.id, outputs }, response);
 }

@@ -13,12 +13,14 @@
  * Triton's generate extension: `generate()` resolves with the one response object;
  * `generateStream()` yields each response as the server sends it (server-sent events).
  */
-import type { LoadModelOptions } from './types';
 import type {
-  ClientInferRequest, ClientInferResult, InferenceServerClient, ModelMetadata, RepositoryIndexEntry, ServerMetadata,
+  CallOptions, ClientInferRequest, InferenceServerClient, LoadModelOptions, LogSettingsJson, ModelMetadata, RepositoryIndexEntry,
+  RepositoryIndexOptions, ServerMetadata, SharedMemoryRegionStatus, TraceSettingsJson, UnloadModelOptions,
 } from './types';
+import type { InferInput, InferResult } from './infer-io';
+import { wireFromInferInputs, wireFromRequest, type InferOptions } from './infer-request';
 import { generateResponse, serverSentData, type GenerateOptions, type GenerateResponse } from './http-generate';
-import { decodeInferResponse, encodeInferRequest } from './http-infer';
+import { decodeInferResponse, encodeWireRequest } from './http-infer';
 import { errorFromResponse, HttpTransport, type HttpResponse } from './http-transport';
 import type * as https from 'node:https';
 import * as zlib from 'node:zlib';
@@ -85,9 +87,42 @@ function httpsAgentOptions(options: HttpClientOptions): https.AgentOptions | und
   return given.length === 0 ? undefined : Object.fromEntries(given) as https.AgentOptions;
 }
 
+/**
+ * A tritonclient plugin: called before every call with the call's headers, which it may change
+ * (e.g. add `authorization`). tritonclient's `register_plugin` takes an object with `__call__`.
+ */
+export type ClientPlugin = (request: { headers: Record<string, string> }) => void;
+
+/** `path` with `queryParams` (tritonclient.http's query_params: lists repeat their key). */
+function withQuery(path: string, queryParams: CallOptions['queryParams']): string {
+  if (!queryParams) return path;
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(queryParams)) {
+    for (const v of Array.isArray(value) ? value : [value]) query.append(key, String(v));
+  }
+  const text = query.toString();
+  return text ? `${path}?${text}` : path;
+}
+
+/** A CUDA IPC handle as the HTTP API carries it: base64 (a string is taken as base64 already). */
+function base64Handle(rawHandle: Uint8Array | string): string {
+  if (typeof rawHandle === 'string') return rawHandle;
+  return Buffer.from(rawHandle.buffer, rawHandle.byteOffset, rawHandle.byteLength).toString('base64');
+}
+
+/** `[/region/{name}]` of the shared-memory paths: all regions when the name is empty. */
+function regionPath(kind: 'system' | 'cuda', name: string, action: string): string {
+  return `/v2/${kind}sharedmemory${name ? `/region/${encodeURIComponent(name)}` : ''}/${action}`;
+}
+
+function tracePath(modelName?: string): string {
+  return modelName ? `/v2/models/${encodeURIComponent(modelName)}/trace/setting` : '/v2/trace/setting';
+}
+
 export class HttpInferenceServerClient implements InferenceServerClient {
   readonly #transport: HttpTransport;
   readonly #options: HttpClientOptions;
+  #plugin: ClientPlugin | null = null;
 
   /** `url`: `host:port` (HTTPS with `ssl: true`) or `http(s)://host:port[/prefix]`. */
   constructor(url: string, options: HttpClientOptions = {}) {
@@ -104,56 +139,60 @@ export class HttpInferenceServerClient implements InferenceServerClient {
     return this.#transport.url.href;
   }
 
-  #send(method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs?: number): Promise<HttpResponse> {
+  /** The call's headers after the plugin saw them. */
+  #headers(headers: Record<string, string> | undefined): Record<string, string> {
+    const request = { headers: { ...headers } };
+    this.#plugin?.(request);
+    return request.headers;
+  }
+
+  #send(method: 'GET' | 'POST', path: string, body: unknown, options: CallOptions): Promise<HttpResponse> {
     return this.#transport.send({
-      method, path,
+      method, path: withQuery(path, options.queryParams),
       body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)),
-      headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
-      timeoutMs: timeoutMs ?? this.#options.timeoutMs ?? 60_000,
+      headers: { ...(body === undefined ? {} : { 'Content-Type': 'application/json' }), ...this.#headers(options.headers) },
+      timeoutMs: options.timeoutMs ?? this.#options.timeoutMs ?? 60_000,
+      signal: options.signal,
     });
   }
 
-  async #json<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-    const res = await this.#send(method, path, body);
+  async #json<T>(method: 'GET' | 'POST', path: string, body: unknown, options: CallOptions = {}): Promise<T> {
+    const res = await this.#send(method, path, body, options);
     if (res.status !== 200) throw errorFromResponse(res);
     return (res.body.length === 0 ? undefined : JSON.parse(res.body.toString('utf8'))) as T;
   }
 
   /** True when the server answers 200 (false for any other HTTP answer, as tritonclient). */
-  async #ok(path: string): Promise<boolean> {
-    return (await this.#send('GET', path)).status === 200;
+  async #ok(path: string, options: CallOptions): Promise<boolean> {
+    return (await this.#send('GET', path, undefined, options)).status === 200;
   }
 
-  serverLive(): Promise<boolean> {
-    return this.#ok('/v2/health/live');
+  isServerLive(options: CallOptions = {}): Promise<boolean> {
+    return this.#ok('/v2/health/live', options);
   }
 
-  serverReady(): Promise<boolean> {
-    return this.#ok('/v2/health/ready');
+  isServerReady(options: CallOptions = {}): Promise<boolean> {
+    return this.#ok('/v2/health/ready', options);
   }
 
-  modelReady(modelName: string, modelVersion?: string): Promise<boolean> {
-    return this.#ok(`${modelPath(modelName, modelVersion)}/ready`);
+  isModelReady(modelName: string, modelVersion = '', options: CallOptions = {}): Promise<boolean> {
+    return this.#ok(`${modelPath(modelName, modelVersion)}/ready`, options);
   }
 
-  serverMetadata(): Promise<ServerMetadata> {
-    return this.#json('GET', '/v2');
+  getServerMetadata(options: CallOptions = {}): Promise<ServerMetadata> {
+    return this.#json('GET', '/v2', undefined, options);
   }
 
-  modelMetadata(modelName: string, modelVersion?: string): Promise<ModelMetadata> {
-    return this.#json('GET', modelPath(modelName, modelVersion));
+  getModelMetadata(modelName: string, modelVersion = '', options: CallOptions = {}): Promise<ModelMetadata> {
+    return this.#json('GET', modelPath(modelName, modelVersion), undefined, options);
   }
 
-  modelConfig(modelName: string, modelVersion?: string): Promise<Record<string, unknown>> {
-    return this.#json('GET', `${modelPath(modelName, modelVersion)}/config`);
+  getModelConfig(modelName: string, modelVersion = '', options: CallOptions = {}): Promise<Record<string, unknown>> {
+    return this.#json('GET', `${modelPath(modelName, modelVersion)}/config`, undefined, options);
   }
 
-  modelStatistics(modelName?: string, modelVersion?: string): Promise<{ model_stats: Record<string, unknown>[] }> {
-    return this.#json('GET', `${modelName ? modelPath(modelName, modelVersion) : '/v2/models'}/stats`);
-  }
-
-  repositoryIndex(readyOnly = false): Promise<RepositoryIndexEntry[]> {
-    return this.#json('POST', '/v2/repository/index', { ready: readyOnly });
+  getModelRepositoryIndex(options: RepositoryIndexOptions = {}): Promise<RepositoryIndexEntry[]> {
+    return this.#json('POST', '/v2/repository/index', { ready: options.readyOnly ?? false }, options);
   }
 
   async loadModel(modelName: string, options: LoadModelOptions = {}): Promise<void> {
@@ -162,30 +201,154 @@ export class HttpInferenceServerClient implements InferenceServerClient {
     for (const [key, content] of Object.entries(options.files ?? {})) {
       parameters[key.startsWith('file:') ? key : `file:${key}`] = Buffer.from(content.buffer, content.byteOffset, content.byteLength).toString('base64');
     }
-    await this.#json('POST', `/v2/repository/models/${encodeURIComponent(modelName)}/load`, { parameters });
+    await this.#json('POST', `/v2/repository/models/${encodeURIComponent(modelName)}/load`, { parameters }, options);
   }
 
-  async unloadModel(modelName: string): Promise<void> {
-    await this.#json('POST', `/v2/repository/models/${encodeURIComponent(modelName)}/unload`, {});
+  async unloadModel(modelName: string, options: UnloadModelOptions = {}): Promise<void> {
+    const body = { parameters: { unload_dependents: options.unloadDependents ?? false } };
+    await this.#json('POST', `/v2/repository/models/${encodeURIComponent(modelName)}/unload`, body, options);
   }
 
-  async infer(request: ClientInferRequest): Promise<ClientInferResult> {
-    const { body, headers } = encodeInferRequest(request, this.#options.binaryInputs ?? true, this.#options.binaryOutputs ?? true);
+  getInferenceStatistics(modelName = '', modelVersion = '', options: CallOptions = {}): Promise<{ model_stats: Record<string, unknown>[] }> {
+    return this.#json('GET', `${modelName ? modelPath(modelName, modelVersion) : '/v2/models'}/stats`, undefined, options);
+  }
+
+  /** Changes the global trace settings, or a model's (`modelName`); a null value clears a setting. Resolves with the settings after. */
+  updateTraceSettings(
+    modelName?: string, settings: Record<string, string | number | string[] | null> = {}, options: CallOptions = {},
+  ): Promise<TraceSettingsJson> {
+    return this.#json('POST', tracePath(modelName), settings, options);
+  }
+
+  getTraceSettings(modelName?: string, options: CallOptions = {}): Promise<TraceSettingsJson> {
+    return this.#json('GET', tracePath(modelName), undefined, options);
+  }
+
+  /** Changes the server's log settings (log_info, log_verbose_level, ...); resolves with the settings after. */
+  updateLogSettings(settings: LogSettingsJson, options: CallOptions = {}): Promise<LogSettingsJson> {
+    return this.#json('POST', '/v2/logging', settings, options);
+  }
+
+  getLogSettings(options: CallOptions = {}): Promise<LogSettingsJson> {
+    return this.#json('GET', '/v2/logging', undefined, options);
+  }
+
+  /** Every registered system region, or the one named. */
+  getSystemSharedMemoryStatus(regionName = '', options: CallOptions = {}): Promise<SharedMemoryRegionStatus[]> {
+    return this.#json('GET', regionPath('system', regionName, 'status'), undefined, options);
+  }
+
+  /** Registers `byteSize` bytes at `offset` of the POSIX shared-memory object `key` (e.g. '/my_region') as region `name`. */
+  async registerSystemSharedMemory(name: string, key: string, byteSize: number, offset = 0, options: CallOptions = {}): Promise<void> {
+    await this.#json('POST', regionPath('system', name, 'register'), { key, offset, byte_size: byteSize }, options);
+  }
+
+  /** Unregisters region `name`, or every system region when it is empty. */
+  async unregisterSystemSharedMemory(name = '', options: CallOptions = {}): Promise<void> {
+    await this.#json('POST', regionPath('system', name, 'unregister'), {}, options);
+  }
+
+  getCudaSharedMemoryStatus(regionName = '', options: CallOptions = {}): Promise<SharedMemoryRegionStatus[]> {
+    return this.#json('GET', regionPath('cuda', regionName, 'status'), undefined, options);
+  }
+
+  /** `rawHandle`: the cudaIpcMemHandle_t's bytes, or their base64 text (what tritonclient's cudashm.get_raw_handle gives). */
+  async registerCudaSharedMemory(
+    name: string, rawHandle: Uint8Array | string, deviceId: number, byteSize: number, options: CallOptions = {},
+  ): Promise<void> {
+    const body = { raw_handle: { b64: base64Handle(rawHandle) }, device_id: deviceId, byte_size: byteSize };
+    await this.#json('POST', regionPath('cuda', name, 'register'), body, options);
+  }
+
+  async unregisterCudaSharedMemory(name = '', options: CallOptions = {}): Promise<void> {
+    await this.#json('POST', regionPath('cuda', name, 'unregister'), {}, options);
+  }
+
+  /**
+   * One inference. tritonclient's shape, `infer(modelName, [InferInput...], { outputs, requestId,
+   * sequenceId, priority, timeout, headers, timeoutMs, signal, ... })`, or infernode's request
+   * object, `infer({ modelName, inputs: { IN: ndarray } })`. Resolves with an InferResult.
+   */
+  infer(request: ClientInferRequest): Promise<InferResult>;
+  infer(modelName: string, inputs: InferInput[], options?: InferOptions): Promise<InferResult>;
+  async infer(request: ClientInferRequest | string, inputs?: InferInput[], options?: InferOptions): Promise<InferResult> {
+    const wire = typeof request === 'string'
+      ? wireFromInferInputs(request, inputs ?? [], options)
+      : wireFromRequest(request, this.#options.binaryInputs ?? true, this.#options.binaryOutputs ?? true);
+    const { body, headers } = encodeWireRequest(wire, this.#options.binaryOutputs ?? true);
     let payload = body;
-    if (this.#options.requestCompression) {
-      payload = await (this.#options.requestCompression === 'gzip' ? gzip(body) : deflate(body));
-      headers['Content-Encoding'] = this.#options.requestCompression;
+    const requestCompression = wire.requestCompression ?? this.#options.requestCompression;
+    const responseCompression = wire.responseCompression ?? this.#options.responseCompression;
+    if (requestCompression) {
+      payload = await (requestCompression === 'gzip' ? gzip(body) : deflate(body));
+      headers['Content-Encoding'] = requestCompression;
     }
-    if (this.#options.responseCompression) headers['Accept-Encoding'] = this.#options.responseCompression;
+    if (responseCompression) headers['Accept-Encoding'] = responseCompression;
     const res = await this.#transport.send({
-      method: 'POST', path: `${modelPath(request.modelName, request.modelVersion)}/infer`, body: payload,
-      headers: { ...headers, ...request.headers },
-      timeoutMs: request.timeoutMs ?? this.#options.timeoutMs ?? 60_000,
-      signal: request.signal,
+      method: 'POST', path: withQuery(`${modelPath(wire.modelName, wire.modelVersion)}/infer`, options?.queryParams), body: payload,
+      headers: { ...headers, ...this.#headers(wire.headers) },
+      timeoutMs: wire.timeoutMs ?? this.#options.timeoutMs ?? 60_000,
+      signal: wire.signal,
     });
     if (res.status !== 200) throw errorFromResponse(res);
     return decodeInferResponse(res);
   }
+
+  /** tritonclient's async_infer: the same call as `infer`, which is asynchronous already (a Promise). */
+  asyncInfer(request: ClientInferRequest): Promise<InferResult>;
+  asyncInfer(modelName: string, inputs: InferInput[], options?: InferOptions): Promise<InferResult>;
+  asyncInfer(request: ClientInferRequest | string, inputs?: InferInput[], options?: InferOptions): Promise<InferResult> {
+    return typeof request === 'string' ? this.infer(request, inputs ?? [], options) : this.infer(request);
+  }
+
+  /**
+   * tritonclient.http's generate_request_body: the body `infer` would send, and the JSON header's
+   * length (the Inference-Header-Content-Length to send with it; null when the body is all JSON).
+   */
+  static generateRequestBody(inputs: InferInput[], options: Omit<InferOptions, keyof CallOptions> = {}): { body: Buffer; jsonSize: number | null } {
+    const { body, jsonSize } = encodeWireRequest(wireFromInferInputs('generateRequestBody', inputs, options), true);
+    return { body, jsonSize };
+  }
+
+  /**
+   * tritonclient.http's parse_response_body: an InferResult from an infer response's body.
+   * `headerLength`: its Inference-Header-Content-Length (absent: all JSON); `contentEncoding`:
+   * its Content-Encoding (gzip, deflate).
+   */
+  static parseResponseBody(body: Uint8Array, options: { headerLength?: number; contentEncoding?: 'gzip' | 'deflate' } = {}): InferResult {
+    let bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    if (options.contentEncoding === 'gzip') bytes = zlib.gunzipSync(bytes);
+    else if (options.contentEncoding === 'deflate') bytes = zlib.inflateSync(bytes);
+    const headers = options.headerLength === undefined ? {} : { 'inference-header-content-length': String(options.headerLength) };
+    return decodeInferResponse({ status: 200, headers, body: bytes });
+  }
+
+  /** Registers the plugin every later call passes its headers through (one at a time, as tritonclient). */
+  registerPlugin(plugin: ClientPlugin): void {
+    if (typeof plugin !== 'function') throw new ClientValueError('registerPlugin takes a function (request) => void that may change request.headers');
+    this.#plugin = plugin;
+  }
+
+  /** The registered plugin, or null. */
+  plugin(): ClientPlugin | null {
+    return this.#plugin;
+  }
+
+  unregisterPlugin(): void {
+    this.#plugin = null;
+  }
+
+  // The short names: aliases of tritonclient's, kept for code written before them.
+  serverLive(): Promise<boolean> { return this.isServerLive(); }
+  serverReady(): Promise<boolean> { return this.isServerReady(); }
+  modelReady(modelName: string, modelVersion?: string): Promise<boolean> { return this.isModelReady(modelName, modelVersion); }
+  serverMetadata(): Promise<ServerMetadata> { return this.getServerMetadata(); }
+  modelMetadata(modelName: string, modelVersion?: string): Promise<ModelMetadata> { return this.getModelMetadata(modelName, modelVersion); }
+  modelConfig(modelName: string, modelVersion?: string): Promise<Record<string, unknown>> { return this.getModelConfig(modelName, modelVersion); }
+  modelStatistics(modelName?: string, modelVersion?: string): Promise<{ model_stats: Record<string, unknown>[] }> {
+    return this.getInferenceStatistics(modelName, modelVersion);
+  }
+  repositoryIndex(readyOnly = false): Promise<RepositoryIndexEntry[]> { return this.getModelRepositoryIndex({ readyOnly }); }
 
   /**
    * `POST .../generate`: the model's one response object (Triton's generate mapping: `body`'s
