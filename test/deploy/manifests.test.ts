@@ -6,6 +6,7 @@
  * every fact it relies on is checked against a real `infernode serve`: the probe paths and ports,
  * the container's command, the ServingRuntime's arguments, and every metric a query names.
  */
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import Ajv from 'ajv';
@@ -95,7 +96,6 @@ function healthcheckScript(s: Stage): string {
 
 /** Runs a HEALTHCHECK script against `port` instead of the container's 8000; its exit code. */
 async function runHealthcheck(script: string, port: number): Promise<number | null> {
-  const { spawn } = await import('node:child_process');
   const child = spawn(process.execPath, ['-e', script.replace('127.0.0.1:8000', `127.0.0.1:${port}`)], { stdio: 'ignore' });
   return new Promise((resolve) => child.on('exit', (code) => resolve(code)));
 }
