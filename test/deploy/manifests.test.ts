@@ -6,8 +6,8 @@
  * every fact it relies on is checked against a real `infernode serve`: the probe paths and ports,
  * the container's command, the ServingRuntime's arguments, and every metric a query names.
  */
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import Ajv from 'ajv';
 import { parse as parseYaml } from 'yaml';
@@ -161,10 +161,54 @@ function containerPort(port: number | string): number {
   return found.containerPort;
 }
 
+/** The kubernetes-models type of each manifest, for the unknown-field check. */
+const MANIFEST_TYPES: [file: string, module: string, type: string][] = [
+  ['kubernetes/deployment.yaml', 'kubernetes-models/apps/v1/Deployment', 'IDeployment'],
+  ['kubernetes/service.yaml', 'kubernetes-models/v1/Service', 'IService'],
+  ['kubernetes/hpa.yaml', 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler', 'IHorizontalPodAutoscaler'],
+  ['kubernetes/podmonitor.yaml', '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor', 'IPodMonitor'],
+  ['kubernetes/prometheus-adapter-config.yaml', 'kubernetes-models/v1/ConfigMap', 'IConfigMap'],
+];
+
+/**
+ * kubernetes-models' run-time validation ignores fields the schema does not declare (the API
+ * server would drop them, and `kubectl --validate=strict` refuses them). Its TypeScript types
+ * know every field: tsc's excess-property check on the manifests written as typed literals
+ * refuses a misspelt field anywhere in them. Returns tsc's errors (empty when all are valid).
+ */
+function typeCheckManifests(docs: [file: string, module: string, type: string, doc: unknown][]): string {
+  const tmpRoot = path.join(ROOT, '.tmp');
+  mkdirSync(tmpRoot, { recursive: true });
+  // Under the repository, so that tsc resolves kubernetes-models from its node_modules.
+  const dir = mkdtempSync(path.join(tmpRoot, 'deploy-types-'));
+  try {
+    const source = docs.map(([file, module, type, doc], i) =>
+      `import type { ${type} as T${i} } from '${module}';\n// deploy/${file}\nexport const m${i}: T${i} = ${JSON.stringify(doc, null, 1)};\n`).join('\n');
+    writeFileSync(path.join(dir, 'manifests.ts'), source);
+    writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: { strict: true, noEmit: true, skipLibCheck: true, types: [], module: 'commonjs', moduleResolution: 'node', target: 'es2022' },
+      files: ['manifests.ts'],
+    }));
+    const tsc = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', dir], { encoding: 'utf8', timeout: 120_000 });
+    if (tsc.error) throw tsc.error;
+    return `${tsc.stdout}${tsc.stderr}`.trim();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('deploy/kubernetes', () => {
   test('every manifest validates against the Kubernetes and Prometheus Operator schemas', () => {
     for (const model of [deployment, service, hpa, podMonitor, adapterConfigMap]) expect(() => model.validate()).not.toThrow();
   });
+
+  test('no manifest has a field the Kubernetes API does not declare (a misspelt field is refused)', () => {
+    const docs = MANIFEST_TYPES.map(([file, module, type]) => [file, module, type, manifest(file)] as [string, string, string, unknown]);
+    expect(typeCheckManifests(docs)).toBe('');
+    const misspelt = JSON.parse(JSON.stringify(docs[0][3])) as Record<string, any>;
+    misspelt.spec.template.spec.containers[0].readinesProbe = misspelt.spec.template.spec.containers[0].readinessProbe;
+    expect(typeCheckManifests([[docs[0][0], docs[0][1], docs[0][2], misspelt]])).toMatch(/'"?readinesProbe"?' does not exist in type 'IContainer'/);
+  }, 120_000);
 
   test('the validation can fail: a wrong type in the Deployment is refused', () => {
     const broken = JSON.parse(JSON.stringify(deployment.toJSON())) as Record<string, any>;
