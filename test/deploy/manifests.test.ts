@@ -106,15 +106,23 @@ describe('deploy/Containerfile', () => {
       expect.arrayContaining(['tarball-source', 'tarball-context', 'tarball', 'runtime', 'gpu']));
     expect(stage('runtime').base).toMatch(/^node:20-[a-z]+-slim$/);
     expect(stage('gpu').base).toMatch(/^nvidia\/cuda:\d+\.\d+\.\d+-cudnn-runtime-/);
-    // The tarball stage is chosen by ARG TARBALL: the default packs the checkout.
+    // The tarball stage is chosen by ARG TARBALL: the default builds the release (nvcc required).
     expect(stage('tarball').base).toBe(`tarball-${containerfile.args.TARBALL}`);
-    expect(all(stage('tarball-source'), 'RUN').join(' ')).toMatch(/npm pack/);
+    expect(containerfile.args.CUDA_DEVEL_IMAGE).toMatch(/^nvidia\/cuda:\d+\.\d+\.\d+-devel-/);
+    expect(all(stage('tarball-source'), 'RUN').join(' ')).toMatch(/npm run release/);
+    // Both ways yield the same two tarballs: infernode and its ONNX Runtime platform package.
+    for (const name of ['tarball-source', 'tarball-context']) {
+      const text = [...all(stage(name), 'RUN'), ...all(stage(name), 'COPY')].join('\n');
+      expect(text).toMatch(/dist\/infernode-\[0-9\]\*\.tgz \/out\/infernode\.tgz/);
+      expect(text).toMatch(/dist\/infernode-onnxruntime-linux-x64-\*\.tgz \/out\/infernode-onnxruntime\.tgz/);
+    }
     for (const name of FINAL_STAGES) {
       const s = stage(name);
       const runs = all(s, 'RUN').join('\n');
       expect(runs).not.toMatch(/(^|[\s;&|])(gcc|g\+\+|c\+\+|cmake|make|build-essential|nvcc|apt-get install|apt install)(?=$|\s)/m);
-      expect(runs).toMatch(/npm install --global --omit=dev \/tmp\/infernode\.tgz/);
-      expect(all(s, 'COPY')).toContain('--from=tarball /out/infernode.tgz /tmp/infernode.tgz');
+      expect(runs).toMatch(/npm install --global --omit=dev \/tmp\/pkg\/infernode\.tgz \/tmp\/pkg\/infernode-onnxruntime\.tgz/);
+      expect(runs).toMatch(/&& infernode doctor/);
+      expect(all(s, 'COPY')).toContain('--from=tarball /out/ /tmp/pkg/');
     }
     expect(all(stage('gpu'), 'RUN').join(' ')).toMatch(/com\.github\.asus4\.onnxruntime\.linux-x64-gpu@/);
   });
