@@ -29,7 +29,7 @@ function tarballs() {
   const platform = release.packages.find((p) => p.file.startsWith(`infernode-onnxruntime-${process.platform}-${process.arch}-`));
   const main = release.packages.find((p) => /^infernode-\d/.test(p.file));
   if (!main || !platform) fail('dist/release.json lacks the infernode or this platform\'s ONNX Runtime tarball: run `npm run release`');
-  if (fromSource === Boolean(release.prebuild)) {
+  if (fromSource === Boolean(release.prebuilds)) {
     fail(fromSource ? 'dist/ holds a tarball with a prebuild: run `node scripts/release.js --no-prebuild` first'
       : 'dist/ holds a tarball without a prebuild: run `npm run release` first');
   }
