@@ -67,9 +67,10 @@ export type BoundInferFunc<I extends TensorSpecs, O extends TensorSpecs, R> = (
 ) => InferFuncResult<R & CheckedOutputs<R, OutputsOf<O>>>;
 
 /**
- * An input of `infer()`: an NDArray, or its parts. A bare TypedArray (or list of strings or
- * byte strings, BYTES) is one sample: the model's batch axis is added when it batches and the
- * sample has one dimension fewer than the model's inputs with it.
+ * An input of `infer()`: an NDArray, or its parts. Data without a shape (a bare TypedArray, a
+ * list of strings or byte strings for BYTES, `{ data }`) is one sample of the declared input:
+ * its declared dims, with the batch axis added when the model batches (as ModelClient.inferSample
+ * takes it). `D` is the data the input's datatype holds (see typed-model.ts).
  */
 export type InferInput<D extends TensorData = TensorData> =
   | NDArray<D> | D | (D extends Uint8Array[] ? string[] : never)

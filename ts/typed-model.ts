@@ -9,7 +9,7 @@
  * give the untyped `Record<string, NDArray>` forms, as before.
  */
 import type { Tensor } from './config/types';
-import type { ArrayOfDataType, NDArray, TensorData } from './tensor';
+import type { ArrayOfDataType, NDArray, TensorData, TypedArray } from './tensor';
 import type { InferInput } from './triton';
 
 /** The declared tensors of a model, as `bind()` takes them (literal when written inline or `as const`). */
@@ -56,7 +56,7 @@ export type OutputValueOf<S> = DataOf<S> extends infer D extends TensorData
  */
 export type OutputsOf<O extends TensorSpecs> = HasLiteralNames<O> extends true
   ? { [N in O[number]['name'] & string]?: OutputValueOf<SpecNamed<O, N>> }
-  : Record<string, NDArray | import('./tensor').TypedArray>;
+  : Record<string, NDArray | TypedArray>;
 
 /**
  * A callable's returned outputs `R` checked against the declared `Allowed`: a name that is not
@@ -71,10 +71,10 @@ export type CheckedOutputs<R, Allowed> = R extends readonly unknown[]
     : { [P in keyof R]: P extends keyof Allowed ? (IsUntyped<R[P]> extends true ? R[P] : Allowed[P]) : never };
 
 /**
- * An NDArray whose data type is not known (`NDArray`, e.g. an input of an untyped `Request`
- * passed through): its datatype is checked at run time only.
+ * A value whose data type is not known (`NDArray`, e.g. an input of an untyped `Request` passed
+ * through, or a `TypedArray`): its datatype is checked (or cast) at run time only.
  */
-type IsUntyped<V> = V extends NDArray<infer D> ? (TensorData extends D ? true : false) : false;
+type IsUntyped<V> = [V] extends [NDArray<infer D>] ? (TensorData extends D ? true : false) : ([TypedArray] extends [V] ? true : false);
 
 /**
  * The inputs `triton.infer<M>()` takes for a model spec `M`: each declared input in any form

@@ -4,7 +4,7 @@
  */
 import { expectTypeOf } from 'expect-type';
 import {
-  NDArray, Triton, batch, sample, defineModel, type Request, type InputsOf, type TensorData, type Tensor,
+  NDArray, Triton, batch, sample, defineModel, type Request, type InputsOf, type TensorData, type Tensor, type TypedArray,
 } from '../../ts/index';
 
 declare const triton: Triton;
@@ -159,6 +159,14 @@ triton.bind({
   modelName: 'untyped-requests',
   // An untyped NDArray passed through is checked at run time only.
   inferFunc: (requests: Request[]) => requests.map((r) => ({ OUT: r.data.IN })),
+  inputs: [{ name: 'IN', dtype: 'FP32', shape: [-1] }],
+  outputs: [{ name: 'OUT', dtype: 'FP32', shape: [-1] }],
+});
+declare const someArray: TypedArray;
+triton.bind({
+  modelName: 'untyped-array',
+  // A TypedArray of unknown kind: cast to the declared datatype at run time, as before.
+  inferFunc: (requests) => requests.map(() => ({ OUT: someArray })),
   inputs: [{ name: 'IN', dtype: 'FP32', shape: [-1] }],
   outputs: [{ name: 'OUT', dtype: 'FP32', shape: [-1] }],
 });
