@@ -1,5 +1,11 @@
 /** infernode's public API. */
-export { Triton, type BindOptions, type InferInput as TritonInferInput, type TritonInferOptions, type TritonStreamOptions } from './triton';
+export {
+  Triton, type BindOptions, type BoundInferFunc, type InferInput as TritonInferInput, type TritonInferOptions, type TritonStreamOptions,
+} from './triton';
+export {
+  defineModel, type ModelSpec, type TensorSpecs, type InputsOf, type OutputsOf, type OutputValueOf, type CheckedOutputs,
+  type InferInputsOf, type InferResultOf,
+} from './typed-model';
 export {
   TimeoutAction, DeviceKind,
   type TritonConfig, type ModelConfig, type Tensor, type DynamicBatcher, type QueuePolicy,
@@ -9,9 +15,10 @@ export {
 export type { SequenceOptions } from './client/sequence';
 export type { NormalizedModelConfig, NormalizedTensor } from './config/normalize';
 export { InferenceServerError, StatusCode, type StatusCodeName } from './errors';
-export { Request, type InferFunc, type Parameters, type ResponseOutputs, type TritonContext } from './request';
+export { Request, type InferFunc, type InferFuncResult, type Parameters, type ResponseOutputs, type TritonContext } from './request';
 export {
-  NDArray, ndarray, concatRows, DATA_TYPES, type DataType, type TypedArray, type TensorData,
+  NDArray, ndarray, concatRows, DATA_TYPES, type DataType, type TypedArray, type TensorData, type DataTypeArrays,
+  type ArrayOfDataType,
 } from './tensor';
 export type { InferOptions, StreamOptions } from './model';
 export * from './decorators';

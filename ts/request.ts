@@ -24,8 +24,11 @@ export interface SequenceInfo {
   readonly ready: boolean;
 }
 
-/** One client request inside an execution. `data` holds its inputs (with their batch axis). */
-export class Request {
+/**
+ * One client request inside an execution. `data` holds its inputs (with their batch axis);
+ * `In` types them when the model's inputs are declared with literal names (see typed-model.ts).
+ */
+export class Request<In extends object = Record<string, NDArray>> {
   /**
    * Decoupled models: sends this request's responses, any number of them, the last one flagged
    * final, also after the callable returned (the Python backend's response sender).
@@ -40,14 +43,14 @@ export class Request {
   #reschedulable = false;
 
   constructor(
-    readonly data: Record<string, NDArray>,
+    readonly data: In,
     readonly parameters: Parameters = {},
     readonly requestedOutputNames: string[] | null = null,
   ) {}
 
   /** Input by name. */
   get(name: string): NDArray | undefined {
-    return this.data[name];
+    return (this.data as Record<string, NDArray | undefined>)[name];
   }
 
   /** Names of the inputs present. */
@@ -102,9 +105,22 @@ export interface TritonContext {
 
 /**
  * An inference callable as `bind()` takes it: requests in, one outputs object per request out
- * (sync or async). The context is passed as a second argument for decorators to use.
+ * (sync or async). The context is passed as a second argument for decorators to use. `In` and
+ * `Out` type the inputs and outputs when the model's tensors are declared with literal names
+ * (see typed-model.ts); a decoupled model's callable may return more (`InferFuncResult`).
  */
-export type InferFunc = (
-  requests: Request[],
+export type InferFunc<In extends object = Record<string, NDArray>, Out = ResponseOutputs> = (
+  requests: Request<In>[],
   context: TritonContext,
-) => ResponseOutputs[] | Promise<ResponseOutputs[]>;
+) => Out[] | Promise<Out[]>;
+
+/**
+ * Everything a callable bound with `bind()` may return: one outputs object per request (sync or
+ * async), or, for a decoupled model, a generator (sync or async) yielding per step one outputs
+ * object (or null: no response this step) per request, or nothing, answering through each
+ * request's `responseSender`.
+ */
+export type InferFuncResult<Out = ResponseOutputs> =
+  | Out[] | PromiseLike<Out[]>
+  | Iterable<readonly (Out | null | undefined)[]> | AsyncIterable<readonly (Out | null | undefined)[]>
+  | void | PromiseLike<void>;

@@ -32,6 +32,52 @@ export type TypedArrayConstructor =
 /** Data of a tensor: a TypedArray, or one byte string per element for BYTES. */
 export type TensorData = TypedArray | Uint8Array[];
 
+/**
+ * The data each datatype's tensors hold, as the runtime gives it to callables and callers (the
+ * table of `typedArrayFor`, plus BYTES): BOOL is one byte per element (0 or 1), FP16/BF16 their
+ * raw 16-bit patterns, BYTES one Uint8Array (usually a Buffer) per element.
+ */
+export interface DataTypeArrays {
+  BOOL: Uint8Array;
+  UINT8: Uint8Array;
+  UINT16: Uint16Array;
+  UINT32: Uint32Array;
+  UINT64: BigUint64Array;
+  INT8: Int8Array;
+  INT16: Int16Array;
+  INT32: Int32Array;
+  INT64: BigInt64Array;
+  FP16: Uint16Array;
+  FP32: Float32Array;
+  FP64: Float64Array;
+  BYTES: Uint8Array[];
+  BF16: Uint16Array;
+}
+
+/**
+ * The data of a tensor declared with `dtype` (a datatype name or a TypedArray constructor, as
+ * `Tensor.dtype` takes it): `ArrayOfDataType<'FP32'>` is Float32Array. Any other type (a
+ * `string`, a union) gives `TensorData`.
+ */
+export type ArrayOfDataType<D> =
+  [D] extends [DataType] ? (DataType extends D ? TensorData : DataTypeArrays[D])
+    : [D] extends [TypedArrayConstructor] ? (TypedArrayConstructor extends D ? TensorData : ArrayOfConstructor<D>)
+      : TensorData;
+
+/** The array a TypedArray constructor makes, without the ArrayBuffer parameter TypeScript 5.7 added. */
+type ArrayOfConstructor<C> =
+  C extends Float32ArrayConstructor ? Float32Array
+    : C extends Float64ArrayConstructor ? Float64Array
+      : C extends Int32ArrayConstructor ? Int32Array
+        : C extends BigInt64ArrayConstructor ? BigInt64Array
+          : C extends BigUint64ArrayConstructor ? BigUint64Array
+            : C extends Uint8ArrayConstructor ? Uint8Array
+              : C extends Int8ArrayConstructor ? Int8Array
+                : C extends Int16ArrayConstructor ? Int16Array
+                  : C extends Uint16ArrayConstructor ? Uint16Array
+                    : C extends Uint32ArrayConstructor ? Uint32Array
+                      : TensorData;
+
 const ARRAY_TYPE: Record<Exclude<DataType, 'BYTES'>, TypedArrayConstructor> = {
   BOOL: Uint8Array,
   UINT8: Uint8Array,

@@ -7,8 +7,12 @@ import { normalizeBindConfig } from './config/normalize';
 import { ResponseStream } from './decoupled';
 import { InferenceServerError, clip, notFound, toInferenceServerError } from './errors';
 import { BoundModel, type InferOptions, type StreamOptions } from './model';
-import type { InferFunc } from './request';
-import { NDArray, ndarray, type DataType, type TensorData } from './tensor';
+import type { InferFunc, InferFuncResult, Request, ResponseOutputs, TritonContext } from './request';
+import { NDArray, ndarray, typedArrayFor, type DataType, type TensorData } from './tensor';
+import type { NormalizedModelConfig, NormalizedTensor } from './config/normalize';
+import type {
+  CheckedOutputs, InferInputsOf, InferResultOf, InputsOf, ModelSpec, OutputsOf, TensorSpecs,
+} from './typed-model';
 import { warmUp } from './warmup';
 import { parseCacheConfig } from './cache/config';
 import { parseRateLimiterSettings } from './config/rate-limiter';
@@ -24,16 +28,24 @@ import {
   ModelRepositoryManager, type IndexEntry, type LoadOverride, type RepositoryOptions,
 } from './repository/manager';
 
-/** Arguments of `bind()` (PyTriton's `bind`, camelCased). */
-export interface BindOptions {
+/**
+ * Arguments of `bind()` (PyTriton's `bind`, camelCased). `I`/`O` are the declared inputs and
+ * outputs (literal tuples when written inline: see typed-model.ts) and `R` what the callable
+ * returns per request, checked against `O`.
+ */
+export interface BindOptions<
+  I extends TensorSpecs = Tensor[], O extends TensorSpecs = Tensor[], R = ResponseOutputs,
+> {
   modelName: string;
   /**
    * One callable per model instance; a list binds that many instances. Absent for an ensemble
-   * (`config.ensembleScheduling`), whose steps do the work.
+   * (`config.ensembleScheduling`), whose steps do the work. It receives the declared inputs
+   * typed by their datatypes, and what it returns must name declared outputs only, each of its
+   * datatype.
    */
-  inferFunc?: InferFunc | InferFunc[];
-  inputs: Tensor[];
-  outputs: Tensor[];
+  inferFunc?: BoundInferFunc<I, O, R> | BoundInferFunc<I, O, R>[];
+  inputs: I;
+  outputs: O;
   /** Default 1. */
   modelVersion?: number;
   config?: ModelConfig;
@@ -41,8 +53,28 @@ export interface BindOptions {
   strict?: boolean;
 }
 
-/** An input of `infer()`: an NDArray, or its parts. A bare TypedArray is a 1-D tensor. */
-export type InferInput = NDArray | TensorData | { data: TensorData | string[]; shape?: number[]; dtype?: DataType };
+/** `bind()`'s options as the run time reads them. */
+interface UntypedBindOptions extends Omit<BindOptions, 'inferFunc' | 'inputs' | 'outputs'> {
+  inferFunc?: InferFunc | InferFunc[];
+  inputs: Tensor[];
+  outputs: Tensor[];
+}
+
+/** The callable `bind()` takes for declared inputs `I` and outputs `O`, returning `R` per request. */
+export type BoundInferFunc<I extends TensorSpecs, O extends TensorSpecs, R> = (
+  requests: Request<InputsOf<I>>[],
+  context: TritonContext,
+) => InferFuncResult<R & CheckedOutputs<R, OutputsOf<O>>>;
+
+/**
+ * An input of `infer()`: an NDArray, or its parts. Data without a shape (a bare TypedArray, a
+ * list of strings or byte strings for BYTES, `{ data }`) is one sample of the declared input:
+ * its declared dims, with the batch axis added when the model batches (as ModelClient.inferSample
+ * takes it). `D` is the data the input's datatype holds (see typed-model.ts).
+ */
+export type InferInput<D extends TensorData = TensorData> =
+  | NDArray<D> | D | (D extends Uint8Array[] ? string[] : never)
+  | { data: D | (D extends Uint8Array[] ? string[] : never); shape?: number[]; dtype?: DataType };
 
 export interface TritonInferOptions extends InferOptions {
   /** Default: the latest bound version. */
@@ -56,10 +88,18 @@ export interface TritonStreamOptions extends StreamOptions {
 
 const INPUT_FORMS = 'an NDArray, a TypedArray, or { data, shape?, dtype? }';
 
-/** One in-process input as an NDArray; anything else is INVALID_ARG naming the input and model. */
-function toNDArray(model: string, name: string, value: InferInput): NDArray {
+/** What `toNDArray` needs of the model: its name, batching and declared inputs. */
+type ModelInputsConfig = Pick<NormalizedModelConfig, 'name' | 'maxBatchSize' | 'inputs'>;
+
+/**
+ * One in-process input as an NDArray; anything else is INVALID_ARG naming the input and model.
+ * Data without a shape (a bare TypedArray, a list of byte strings, `{ data }`) is one sample of
+ * the declared input, as ModelClient.inferSample takes it: its declared dims (a -1 resolved from
+ * the element count), behind a batch axis of 1 when the model batches.
+ */
+function toNDArray(model: ModelInputsConfig, name: string, value: InferInput): NDArray {
   const refuse = (what: string): never => {
-    throw new InferenceServerError('INVALID_ARG', `input '${clip(name)}' for model '${clip(model)}': ${what}; expected ${INPUT_FORMS}`);
+    throw new InferenceServerError('INVALID_ARG', `input '${clip(name)}' for model '${clip(model.name)}': ${what}; expected ${INPUT_FORMS}`);
   };
   if (value instanceof NDArray) return value;
   if (value === null || typeof value !== 'object') return refuse(`got ${value === null ? 'null' : typeof value}`);
@@ -67,19 +107,61 @@ function toNDArray(model: string, name: string, value: InferInput): NDArray {
     // A plain array is BYTES (strings or Uint8Arrays); numbers need a typed array to say their dtype.
     return refuse('a plain array of numbers has no datatype (wrap it, e.g. new Float32Array([...]))');
   }
-  const parts = ArrayBuffer.isView(value) || Array.isArray(value) ? { data: value as TensorData } : value as Exclude<InferInput, NDArray | TensorData>;
+  const parts = ArrayBuffer.isView(value) || Array.isArray(value)
+    ? { data: value as TensorData | string[], shape: undefined, dtype: undefined }
+    : value as { data: TensorData | string[]; shape?: number[]; dtype?: DataType };
   if (parts.data === undefined || parts.data === null) refuse('it has no data');
   if (parts.shape !== undefined && (!Array.isArray(parts.shape) || parts.shape.some((d) => !Number.isSafeInteger(d) || d < 0))) {
     refuse(`its shape must be an array of non-negative integers, got ${clip(JSON.stringify(parts.shape) ?? String(parts.shape))}`);
   }
+  const spec = model.inputs.find((t) => t.name === name);
   try {
-    return ndarray(parts.data, parts.shape, parts.dtype);
+    const dtype = parts.dtype ?? declaredDataTypeOf(spec, parts.data);
+    const shape = parts.shape ?? (spec && hasLength(parts.data) ? sampleShape(model, spec, parts.data.length) : undefined);
+    return ndarray(parts.data, shape, dtype);
   } catch (err) {
     if (err instanceof InferenceServerError) {
-      throw new InferenceServerError(err.code, `input '${clip(name)}' for model '${clip(model)}': ${err.message}`);
+      throw new InferenceServerError(err.code, `input '${clip(name)}' for model '${clip(model.name)}': ${err.message}`);
     }
     return refuse(err instanceof Error ? err.message : String(err));
   }
+}
+
+function hasLength(data: unknown): data is { length: number } {
+  return typeof (data as { length?: unknown }).length === 'number';
+}
+
+/**
+ * The declared datatype when the array is its kind (a Uint8Array for BOOL, a Uint16Array for
+ * FP16/BF16, which the array alone would call UINT8/UINT16); otherwise the array decides.
+ */
+function declaredDataTypeOf(spec: NormalizedTensor | undefined, data: unknown): DataType | undefined {
+  if (!spec || spec.dtype === 'BYTES' || !ArrayBuffer.isView(data)) return undefined;
+  return data instanceof typedArrayFor(spec.dtype) ? spec.dtype : undefined;
+}
+
+/**
+ * The shape of one sample of `count` elements of a declared input: its dims with a single -1
+ * resolved, behind a batch axis of 1 when the model batches. INVALID_ARG saying which shape was
+ * expected when the elements cannot make one sample.
+ */
+function sampleShape(model: ModelInputsConfig, spec: NormalizedTensor, count: number): number[] {
+  const batching = model.maxBatchSize > 0;
+  const dims = [...spec.dims];
+  // A batching model with scalar rows (dims []): the elements are the rows, as before.
+  if (batching && dims.length === 0) return [count];
+  const known = dims.filter((d) => d >= 0).reduce((a, b) => a * b, 1);
+  const free = dims.filter((d) => d < 0).length;
+  let fits = free === 0 ? known === count : free === 1 && (known === 0 ? count === 0 : count % known === 0);
+  if (free === 1 && fits) dims[dims.indexOf(-1)] = known === 0 ? 0 : count / known;
+  if (free > 1) fits = false;  // which dims the elements spread over is not known
+  if (!fits) {
+    const expected = `[${spec.dims.join(',')}]`;
+    throw new InferenceServerError('INVALID_ARG', `${count} elements without a shape are one sample of shape ${expected}` +
+      `${batching ? ' (the batch axis is added)' : ''}, which ${free > 1 ? 'has more than one variable dimension' : `they do not fill`}; ` +
+      `give the shape: { data, shape: [${batching ? '1,' : ''}${spec.dims.map((d) => (d < 0 ? 'n' : d)).join(',')}] } or an NDArray`);
+  }
+  return batching ? [1, ...dims] : dims;
 }
 
 /** A `signal` must be an AbortSignal (or behave like one): checked before anything is queued. */
@@ -143,7 +225,9 @@ export class Triton {
   }
 
   /** Binds a callable (or one per instance) as a model; it can serve requests at once. */
-  bind(options: BindOptions): void {
+  bind<const I extends TensorSpecs, const O extends TensorSpecs, R = ResponseOutputs>(typed: BindOptions<I, O, R>): void {
+    // The type parameters only check the caller's code; at run time every binding is checked alike.
+    const options = typed as unknown as UntypedBindOptions;
     if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', 'this Triton was stopped');
     checkModelNameLength(options.modelName);
     if (options.config?.ensembleScheduling) {
@@ -177,7 +261,7 @@ export class Triton {
    * Binds an ensemble declared in code: its steps must be bound (or loaded) already; the DAG is
    * checked against them now, as a repository ensemble's is at load.
    */
-  #bindEnsemble(options: BindOptions): void {
+  #bindEnsemble(options: UntypedBindOptions): void {
     if (options.inferFunc !== undefined) {
       throw new InferenceServerError('INVALID_ARG', `ensemble '${options.modelName}': an ensemble has no inferFunc; its steps do the work`);
     }
@@ -446,16 +530,23 @@ export class Triton {
     throw notFound(`Request for unknown model: '${clip(name)}' is not found` + (failure ? ` (its last load failed: ${failure})` : ''));
   }
 
-  /** In-process inference: resolves with the outputs, or rejects with an InferenceServerError. */
-  infer(modelName: string, inputs: Record<string, InferInput>, options: TritonInferOptions = {}): Promise<Record<string, NDArray>> {
+  /**
+   * In-process inference: resolves with the outputs, or rejects with an InferenceServerError.
+   * With the model's spec as type argument (`triton.infer<typeof spec>(...)`, see `defineModel`)
+   * the inputs and outputs are typed by their declared names and datatypes; with `options.outputs`
+   * only those outputs are present.
+   */
+  infer<M extends ModelSpec = ModelSpec>(
+    modelName: string, inputs: InferInputsOf<M>, options: TritonInferOptions = {},
+  ): Promise<InferResultOf<M['outputs']>> {
     let model: BoundModel;
     let arrays: Record<string, NDArray>;
     try {
-      [model, arrays] = this.#modelAndInputs(modelName, inputs, options);
+      [model, arrays] = this.#modelAndInputs(modelName, inputs as Record<string, InferInput>, options);
     } catch (err) {
       return Promise.reject(err);
     }
-    return model.infer(arrays, options);
+    return model.infer(arrays, options) as Promise<InferResultOf<M['outputs']>>;
   }
 
   /** The model an in-process call names, and its inputs as NDArrays; throws what is wrong. */
@@ -467,7 +558,7 @@ export class Triton {
         `got ${inputs === null ? 'null' : Array.isArray(inputs) ? 'an array' : typeof inputs}`);
     }
     const arrays: Record<string, NDArray> = {};
-    for (const name in inputs) arrays[name] = toNDArray(modelName, name, inputs[name]);
+    for (const name in inputs) arrays[name] = toNDArray(model.config, name, inputs[name]);
     return [model, arrays];
   }
 
@@ -476,17 +567,19 @@ export class Triton {
    * outputs), which ends after the final response or throws the request's error. Leaving the
    * loop early (or aborting `options.signal`) cancels the request.
    */
-  inferStream(modelName: string, inputs: Record<string, InferInput>, options: TritonStreamOptions = {}): AsyncIterableIterator<Record<string, NDArray>> {
+  inferStream<M extends ModelSpec = ModelSpec>(
+    modelName: string, inputs: InferInputsOf<M>, options: TritonStreamOptions = {},
+  ): AsyncIterableIterator<InferResultOf<M['outputs']>> {
     let model: BoundModel;
     let arrays: Record<string, NDArray>;
     try {
-      [model, arrays] = this.#modelAndInputs(modelName, inputs, options);
+      [model, arrays] = this.#modelAndInputs(modelName, inputs as Record<string, InferInput>, options);
     } catch (err) {
       const failed = new ResponseStream(0, () => undefined);
       failed.fail(toInferenceServerError(err));
-      return failed;
+      return failed as AsyncIterableIterator<InferResultOf<M['outputs']>>;
     }
-    return model.inferStream(arrays, options);
+    return model.inferStream(arrays, options) as AsyncIterableIterator<InferResultOf<M['outputs']>>;
   }
 }
 

@@ -71,8 +71,9 @@ test('one sample without its batch axis: Triton\'s text, then how to give the ba
     inputs: [{ name: 'IN', dtype: 'FP32', shape: [4] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [4] }],
     config: { maxBatchSize: 4 },
   });
-  await expectRejects(triton.infer('four', { IN: new Float32Array(4) }), 'INVALID_ARG',
+  await expectRejects(triton.infer('four', { IN: new NDArray('FP32', [4], new Float32Array(4)) }), 'INVALID_ARG',
     "unexpected shape for input 'IN' for model 'four'. Expected [-1,4], got [4] (one sample without the batch dimension: give it shape [1,4])");
+  // (A bare TypedArray, with no shape, is one sample: the batch axis is added; inprocess-input-forms.test.ts.)
   // A shape that is wrong in another way gets Triton's text alone.
   await expectRejects(triton.infer('four', { IN: new NDArray('FP32', [1, 3], new Float32Array(3)) }), 'INVALID_ARG',
     /Expected \[-1,4\], got \[1,3\]$/);

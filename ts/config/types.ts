@@ -228,7 +228,7 @@ export interface Tensor {
   name?: string;
   dtype: DataType | TypedArrayConstructor;
   /** -1 marks a dynamic dim. */
-  shape: number[];
+  shape: readonly number[];
   /** Inputs only: the input may be absent from a request. Default false. */
   optional?: boolean;
   /** Inputs only: requests with different shapes of this input may share a batch. Default false. */

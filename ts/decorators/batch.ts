@@ -5,7 +5,7 @@
 import type { NormalizedModelConfig } from '../config/normalize';
 import type { InferFunc, Request, ResponseOutputs, TritonContext } from '../request';
 import { NDArray, concatRows } from '../tensor';
-import type { Awaitable, BatchedInferFunc, Kwargs, NamedInputs, RequestsInferFunc, StreamedSteps } from './types';
+import type { Awaitable, BatchedInferFunc, BatchedResult, Kwargs, OutputsOfResult, NamedInputs, RequestsInferFunc, StreamedSteps } from './types';
 import {
   ENDED, applyPerStep, asBatchArray, convertOutput, getInferenceRequestBatchSize, invalidArgError, mapSequential,
   modelOutputError, shapeString, decoupledSteps, thenApply, zipSteps, type Round,
@@ -90,8 +90,13 @@ function splitOutputs(config: NormalizedModelConfig, result: unknown, rows: read
  * outputs in the order of the declared outputs, sync or async. Request parameters are not
  * passed on (as in PyTriton; read them in an undecorated callable).
  */
-export function batch<K extends NamedInputs<K> = Kwargs>(fn: BatchedInferFunc<K>): InferFunc {
-  return (requests: Request[], context: TritonContext) => {
+export function batch<K extends NamedInputs<K> = Kwargs, Ret extends BatchedResult = BatchedResult>(
+  fn: (inputs: K, context: TritonContext) => Ret,
+): InferFunc<K, OutputsOfResult<Ret>>;
+/** Any `BatchedInferFunc` (e.g. a union of callables): outputs typed as `ResponseOutputs`. */
+export function batch<K extends NamedInputs<K> = Kwargs>(fn: BatchedInferFunc<K>): InferFunc<K>;
+export function batch<K extends NamedInputs<K>>(fn: BatchedInferFunc<K>): InferFunc<K> {
+  return ((requests: Request[], context: TritonContext) => {
     if (requests.length === 0) return [];
     const config = context.modelConfig;
     const names = commonInputNames(config, requests);
@@ -100,7 +105,7 @@ export function batch<K extends NamedInputs<K> = Kwargs>(fn: BatchedInferFunc<K>
     for (const r of rows) total += r;
     const result = fn(concatInputs(config, requests, names) as K, context);
     return applyPerStep(config, 'batch', result, (value) => splitOutputs(config, value, rows, total)) as ResponseOutputs[];
-  };
+  }) as unknown as InferFunc<K>;  // each request's outputs are the batch's, split by rows: typed as `fn`'s
 }
 
 /**
@@ -110,13 +115,18 @@ export function batch<K extends NamedInputs<K> = Kwargs>(fn: BatchedInferFunc<K>
  * decoupled model) yields one result per step, each that step's response (PyTriton's decorator
  * does not handle generators; this is infernode's extension).
  */
-export function sample<K extends NamedInputs<K> = Kwargs>(fn: BatchedInferFunc<K>): InferFunc {
-  return (requests: Request[], context: TritonContext) => {
+export function sample<K extends NamedInputs<K> = Kwargs, Ret extends BatchedResult = BatchedResult>(
+  fn: (inputs: K, context: TritonContext) => Ret,
+): InferFunc<K, OutputsOfResult<Ret>>;
+/** Any `BatchedInferFunc` (e.g. a union of callables): outputs typed as `ResponseOutputs`. */
+export function sample<K extends NamedInputs<K> = Kwargs>(fn: BatchedInferFunc<K>): InferFunc<K>;
+export function sample<K extends NamedInputs<K>>(fn: BatchedInferFunc<K>): InferFunc<K> {
+  return ((requests: Request[], context: TritonContext) => {
     if (requests.length === 0) return [];
     const result = fn({ ...requests[0].data } as K, context);
     const config = context.modelConfig;
     return applyPerStep(config, 'sample', result, (value) => [convertOutput(value, config, 'sample')]) as ResponseOutputs[];
-  };
+  }) as unknown as InferFunc<K>;  // the one request's outputs are `fn`'s
 }
 
 /** Indices of the requests grouped by their sorted input names; groups ordered by those names. */

@@ -47,7 +47,22 @@ export type StreamedSteps<T> = Iterable<T> | AsyncIterable<T>;
 export type BatchedInferFunc<K extends NamedInputs<K> = Kwargs> = (
   inputs: K,
   context: TritonContext,
-) => Awaitable<BatchOutputs> | Awaitable<StreamedSteps<BatchOutputs>>;
+) => BatchedResult;
+
+/** What a `BatchedInferFunc` returns. */
+export type BatchedResult = Awaitable<BatchOutputs> | Awaitable<StreamedSteps<BatchOutputs>>;
+
+/**
+ * The outputs object a `batch`/`sample` callable's result `Ret` gives each request, for the
+ * types: a returned (or yielded) record of outputs keeps its names and types; outputs in
+ * declared order (an array) are `ResponseOutputs`, named at run time.
+ */
+export type OutputsOfResult<Ret> =
+  Awaited<Ret> extends infer T
+    ? T extends readonly unknown[] ? ResponseOutputs
+      : T extends Iterable<infer S> | AsyncIterable<infer S> ? (S extends readonly unknown[] ? ResponseOutputs : S)
+        : T
+    : never;
 
 /** A `BatchedInferFunc` that reads the context from `inputs.tritonContext` (see `tritonContext`). */
 export type ContextInferFunc<K extends NamedInputs<K> = Kwargs> = (
