@@ -91,9 +91,20 @@ export type InferResultOf<O extends TensorSpecs> = HasLiteralNames<O> extends tr
   : Record<string, NDArray>;
 
 /**
+ * The inputs `ModelClient<M>`'s calls take: each declared input by name, an NDArray or a bare
+ * array of its datatype (BYTES: strings or byte arrays); positional arrays stay untyped.
+ */
+export type ClientInputsOf<M extends ModelSpec> = HasLiteralNames<M['inputs']> extends true
+  ? { [N in RequiredNames<M['inputs']>]: ClientInputOf<DataOf<SpecNamed<M['inputs'], N>>> }
+  & { [N in OptionalNames<M['inputs']>]?: ClientInputOf<DataOf<SpecNamed<M['inputs'], N>>> }
+  : Record<string, NDArray | TypedArray | (string | Uint8Array)[]>;
+
+type ClientInputOf<D> = NDArray<D & TensorData> | (D extends Uint8Array[] ? (string | Uint8Array)[] : D);
+
+/**
  * A model's declared inputs and outputs, typed for reuse: pass it to `bind()` (spread it into the
- * options) and as `triton.infer<typeof spec>(...)`'s type argument, so in-process results are
- * typed too. Returns its argument unchanged.
+ * options) and as `triton.infer<typeof spec>(...)`'s or `new ModelClient<typeof spec>(...)`'s type
+ * argument, so in-process and client results are typed too. Returns its argument unchanged.
  *
  * ```ts
  * const AddSub = defineModel({

@@ -27,6 +27,7 @@ import { toGenerateValue, fromGenerateValue } from './generate-values';
 import { GrpcInferenceServerClient } from './grpc';
 import { HttpInferenceServerClient } from './http';
 import type { InferenceServerClient } from './types';
+import type { ClientInputsOf, InferResultOf, ModelSpec } from '../typed-model';
 import { sequenceParameters, type SequenceOptions } from './sequence';
 import type { PemSource } from './tls';
 
@@ -146,7 +147,11 @@ function stringValues(values: Record<string, string | number | boolean> | undefi
   return out;
 }
 
-export class ModelClient {
+/**
+ * With a model spec as type argument (`new ModelClient<typeof spec>(url, name)`, see
+ * `defineModel`), inputs by name and results are typed by the spec; without one, as before.
+ */
+export class ModelClient<M extends ModelSpec = ModelSpec> {
   readonly url: string;
   readonly modelName: string;
   readonly modelVersion: string | undefined;
@@ -264,22 +269,22 @@ export class ModelClient {
   }
 
   /** Infers one sample: adds the batch axis (when the model batches) and strips it from the outputs. */
-  async inferSample(inputs: ModelInputs, options: InferCallOptions = {}): Promise<Record<string, NDArray>> {
+  async inferSample(inputs: ClientInputsOf<M> | ModelInput[], options: InferCallOptions = {}): Promise<InferResultOf<M['outputs']>> {
     const config = await this.#prepareUnary(options);
-    const named = this.#named(inputs, config);
+    const named = this.#named(inputs as ModelInputs, config);
     if (config.batching) for (const name in named) named[name] = named[name].reshape([1, ...named[name].shape]);
     const outputs = await this.#infer(named, options);
     if (config.batching) for (const name in outputs) outputs[name] = outputs[name].reshape(outputs[name].shape.slice(1));
-    return outputs;
+    return outputs as InferResultOf<M['outputs']>;
   }
 
   /** Infers a batch (inputs carry their batch axis); ModelDoesntSupportBatchingError for non-batching models. */
-  async inferBatch(inputs: ModelInputs, options: InferCallOptions = {}): Promise<Record<string, NDArray>> {
+  async inferBatch(inputs: ClientInputsOf<M> | ModelInput[], options: InferCallOptions = {}): Promise<InferResultOf<M['outputs']>> {
     const config = await this.#prepareUnary(options);
     if (!config.batching) {
       throw new ModelDoesntSupportBatchingError(`model '${this.modelName}' does not support batching (max_batch_size is 0): use inferSample`);
     }
-    return this.#infer(this.#named(inputs, config), options);
+    return this.#infer(this.#named(inputs as ModelInputs, config), options) as Promise<InferResultOf<M['outputs']>>;
   }
 
   /** Checks the call's options and waits for the config. */
