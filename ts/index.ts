@@ -22,7 +22,8 @@ export {
 } from './tensor';
 export type { InferOptions, StreamOptions } from './model';
 export * from './decorators';
-export { HttpInferenceServerClient, type HttpClientOptions, type HttpSslOptions, type ClientPlugin } from './client/http';
+export { HttpInferenceServerClient, type HttpClientOptions, type HttpSslOptions } from './client/http';
+export type { ClientPlugin } from './client/client-base';
 export {
   InferInput, InferRequestedOutput, InferResult, StreamInferResult,
   type InferInputData, type InferRequestedOutputOptions, type InferResponseJson, type SharedMemoryRef,

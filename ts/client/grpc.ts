@@ -29,7 +29,7 @@ import {
   EMPTY_FINAL_RESPONSE_PARAM, errorFromStatus, inferRequestFields, inferResult, isEmptyFinal, modelConfigJson, sharedMemoryOutputs, streamResult,
   wireRequestFields,
 } from './grpc-convert';
-import type { ClientPlugin } from './http';
+import { TritonClientBase } from './client-base';
 import type { InferInput, InferResult } from './infer-io';
 import { wireFromInferInputs, wireFromRequest, type InferOptions } from './infer-request';
 import { StreamReader, TIMED_OUT } from './grpc-stream';
@@ -145,7 +145,7 @@ function target(url: string): string {
   return `${m[1]}:${m[2] ?? '8001'}`;
 }
 
-export class GrpcInferenceServerClient implements InferenceServerClient {
+export class GrpcInferenceServerClient extends TritonClientBase implements InferenceServerClient {
   readonly #client: Client;
   readonly #methods: Record<string, Method>;
   readonly #options: GrpcClientOptions;
@@ -154,11 +154,11 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
   readonly #streamCalls = new Set<StreamCall>();
   /** The stream of startStream, until stopStream. */
   #stream: OpenStream | null = null;
-  #plugin: ClientPlugin | null = null;
   /** The server address (`host:port`). */
   readonly address: string;
 
   constructor(url: string, options: GrpcClientOptions = {}) {
+    super();
     this.#options = options;
     this.address = target(url);
     const max = options.maxMessageSize ?? 2 ** 31 - 1;
@@ -186,7 +186,7 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
   /** The call's headers after the plugin saw them. */
   #headers(headers: Record<string, string> | undefined): Record<string, string> {
     const request = { headers: { ...headers } };
-    this.#plugin?.(request);
+    this.plugin()?.(request);
     return request.headers;
   }
 
@@ -357,32 +357,6 @@ export class GrpcInferenceServerClient implements InferenceServerClient {
     return typeof request === 'string' ? this.infer(request, inputs ?? [], options) : this.infer(request);
   }
 
-  /** Registers the plugin every later call passes its headers through (one at a time, as tritonclient). */
-  registerPlugin(plugin: ClientPlugin): void {
-    if (typeof plugin !== 'function') throw new ClientValueError('registerPlugin takes a function (request) => void that may change request.headers');
-    this.#plugin = plugin;
-  }
-
-  /** The registered plugin, or null. */
-  plugin(): ClientPlugin | null {
-    return this.#plugin;
-  }
-
-  unregisterPlugin(): void {
-    this.#plugin = null;
-  }
-
-  // The short names: aliases of tritonclient's, kept for code written before them.
-  serverLive(): Promise<boolean> { return this.isServerLive(); }
-  serverReady(): Promise<boolean> { return this.isServerReady(); }
-  modelReady(modelName: string, modelVersion?: string): Promise<boolean> { return this.isModelReady(modelName, modelVersion); }
-  serverMetadata(): Promise<ServerMetadata> { return this.getServerMetadata(); }
-  modelMetadata(modelName: string, modelVersion?: string): Promise<ModelMetadata> { return this.getModelMetadata(modelName, modelVersion); }
-  modelConfig(modelName: string, modelVersion?: string): Promise<Record<string, unknown>> { return this.getModelConfig(modelName, modelVersion); }
-  modelStatistics(modelName?: string, modelVersion?: string): Promise<{ model_stats: Record<string, unknown>[] }> {
-    return this.getInferenceStatistics(modelName, modelVersion);
-  }
-  repositoryIndex(readyOnly = false): Promise<RepositoryIndexEntry[]> { return this.getModelRepositoryIndex({ readyOnly }); }
 
   /** Opens a ModelStreamInfer call; `timeoutMs` bounds the whole call (none by default). */
   #openStreamCall(headers: Record<string, string> | undefined, timeoutMs: number | undefined): StreamCall {

@@ -25,6 +25,7 @@ import { errorFromResponse, HttpTransport, type HttpResponse } from './http-tran
 import type * as https from 'node:https';
 import * as zlib from 'node:zlib';
 import { InferenceServerError } from '../errors';
+import { TritonClientBase } from './client-base';
 import { ClientInvalidUrlError, ClientValueError } from './errors';
 import { readOptionalPem, type PemSource } from './tls';
 import { promisify } from 'node:util';
@@ -91,7 +92,6 @@ function httpsAgentOptions(options: HttpClientOptions): https.AgentOptions | und
  * A tritonclient plugin: called before every call with the call's headers, which it may change
  * (e.g. add `authorization`). tritonclient's `register_plugin` takes an object with `__call__`.
  */
-export type ClientPlugin = (request: { headers: Record<string, string> }) => void;
 
 /** `path` with `queryParams` (tritonclient.http's query_params: lists repeat their key). */
 function withQuery(path: string, queryParams: CallOptions['queryParams']): string {
@@ -119,13 +119,13 @@ function tracePath(modelName?: string): string {
   return modelName ? `/v2/models/${encodeURIComponent(modelName)}/trace/setting` : '/v2/trace/setting';
 }
 
-export class HttpInferenceServerClient implements InferenceServerClient {
+export class HttpInferenceServerClient extends TritonClientBase implements InferenceServerClient {
   readonly #transport: HttpTransport;
   readonly #options: HttpClientOptions;
-  #plugin: ClientPlugin | null = null;
 
   /** `url`: `host:port` (HTTPS with `ssl: true`) or `http(s)://host:port[/prefix]`. */
   constructor(url: string, options: HttpClientOptions = {}) {
+    super();
     this.#options = options;
     if (options.ssl && /^http:\/\//i.test(url)) {
       throw new ClientInvalidUrlError(`ssl is true but the URL '${url}' says http://: give host:port or an https:// URL`);
@@ -142,7 +142,7 @@ export class HttpInferenceServerClient implements InferenceServerClient {
   /** The call's headers after the plugin saw them. */
   #headers(headers: Record<string, string> | undefined): Record<string, string> {
     const request = { headers: { ...headers } };
-    this.#plugin?.(request);
+    this.plugin()?.(request);
     return request.headers;
   }
 
@@ -323,32 +323,6 @@ export class HttpInferenceServerClient implements InferenceServerClient {
     return decodeInferResponse({ status: 200, headers, body: bytes });
   }
 
-  /** Registers the plugin every later call passes its headers through (one at a time, as tritonclient). */
-  registerPlugin(plugin: ClientPlugin): void {
-    if (typeof plugin !== 'function') throw new ClientValueError('registerPlugin takes a function (request) => void that may change request.headers');
-    this.#plugin = plugin;
-  }
-
-  /** The registered plugin, or null. */
-  plugin(): ClientPlugin | null {
-    return this.#plugin;
-  }
-
-  unregisterPlugin(): void {
-    this.#plugin = null;
-  }
-
-  // The short names: aliases of tritonclient's, kept for code written before them.
-  serverLive(): Promise<boolean> { return this.isServerLive(); }
-  serverReady(): Promise<boolean> { return this.isServerReady(); }
-  modelReady(modelName: string, modelVersion?: string): Promise<boolean> { return this.isModelReady(modelName, modelVersion); }
-  serverMetadata(): Promise<ServerMetadata> { return this.getServerMetadata(); }
-  modelMetadata(modelName: string, modelVersion?: string): Promise<ModelMetadata> { return this.getModelMetadata(modelName, modelVersion); }
-  modelConfig(modelName: string, modelVersion?: string): Promise<Record<string, unknown>> { return this.getModelConfig(modelName, modelVersion); }
-  modelStatistics(modelName?: string, modelVersion?: string): Promise<{ model_stats: Record<string, unknown>[] }> {
-    return this.getInferenceStatistics(modelName, modelVersion);
-  }
-  repositoryIndex(readyOnly = false): Promise<RepositoryIndexEntry[]> { return this.getModelRepositoryIndex({ readyOnly }); }
 
   /**
    * `POST .../generate`: the model's one response object (Triton's generate mapping: `body`'s
