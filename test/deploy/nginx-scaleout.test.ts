@@ -28,7 +28,7 @@ import { EXAMPLES, LOOPBACK_ANY_PORTS, ServeProcess, ensureLib, mlpRequestBody, 
 const NGINX = '/usr/sbin/nginx';
 const haveNginx = existsSync(NGINX);
 if (!haveNginx) {
-  // eslint-disable-next-line no-console
+
   console.warn(`nginx-scaleout: SKIPPED, ${NGINX} is missing (Debian: apt-get install -y nginx-light)`);
 }
 const describeWithNginx = haveNginx ? describe : describe.skip;
@@ -307,7 +307,7 @@ async function spreadKillAndKeepServing(cluster: Cluster, kind: 'http' | 'grpc',
     expect({ tag: r.tag, ok: r.ok, first: line.upstreams[0], last: line.upstreamStatuses.at(-1) })
       .toEqual({ tag: r.tag, ok: true, first: victimAddress, last: '200' });
   }
-  // eslint-disable-next-line no-console
+
   console.log(`${kind}: ${sent.length} requests around the kill, ${inFlightAtKill.size} in flight at the kill, ` +
     `${failed.length} failed (in flight on the killed server), ${retried.length} passed on by nginx after a refused connection`);
 

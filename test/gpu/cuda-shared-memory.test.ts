@@ -330,7 +330,6 @@ describeGpu('CUDA shared memory', () => {
   });
 });
 
-
 // Runs everywhere, so jest shows the skip line above (it hides the output of a wholly skipped file).
 test('the suite runs, or says why not', () => {
   expect(skipped === null || /no CUDA device|nvcc/.test(skipped)).toBe(true);

@@ -59,7 +59,10 @@ async function serve(tritonConfig: TritonConfig = { cacheConfig: ['local,size=10
 
 const f32 = (values: number[], shape = [1, values.length]): NDArray => new NDArray('FP32', shape, Float32Array.from(values));
 const bytesOf = (outputs: Record<string, NDArray>): Record<string, Buffer> => Object.fromEntries(
-  Object.entries(outputs).map(([name, arr]) => [name, Buffer.from((arr.data as Float32Array).buffer, (arr.data as Float32Array).byteOffset, (arr.data as Float32Array).byteLength)]),
+  Object.entries(outputs).map(([name, arr]) => {
+    const data = arr.data as Float32Array;
+    return [name, Buffer.from(data.buffer, data.byteOffset, data.byteLength)];
+  }),
 );
 
 /** The model's statistics as the HTTP and gRPC frontends report them. */

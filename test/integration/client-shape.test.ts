@@ -54,7 +54,6 @@ const ALIASES: Record<string, string> = {
 
 const camel = (name: string): string => name.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 const methodsOf = (target: any, names: string[]): string[] => names.map(camel).filter((n) => typeof target[n] !== 'function');
 
 describe("tritonclient's method set", () => {

@@ -12,7 +12,6 @@ import { expectRejects, waitFor } from './helpers';
 import { TempRepo, addConstModel, startRepoTriton, type Served } from './repository/repo-helpers';
 
 declare global {
-  // eslint-disable-next-line no-var
   var __ensembleEvents: { started: string[]; meet?: () => void; met?: Promise<void> } | undefined;
 }
 

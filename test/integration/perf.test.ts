@@ -29,7 +29,6 @@ interface Seen {
 }
 
 declare global {
-  // eslint-disable-next-line no-var
   var __perfSeen: Seen | undefined;
 }
 

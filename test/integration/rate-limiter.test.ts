@@ -242,7 +242,6 @@ describe('bound models', () => {
 
 // Repository JS models hold their executions on this test's activity through a global.
 declare global {
-  // eslint-disable-next-line no-var
   var __rateLimiterHeld: ((name: string) => (requests: Request[]) => Promise<Record<string, NDArray>[]>) | undefined;
 }
 

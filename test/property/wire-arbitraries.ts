@@ -22,7 +22,8 @@ export function jsonText(value: unknown): string {
 }
 
 /** Arrays or objects nested up to 30k deep (JSON.stringify overflows the stack from about 5k): cheap to send (2 bytes a level), deadly to recursive code. */
-export const deepJson: fc.Arbitrary<RawJson> = fc.tuple(fc.oneof(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 5_000, max: 30_000 })), fc.boolean()).map(([n, array]) =>
+const nestingDepth = fc.oneof(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 5_000, max: 30_000 }));
+export const deepJson: fc.Arbitrary<RawJson> = fc.tuple(nestingDepth, fc.boolean()).map(([n, array]) =>
   new RawJson(array ? `${'['.repeat(n)}${']'.repeat(n)}` : `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`));
 
 /** Numbers and literals at the edges of what JSON.parse and the decoders accept. */

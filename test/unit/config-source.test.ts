@@ -9,7 +9,6 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { errorOf } from './error-of';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { InferenceServerError } from '../../ts/errors';
 import { normalizeBindConfig, type NormalizedModelConfig } from '../../ts/config/normalize';
 import { toModelConfigJson } from '../../ts/config/model-config-json';
 import { TimeoutAction } from '../../ts/config/types';

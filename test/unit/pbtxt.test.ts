@@ -4,7 +4,6 @@
  * files use, every message of inference.ModelConfig, print→parse round trips, and malformed
  * files with the exact line:column of the error.
  */
-import { InferenceServerError } from '../../ts/errors';
 import { errorOf } from './error-of';
 import { parsePbtxt, printPbtxt, validateModelConfigJson, type ProtoJsonObject } from '../../ts/config/pbtxt';
 

@@ -173,7 +173,7 @@ async function serve(o: ServeOptions): Promise<void> {
     console.warn('infernode: --load-model has effect only with --model-control-mode=explicit');
   }
   if (o.loadModel?.includes('*') && o.loadModel.length > 1) {
-    throw new InvalidArgumentError("--load-model=* loads every model and must be the only --load-model");
+    throw new InvalidArgumentError('--load-model=* loads every model and must be the only --load-model');
   }
   // Checked here, so a bad value is refused even when the listener it configures is disabled.
   parseRestrictions(o.httpRestrictedApi?.join(';'), '--http-restricted-api');

@@ -51,7 +51,10 @@ export interface GrpcClientOptions {
   channelOptions?: ChannelOptions;
   /** tritonclient's `ssl`: connect over TLS. Default false. */
   ssl?: boolean;
-  /** tritonclient's `root_certificates`: the CA(s) the server's certificate must be signed by (a PEM file's path or its contents). Default: grpc-js's bundled public CAs. */
+  /**
+   * tritonclient's `root_certificates`: the CA(s) the server's certificate must be signed by (a PEM
+   * file's path or its contents). Default: grpc-js's bundled public CAs.
+   */
   rootCertificates?: PemSource;
   /** tritonclient's `private_key`: the client certificate's key, for servers that require client certificates. */
   privateKey?: PemSource;
@@ -356,7 +359,6 @@ export class GrpcInferenceServerClient extends TritonClientBase implements Infer
   asyncInfer(request: ClientInferRequest | string, inputs?: InferInput[], options?: InferOptions): Promise<InferResult> {
     return typeof request === 'string' ? this.infer(request, inputs ?? [], options) : this.infer(request);
   }
-
 
   /** Opens a ModelStreamInfer call; `timeoutMs` bounds the whole call (none by default). */
   #openStreamCall(headers: Record<string, string> | undefined, timeoutMs: number | undefined): StreamCall {

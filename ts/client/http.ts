@@ -323,7 +323,6 @@ export class HttpInferenceServerClient extends TritonClientBase implements Infer
     return decodeInferResponse({ status: 200, headers, body: bytes });
   }
 
-
   /**
    * `POST .../generate`: the model's one response object (Triton's generate mapping: `body`'s
    * keys that name inputs become inputs, the others parameters). Rejects with the server's error.

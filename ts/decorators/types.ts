@@ -121,4 +121,3 @@ export interface FirstValueOptions {
 
 /** Defaults of `fillOptionals`: input name → value WITHOUT the batch axis. */
 export type OptionalDefaults = Record<string, NDArray | TypedArray>;
-

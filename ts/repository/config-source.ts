@@ -20,7 +20,8 @@ import * as path from 'node:path';
 import { InferenceServerError, invalidArg } from '../errors';
 import {
   DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT, checkInt, normalizeBatcher, responseCacheRefused,
-  type NormalizedDynamicBatching, type NormalizedInstanceGroup, type NormalizedSequenceBatching, type NormalizedTensor, type NormalizedModelConfig, type NormalizedVersionPolicy,
+  type NormalizedDynamicBatching, type NormalizedInstanceGroup, type NormalizedSequenceBatching, type NormalizedTensor,
+  type NormalizedModelConfig, type NormalizedVersionPolicy,
 } from '../config/normalize';
 import { parsePbtxt, validateModelConfigJson } from '../config/pbtxt';
 import { TimeoutAction, type QueuePolicy } from '../config/types';

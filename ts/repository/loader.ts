@@ -98,14 +98,15 @@ function inVersion(where: string, err: unknown): InferenceServerError {
   return e.message.startsWith('model ') ? e : new InferenceServerError(e.code, `${where}: ${e.message}`);
 }
 
+type RawAccelerators = { execution_accelerators?: { gpu_execution_accelerator?: { name?: string; parameters?: Record<string, string> }[] } };
+
 /**
  * The TensorRT accelerator a config asks for (`optimization { execution_accelerators {
  * gpu_execution_accelerator: [ { name: "tensorrt", parameters {...} } ] } }`), with the parameters
  * Triton's onnxruntime backend takes; null when it asks for none.
  */
 export function tensorRtOptions(model: string, config: RawModelConfig): TensorRtLoadOptions | null {
-  const accelerators = (config.optimization as { execution_accelerators?: { gpu_execution_accelerator?: { name?: string; parameters?: Record<string, string> }[] } } | undefined)
-    ?.execution_accelerators?.gpu_execution_accelerator ?? [];
+  const accelerators = (config.optimization as RawAccelerators | undefined)?.execution_accelerators?.gpu_execution_accelerator ?? [];
   const trt = accelerators.find((a) => a.name === 'tensorrt');
   if (!trt) return null;
   const options: TensorRtLoadOptions = {};

@@ -16,7 +16,7 @@ import type { Request } from '../../../ts/request';
 import { NDArray } from '../../../ts/tensor';
 import type { Triton } from '../../../ts/triton';
 import type { ClientStreamResult } from '../../../ts/client/types';
-import { expectRejects, gate, waitFor } from '../helpers';
+import { expectRejects, waitFor } from '../helpers';
 import { identity, serve, type Served } from './helpers';
 
 const IN = { name: 'IN', dtype: 'FP32' as const, shape: [-1] };

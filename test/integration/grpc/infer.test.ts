@@ -5,7 +5,7 @@
  * default.
  */
 import * as grpc from '@grpc/grpc-js';
-import { DATA_TYPES, NDArray, serializeBytes } from '../../../ts/tensor';
+import { serializeBytes } from '../../../ts/tensor';
 import type { Triton } from '../../../ts/triton';
 import { bindInferModels } from '../http/models';
 import { fails, fp32Bytes, identity, ok, rawStub, serve, type Served } from './helpers';

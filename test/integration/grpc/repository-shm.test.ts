@@ -50,7 +50,7 @@ describe('model repository, explicit control mode', () => {
       backend: 'js', max_batch_size: 0,
       input: [{ name: 'X', data_type: 'TYPE_INT32', dims: [2] }], output: [{ name: 'Y', data_type: 'TYPE_INT32', dims: [2] }],
     });
-    const code = "exports.execute = (requests) => requests.map((r) => ({ Y: r.data.X.data.map((v) => v * 10) }));\n";
+    const code = 'exports.execute = (requests) => requests.map((r) => ({ Y: r.data.X.data.map((v) => v * 10) }));\n';
     await ok(s.stub, 'RepositoryModelLoad', {
       model_name: 'sent', parameters: { config: { string_param: config }, 'file:1/model.js': { bytes_param: Buffer.from(code) } },
     });

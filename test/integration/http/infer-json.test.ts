@@ -124,7 +124,7 @@ describe('parameters', () => {
   test('triton_ keys are refused', async () => {
     const r = await post(s.port, '/v2/models/params/infer', { parameters: { triton_x: 1 }, inputs: [input] });
     expect(r.status).toBe(400);
-    expect(r.error).toContain("reserved for Triton usage");
+    expect(r.error).toContain('reserved for Triton usage');
   });
 });
 

@@ -36,8 +36,8 @@ test.each([
 });
 
 test.each([
-  ['INT64', '9223372036854775808', "element 0 (9223372036854775808) is out of range for datatype INT64"],
-  ['UINT64', '18446744073709551616', "element 0 (18446744073709551616) is out of range for datatype UINT64"],
+  ['INT64', '9223372036854775808', 'element 0 (9223372036854775808) is out of range for datatype INT64'],
+  ['UINT64', '18446744073709551616', 'element 0 (18446744073709551616) is out of range for datatype UINT64'],
   ['UINT64', '-12345678901234567', 'is out of range for datatype UINT64'],
 ])('%s %s is refused as out of range', async (datatype, data, message) => {
   const r = await postText(`echo_${datatype}`, request(datatype, data));

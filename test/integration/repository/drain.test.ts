@@ -24,7 +24,6 @@ interface DrainEvents {
 }
 
 declare global {
-  // eslint-disable-next-line no-var
   var __drainEvents: DrainEvents | undefined;
 }
 

@@ -18,7 +18,6 @@ interface Events {
 }
 
 declare global {
-  // eslint-disable-next-line no-var
   var __decoupledEvents: Events | undefined;
 }
 

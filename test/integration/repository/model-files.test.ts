@@ -13,7 +13,6 @@ import { expectRejects } from '../helpers';
 import { TempRepo, addConstModel, startRepoTriton, type Served } from './repo-helpers';
 
 declare global {
-  // eslint-disable-next-line no-var
   var __outsideModelRan: boolean | undefined;
 }
 

@@ -19,7 +19,6 @@ interface Events {
 }
 
 declare global {
-  // eslint-disable-next-line no-var
   var __trafficEvents: Events | undefined;
 }
 

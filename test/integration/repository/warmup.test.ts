@@ -14,7 +14,6 @@ interface Events {
 }
 
 declare global {
-  // eslint-disable-next-line no-var
   var __warmupEvents: Events | undefined;
 }
 

@@ -142,7 +142,9 @@ function pushFixed(r: WireReader, field: number, wt: number, width: 4 | 8, out: 
 }
 
 /** Fixed-width chunks as one typed array (a view of the message when there is one aligned chunk). */
-function fixedArray<T extends Float32Array | Float64Array>(chunks: Buffer[], Ctor: { new (b: ArrayBuffer, o: number, n: number): T; new (n: number): T; BYTES_PER_ELEMENT: number }): T {
+type FloatArrayConstructor<T> = { new (b: ArrayBuffer, o: number, n: number): T; new (n: number): T; BYTES_PER_ELEMENT: number };
+
+function fixedArray<T extends Float32Array | Float64Array>(chunks: Buffer[], Ctor: FloatArrayConstructor<T>): T {
   const width = Ctor.BYTES_PER_ELEMENT;
   if (chunks.length === 1 && chunks[0].byteOffset % width === 0) {
     return new Ctor(chunks[0].buffer as ArrayBuffer, chunks[0].byteOffset, chunks[0].length / width);

@@ -97,7 +97,6 @@ function unwrapped(call: unknown, adjust: (base: GrpcJsBaseCall) => void): Retur
   return call as ReturnType<ServerInterceptor>;
 }
 
-
 function bindAddress(address: string, port: number): string {
   return address.includes(':') && !address.startsWith('[') ? `[${address}]:${port}` : `${address}:${port}`;
 }

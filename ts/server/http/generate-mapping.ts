@@ -165,7 +165,6 @@ export function decodeGenerateRequest(
   };
 }
 
-
 /** One output's value: the flat list, or its only element. */
 function outputValue(tensor: NDArray, what: string): string {
   const list = tensorToJsonText(tensor, what);

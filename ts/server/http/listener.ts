@@ -69,4 +69,3 @@ export function httpFrontend(kind: Frontend['kind'], server: http.Server, port: 
     },
   };
 }
-

@@ -198,13 +198,21 @@ function attributeWriter(a: Attribute): ProtoWriter {
   const F = FIELD.attribute;
   const w = new ProtoWriter().string(F.name, a.name);
   let type: number;
-  if ('f' in a) { w.float(F.f, a.f); type = AttributeType.FLOAT; }
-  else if ('i' in a) { w.varint(F.i, a.i); type = AttributeType.INT; }
-  else if ('s' in a) { w.bytes(F.s, toBytes(a.s)); type = AttributeType.STRING; }
-  else if ('t' in a) { w.message(F.t, tensorWriter(a.t)); type = AttributeType.TENSOR; }
-  else if ('floats' in a) { w.repeatedFloats(F.floats, a.floats); type = AttributeType.FLOATS; }
-  else if ('ints' in a) { w.repeatedVarints(F.ints, a.ints); type = AttributeType.INTS; }
-  else { w.repeatedBytes(F.strings, a.strings.map(toBytes)); type = AttributeType.STRINGS; }
+  if ('f' in a) {
+    w.float(F.f, a.f); type = AttributeType.FLOAT;
+  } else if ('i' in a) {
+    w.varint(F.i, a.i); type = AttributeType.INT;
+  } else if ('s' in a) {
+    w.bytes(F.s, toBytes(a.s)); type = AttributeType.STRING;
+  } else if ('t' in a) {
+    w.message(F.t, tensorWriter(a.t)); type = AttributeType.TENSOR;
+  } else if ('floats' in a) {
+    w.repeatedFloats(F.floats, a.floats); type = AttributeType.FLOATS;
+  } else if ('ints' in a) {
+    w.repeatedVarints(F.ints, a.ints); type = AttributeType.INTS;
+  } else {
+    w.repeatedBytes(F.strings, a.strings.map(toBytes)); type = AttributeType.STRINGS;
+  }
   return w.varint(F.type, type);
 }
 
