@@ -11,7 +11,7 @@ import {
 import { invalidArg } from '../../errors';
 import type { TritonConfig } from '../../config/types';
 import type { ServerContext } from '../context';
-import type { Frontend } from '../frontends';
+import type { Frontend } from '../frontend';
 import { SHUTTING_DOWN, callStatus, type CallStatus, type Gate } from './call-status';
 import { healthHandlers, serviceHandlers } from './handlers';
 import { modelInfer, modelStreamInfer, type InferHandlerOptions } from './infer-handlers';
