@@ -22,7 +22,10 @@ export interface ServerContext {
   readonly tracer: Tracer;
   readonly httpRestrictions: Map<ApiGroup, Restriction>;
   readonly grpcRestrictions: Map<ApiGroup, Restriction>;
-  /** True once the server began to stop: readiness is false and new inferences are refused. */
+  /**
+   * True once the server began to stop (set by Triton.stop(), never cleared): readiness is false
+   * and both frontends refuse new requests through exitingRefusal (exiting.ts).
+   */
   exiting: boolean;
 }
 
