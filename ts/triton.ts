@@ -11,7 +11,7 @@ import type { InferFunc, InferFuncResult, Request, ResponseOutputs, TritonContex
 import { NDArray, ndarray, typedArrayFor, type DataType, type TensorData } from './tensor';
 import type { NormalizedModelConfig, NormalizedTensor } from './config/normalize';
 import type {
-  CheckedOutputs, InferInputsOf, InferResultOf, InputsOf, ModelSpec, OutputsOf, TensorSpecs,
+  CheckedOutputs, InferInput, InferInputsOf, InferResultOf, InputsOf, ModelSpec, OutputsOf, TensorSpecs,
 } from './typed-model';
 import { warmUp } from './warmup';
 import { parseCacheConfig } from './cache/config';
@@ -24,6 +24,7 @@ import { Logger } from './log';
 import { checkModelNameLength } from './model-name';
 import { createServerContext, type ServerContext } from './server/context';
 import { startFrontends, type Frontend } from './server/frontends';
+import type { ServedTriton } from './server/served-triton';
 import {
   ModelRepositoryManager, type IndexEntry, type LoadOverride, type RepositoryOptions,
 } from './repository/manager';
@@ -66,15 +67,8 @@ export type BoundInferFunc<I extends TensorSpecs, O extends TensorSpecs, R> = (
   context: TritonContext,
 ) => InferFuncResult<R & CheckedOutputs<R, OutputsOf<O>>>;
 
-/**
- * An input of `infer()`: an NDArray, or its parts. Data without a shape (a bare TypedArray, a
- * list of strings or byte strings for BYTES, `{ data }`) is one sample of the declared input:
- * its declared dims, with the batch axis added when the model batches (as ModelClient.inferSample
- * takes it). `D` is the data the input's datatype holds (see typed-model.ts).
- */
-export type InferInput<D extends TensorData = TensorData> =
-  | NDArray<D> | D | (D extends Uint8Array[] ? string[] : never)
-  | { data: D | (D extends Uint8Array[] ? string[] : never); shape?: number[]; dtype?: DataType };
+/** An input of `infer()` (defined in typed-model.ts, which types inputs by a model's spec). */
+export type { InferInput } from './typed-model';
 
 export interface TritonInferOptions extends InferOptions {
   /** Default: the latest bound version. */
@@ -174,7 +168,7 @@ function checkSignal(model: string, signal: unknown): void {
   }
 }
 
-export class Triton {
+export class Triton implements ServedTriton {
   readonly config: TritonConfig;
   /** Lower-cased model name → versions (PyTriton treats names case-insensitively for duplicates). */
   readonly #models = new Map<string, Map<number, BoundModel>>();

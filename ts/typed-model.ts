@@ -9,8 +9,17 @@
  * give the untyped `Record<string, NDArray>` forms, as before.
  */
 import type { Tensor } from './config/types';
-import type { ArrayOfDataType, NDArray, TensorData, TypedArray } from './tensor';
-import type { InferInput } from './triton';
+import type { ArrayOfDataType, DataType, NDArray, TensorData, TypedArray } from './tensor';
+
+/**
+ * An input of `infer()`: an NDArray, or its parts. Data without a shape (a bare TypedArray, a
+ * list of strings or byte strings for BYTES, `{ data }`) is one sample of the declared input:
+ * its declared dims, with the batch axis added when the model batches (as ModelClient.inferSample
+ * takes it). `D` is the data the input's datatype holds (see below).
+ */
+export type InferInput<D extends TensorData = TensorData> =
+  | NDArray<D> | D | (D extends Uint8Array[] ? string[] : never)
+  | { data: D | (D extends Uint8Array[] ? string[] : never); shape?: number[]; dtype?: DataType };
 
 /** The declared tensors of a model, as `bind()` takes them (literal when written inline or `as const`). */
 export type TensorSpecs = readonly Tensor[];

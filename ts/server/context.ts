@@ -2,23 +2,30 @@
  * What every frontend (HTTP, gRPC, metrics) serves from: the Triton it fronts and the
  * server-wide state the frontends share — the inference path, client shared memory, tracing,
  * logging and the API restrictions. Created by `Triton.run()`, one per Triton.
+ *
+ * The server layer sees the Triton only through `ServedTriton` (what the frontends use of it), so
+ * ts/server/** never imports ts/triton.ts: triton.ts sits above the server layer and starts it
+ * (docs/architecture.md, "Layers of ts/").
  */
 import type { Logger } from '../log';
-import type { Triton } from '../triton';
 import { InferenceService } from './inference-service';
+import type { ServedTriton } from './served-triton';
 import { parseRestrictions, type ApiGroup, type Restriction } from './restrictions';
 import { SharedMemoryManager } from './shared-memory';
 import { Tracer, type TraceSettings } from './trace';
 
 export interface ServerContext {
-  readonly triton: Triton;
+  readonly triton: ServedTriton;
   readonly logger: Logger;
   readonly inference: InferenceService;
   readonly sharedMemory: SharedMemoryManager;
   readonly tracer: Tracer;
   readonly httpRestrictions: Map<ApiGroup, Restriction>;
   readonly grpcRestrictions: Map<ApiGroup, Restriction>;
-  /** True once the server began to stop: readiness is false and new inferences are refused. */
+  /**
+   * True once the server began to stop (set by Triton.stop(), never cleared): readiness is false
+   * and both frontends refuse new requests through exitingRefusal (exiting.ts).
+   */
   exiting: boolean;
 }
 
@@ -43,7 +50,7 @@ export function traceSettingsFromConfig(entries: readonly string[] | undefined):
   return out;
 }
 
-export function createServerContext(triton: Triton, logger: Logger): ServerContext {
+export function createServerContext(triton: ServedTriton, logger: Logger): ServerContext {
   const config = triton.config;
   const sharedMemory = new SharedMemoryManager(config.allowClientShm ?? false);
   return {

@@ -5,19 +5,12 @@
  * models drained, `close` tears the listeners down.
  */
 import type { ServerContext } from './context';
+import type { Frontend } from './frontend';
 import { startGrpcFrontend } from './grpc/server';
 import { startHttpFrontend } from './http/server';
 import { startMetricsFrontend } from './metrics/server';
 
-export interface Frontend {
-  readonly kind: 'http' | 'grpc' | 'metrics';
-  /** The port it listens on. */
-  readonly port: number;
-  /** Stop accepting new connections and calls; in-flight ones continue. */
-  beginShutdown(): void;
-  /** Close what is left. */
-  close(): Promise<void>;
-}
+export type { Frontend } from './frontend';
 
 /** Starts every allowed frontend; on a failure, the ones already started are closed again. */
 export async function startFrontends(ctx: ServerContext): Promise<Frontend[]> {

@@ -7,7 +7,7 @@ import { InferenceServerError, clip, invalidArg } from '../errors';
 import type { ResponseStream } from '../decoupled';
 import type { BoundModel, CancelSignal, InferOptions } from '../model';
 import type { NDArray, DataType } from '../tensor';
-import type { Triton } from '../triton';
+import type { ServedTriton } from './served-triton';
 import { classify } from './classification';
 import type { RequestParameters } from './parameters';
 import { tensorFromBytes, tensorToBytes } from './tensor-codec';
@@ -61,7 +61,7 @@ export interface InferenceAnswer {
 }
 
 /** Resolves `name` and a protocol version string ('' = latest; digits otherwise). */
-export function resolveModel(triton: Triton, name: string, version?: string): BoundModel {
+export function resolveModel(triton: ServedTriton, name: string, version?: string): BoundModel {
   if (version === undefined || version === '') return triton.model(name);
   if (!/^[0-9]+$/.test(version)) throw invalidArg(`invalid version '${clip(version)}' for model '${clip(name)}': expected digits`);
   return triton.model(name, Number(version));
@@ -74,7 +74,7 @@ export class InferenceService {
    */
   onSuccess: ((model: BoundModel, durationMs: number) => void) | null = null;
 
-  constructor(private readonly triton: Triton, private readonly sharedMemory: SharedMemoryManager) {}
+  constructor(private readonly triton: ServedTriton, private readonly sharedMemory: SharedMemoryManager) {}
 
   /** The tensor an input names in shared memory (a copy of the region's bytes). */
   inputFromSharedMemory(what: string, datatype: DataType, shape: number[], ref: ShmRef): NDArray {

@@ -6,7 +6,7 @@
 import type { BoundModel } from '../model';
 import type { NativeDuration } from '../native';
 import type { NormalizedTensor } from '../config/normalize';
-import type { Triton } from '../triton';
+import type { ServedTriton } from './served-triton';
 import { resolveModel } from './inference-service';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -19,7 +19,7 @@ export const EXTENSIONS = [
   'statistics', 'trace', 'logging',
 ];
 
-export function serverMetadata(triton: Triton): { name: string; version: string; extensions: string[] } {
+export function serverMetadata(triton: ServedTriton): { name: string; version: string; extensions: string[] } {
   return { name: triton.config.id ?? 'triton', version: PACKAGE_VERSION, extensions: EXTENSIONS };
 }
 
@@ -42,7 +42,7 @@ export interface ModelMetadata {
 }
 
 /** Model metadata: the requested version, or every serving version when none is requested. */
-export function modelMetadata(triton: Triton, name: string, version?: string): ModelMetadata {
+export function modelMetadata(triton: ServedTriton, name: string, version?: string): ModelMetadata {
   const model = resolveModel(triton, name, version);
   const versions = version ? [String(model.version)] : triton.modelVersions(name).map((m) => String(m.version));
   const c = model.config;
@@ -57,7 +57,7 @@ export function modelMetadata(triton: Triton, name: string, version?: string): M
 }
 
 /** Whether the model (version) is ready; false for unknown models (never throws). */
-export function modelReady(triton: Triton, name: string, version?: string): boolean {
+export function modelReady(triton: ServedTriton, name: string, version?: string): boolean {
   try {
     resolveModel(triton, name, version);
     return triton.isConnected();
@@ -99,7 +99,7 @@ export function modelStatistics(model: BoundModel): Record<string, unknown> {
 }
 
 /** Statistics of every version, of one model (all its versions), or of one version. */
-export function statistics(triton: Triton, name?: string, version?: string): { model_stats: Record<string, unknown>[] } {
+export function statistics(triton: ServedTriton, name?: string, version?: string): { model_stats: Record<string, unknown>[] } {
   let models: BoundModel[];
   if (!name) models = triton.models();
   else if (version) models = [resolveModel(triton, name, version)];

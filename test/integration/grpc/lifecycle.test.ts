@@ -8,9 +8,11 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { GRPC_MAX_MESSAGE_SIZE, grpcServerOptions } from '../../../ts/server/grpc/server';
-import { SHUTTING_DOWN } from '../../../ts/server/grpc/call-status';
 import { Recorder, waitFor } from '../helpers';
 import { bindStandardModels, fails, fp32Bytes, grpcTriton, ok, rawStub, serve, unary } from './helpers';
+
+/** Triton's text (server src/grpc/infer_handler.cc) for calls after shutdown began. */
+const SHUTTING_DOWN = 'GRPC server is shutting down and has stopped accepting new requests.';
 
 const ONE = { model_name: 'identity', inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 1] }], raw_input_contents: [fp32Bytes([1])] };
 

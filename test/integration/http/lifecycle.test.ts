@@ -154,7 +154,7 @@ describe('graceful shutdown', () => {
     expect((await conn.next())!.status).toBe(503);
     const refused = await conn.next();
     expect(refused!.status).toBe(503);
-    expect(refused!.error).toContain('Server exiting');
+    expect(refused!.error).toBe('HTTP server is shutting down and has stopped accepting new requests.');
     await stopped;
     expect(recorder.tagOrder).toEqual([1]);
     expect(await rawExchange(s.port, rawGet('/v2/health/live'), 500)).toBeNull();

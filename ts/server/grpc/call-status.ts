@@ -1,16 +1,14 @@
 /**
  * What every gRPC handler checks before it runs, and how errors become gRPC statuses: Triton's
- * codes (error.grpcCode; triton-protocol.md §1.12), refusal while shutting down, restricted
+ * codes (error.grpcCode; triton-protocol.md §1.12), refusal while the server exits (exiting.ts), restricted
  * protocol groups, and requests that did not decode.
  */
 import { status as Status, type Metadata } from '@grpc/grpc-js';
 import { InferenceServerError, MAX_MESSAGE_CHARS, boundMessage } from '../../errors';
 import type { ServerContext } from '../context';
+import { exitingRefusal } from '../exiting';
 import { failedRestriction, type ApiGroup } from '../restrictions';
 import { isDecodeFailure } from './protos';
-
-/** Triton's answer to calls that arrive after shutdown began. */
-export const SHUTTING_DOWN = 'GRPC server is shutting down and has stopped accepting new requests.';
 
 /** Metadata prefix of restricted-protocol headers (tritonserver's --grpc-restricted-protocol). */
 export const RESTRICTED_HEADER_PREFIX = 'triton-grpc-protocol-';
@@ -62,13 +60,10 @@ export function metadataValue(metadata: Metadata, key: string): string | undefin
   return typeof value === 'string' ? value : undefined;
 }
 
-/** Whether a call may run now: null when it may, else the status to refuse it with. */
-export interface Gate {
-  shuttingDown: boolean;
-}
-
-export function refusal(ctx: ServerContext, gate: Gate, group: ApiGroup, metadata: Metadata): CallStatus | null {
-  if (gate.shuttingDown) return callStatus(Status.UNAVAILABLE, SHUTTING_DOWN);
+/** Whether a call (or a request on an open stream) may run now: null when it may, else the status to refuse it with. */
+export function refusal(ctx: ServerContext, group: ApiGroup, metadata: Metadata): CallStatus | null {
+  const exiting = exitingRefusal(ctx, 'GRPC');
+  if (exiting) return callStatus(exiting.grpcCode, exiting.message);
   const failed = failedRestriction(ctx.grpcRestrictions, group, (key) => metadataValue(metadata, RESTRICTED_HEADER_PREFIX + key));
   if (failed) {
     return callStatus(Status.UNAVAILABLE, `This protocol is restricted, expecting header '${RESTRICTED_HEADER_PREFIX}${failed.key}'`);

@@ -11,7 +11,7 @@ import type { ServerContext } from '../context';
 import { resolveModel } from '../inference-service';
 import { modelMetadata, modelReady, serverMetadata, statistics } from '../metadata';
 import type { ApiGroup } from '../restrictions';
-import { decodeRefusal, refusal, statusOf, type Gate } from './call-status';
+import { decodeRefusal, refusal, statusOf } from './call-status';
 import { logSettingsRequest, logSettingsResponse, traceSettingsRequest, traceSettingsResponse } from './settings';
 
 /** A proto-loader-decoded request. */
@@ -32,9 +32,9 @@ export const RPC_GROUPS: Record<string, ApiGroup> = {
 };
 
 /** A unary handler: refusal checks, then `fn`, its result or error answered once. */
-function unary(ctx: ServerContext, gate: Gate, group: ApiGroup, fn: Handler) {
+function unary(ctx: ServerContext, group: ApiGroup, fn: Handler) {
   return (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>): void => {
-    const refused = refusal(ctx, gate, group, call.metadata) ?? decodeRefusal(ctx, call.request);
+    const refused = refusal(ctx, group, call.metadata) ?? decodeRefusal(ctx, call.request);
     if (refused) {
       callback(refused);
       return;
@@ -139,17 +139,17 @@ function settingsRpcs(ctx: ServerContext): Record<string, Handler> {
 }
 
 /** The GRPCInferenceService implementation, minus ModelInfer/ModelStreamInfer (infer-handlers.ts). */
-export function serviceHandlers(ctx: ServerContext, gate: Gate): UntypedServiceImplementation {
+export function serviceHandlers(ctx: ServerContext): UntypedServiceImplementation {
   const rpcs = { ...inferenceRpcs(ctx), ...sharedMemoryRpcs(ctx), ...settingsRpcs(ctx) };
   const out: UntypedServiceImplementation = {};
-  for (const [name, fn] of Object.entries(rpcs)) out[name] = unary(ctx, gate, RPC_GROUPS[name], fn);
+  for (const [name, fn] of Object.entries(rpcs)) out[name] = unary(ctx, RPC_GROUPS[name], fn);
   return out;
 }
 
 /** grpc.health.v1.Health/Check: SERVING while the server is ready (group 'health'). */
-export function healthHandlers(ctx: ServerContext, gate: Gate): UntypedServiceImplementation {
+export function healthHandlers(ctx: ServerContext): UntypedServiceImplementation {
   return {
-    Check: unary(ctx, gate, 'health', () => ({
+    Check: unary(ctx, 'health', () => ({
       status: ctx.triton.isReady() && !ctx.exiting ? 'SERVING' : 'NOT_SERVING',
     })),
   };

@@ -11,7 +11,7 @@ import type { ServerContext } from '../context';
 import { DisconnectSignal } from '../http/disconnect';
 import type { InferenceAnswer } from '../inference-service';
 import type { Trace } from '../trace';
-import { decodeRefusal, metadataValue, refusal, statusOf, type CallStatus, type Gate } from './call-status';
+import { decodeRefusal, metadataValue, refusal, statusOf, type CallStatus } from './call-status';
 import type { InferRequestMessage, ParamMap } from './infer-codec';
 import type { InferResponseFields } from './infer-encode';
 import { inferenceCall, inferResponse } from './infer-request';
@@ -28,7 +28,6 @@ export interface InferHandlerOptions {
   ctx: ServerContext;
   /** Starts the inferences read in one event-loop turn together (see TurnQueue). */
   turns: TurnQueue;
-  gate: Gate;
   forwardPattern: RegExp | null;
   /** Open streams, so shutdown can end them. */
   streams: Set<{ close(status: CallStatus): void }>;
@@ -64,7 +63,7 @@ function run(
 /** The ModelInfer handler. */
 export function modelInfer(o: InferHandlerOptions) {
   return (call: ServerUnaryCall<unknown, InferResponseFields>, callback: sendUnaryData<InferResponseFields>): void => {
-    const refused = refusal(o.ctx, o.gate, 'inference', call.metadata) ?? decodeRefusal(o.ctx, call.request);
+    const refused = refusal(o.ctx, 'inference', call.metadata) ?? decodeRefusal(o.ctx, call.request);
     if (refused) {
       callback(refused);
       return;
@@ -110,7 +109,7 @@ function finalFlag(response: InferResponseFields, final: boolean): InferResponse
 /** The ModelStreamInfer handler. */
 export function modelStreamInfer(o: InferHandlerOptions) {
   return (call: ServerDuplexStream<unknown, unknown>): void => {
-    const refused = refusal(o.ctx, o.gate, 'inference', call.metadata);
+    const refused = refusal(o.ctx, 'inference', call.metadata);
     if (refused) {
       call.emit('error', refused);
       return;
@@ -156,7 +155,7 @@ class StreamSession {
       this.#paused = true;
       this.call.pause();
     }
-    const refused = refusal(this.o.ctx, this.o.gate, 'inference', this.call.metadata) ?? decodeRefusal(this.o.ctx, request);
+    const refused = refusal(this.o.ctx, 'inference', this.call.metadata) ?? decodeRefusal(this.o.ctx, request);
     if (refused) {
       // With the request's id when it decoded, so the client can match the refusal (Triton's too).
       this.#answerError(refused, isDecodeFailure(request) ? '' : (request as InferRequestMessage).id ?? '');

@@ -2,8 +2,9 @@
  * The gRPC frontend: Triton's GRPCInferenceService and the standard health service on
  * `grpcAddress:grpcPort` (default 0.0.0.0:8001), served by @grpc/grpc-js with Triton's limits
  * (2^31 - 1 byte messages both ways; grpc-js would default to 4 MiB received) and keepalive
- * settings, over TLS when grpcUseSsl or grpcUseSslMutual asks for it. Shutdown: `beginShutdown` makes new calls (and new requests on open streams) fail
- * with UNAVAILABLE while accepted ones finish; `close` ends what is left, then the server.
+ * settings, over TLS when grpcUseSsl or grpcUseSslMutual asks for it. Shutdown: once the server
+ * exits (`ctx.exiting`, set by Triton.stop()), new calls and new requests on open streams fail with
+ * Triton's UNAVAILABLE (exiting.ts) while accepted ones finish; `close` ends what is left, then the server.
  */
 import {
   Server, ServerCredentials, status as Status, type ChannelOptions, type ServerInterceptor, type StatusObject,
@@ -11,8 +12,9 @@ import {
 import { invalidArg } from '../../errors';
 import type { TritonConfig } from '../../config/types';
 import type { ServerContext } from '../context';
-import type { Frontend } from '../frontends';
-import { SHUTTING_DOWN, callStatus, type CallStatus, type Gate } from './call-status';
+import type { Frontend } from '../frontend';
+import { callStatus, type CallStatus } from './call-status';
+import { stoppedAccepting } from '../exiting';
 import { healthHandlers, serviceHandlers } from './handlers';
 import { modelInfer, modelStreamInfer, type InferHandlerOptions } from './infer-handlers';
 import { TurnQueue } from '../turn';
@@ -127,17 +129,16 @@ export async function startGrpcFrontend(ctx: ServerContext): Promise<Frontend> {
   // Read before anything listens: a bad file fails start-up naming the setting.
   const tls = loadServerTls(config, 'grpc', ctx.logger);
   const server = new Server({ ...grpcServerOptions(config), interceptors: [boundInflatedMessages(grpcMaxDecompressedSize(config))] });
-  const gate: Gate = { shuttingDown: false };
   const streams = new Set<{ close(status: CallStatus): void }>();
   const infer: InferHandlerOptions = {
-    ctx, gate, turns: new TurnQueue(), forwardPattern: compileHeaderForwardPattern(config.grpcHeaderForwardPattern, 'grpcHeaderForwardPattern'), streams,
+    ctx, turns: new TurnQueue(), forwardPattern: compileHeaderForwardPattern(config.grpcHeaderForwardPattern, 'grpcHeaderForwardPattern'), streams,
   };
   server.addService(forServer(inferenceServiceDefinition(SERVER_OPTIONS)), {
-    ...serviceHandlers(ctx, gate),
+    ...serviceHandlers(ctx),
     ModelInfer: modelInfer(infer),
     ModelStreamInfer: modelStreamInfer(infer),
   });
-  server.addService(forServer(healthServiceDefinition(SERVER_OPTIONS)), healthHandlers(ctx, gate));
+  server.addService(forServer(healthServiceDefinition(SERVER_OPTIONS)), healthHandlers(ctx));
   const address = bindAddress(config.grpcAddress ?? '0.0.0.0', config.grpcPort ?? 8001);
   let port: number;
   try {
@@ -152,12 +153,13 @@ export async function startGrpcFrontend(ctx: ServerContext): Promise<Frontend> {
     kind: 'grpc',
     port,
     beginShutdown(): void {
-      gate.shuttingDown = true;
+      // Nothing to do here: new calls are refused from ctx.exiting, which Triton.stop() set
+      // before calling this; grpc-js keeps accepting connections until close().
     },
     close(): Promise<void> {
-      gate.shuttingDown = true;
       // Streams a client keeps open would hold the server forever: end them, saying why.
-      for (const stream of [...streams]) stream.close(callStatus(Status.UNAVAILABLE, SHUTTING_DOWN));
+      const closing = stoppedAccepting('GRPC');
+      for (const stream of [...streams]) stream.close(callStatus(closing.grpcCode, closing.message));
       return new Promise((resolve) => {
         const timer = setTimeout(() => {
           server.forceShutdown();

@@ -5,7 +5,7 @@
  */
 import type * as http from 'node:http';
 import { InferenceServerError } from '../../errors';
-import type { Frontend } from '../frontends';
+import type { Frontend } from '../frontend';
 
 /** Requests being answered, so close() can let their responses out before cutting connections. */
 export interface Inflight {

@@ -11,7 +11,7 @@ import * as https from 'node:https';
 import type { Socket } from 'node:net';
 import { invalidArg } from '../../errors';
 import type { ServerContext } from '../context';
-import type { Frontend } from '../frontends';
+import type { Frontend } from '../frontend';
 import { failedRestriction } from '../restrictions';
 import { DEFAULT_MAX_INPUT_SIZE } from './body';
 import type { Handler, HttpCall, HttpSettings } from './call';

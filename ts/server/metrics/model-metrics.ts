@@ -9,7 +9,7 @@
 import { Counter, Gauge, Histogram, Summary, type Registry } from 'prom-client';
 import type { BoundModel } from '../../model';
 import type { ModelStats } from '../../cache/model-cache';
-import type { Triton } from '../../triton';
+import type { ServedTriton } from '../served-triton';
 import type { MetricsSettings } from './config';
 
 const LABELS = ['model', 'version'] as const;
@@ -32,7 +32,7 @@ export class ModelMetrics {
   readonly #requestSummary: Summary<'model' | 'version'> | null = null;
   readonly #firstResponse: Histogram<'model' | 'version'> | null = null;
 
-  constructor(private readonly triton: Triton, registry: Registry, settings: MetricsSettings) {
+  constructor(private readonly triton: ServedTriton, registry: Registry, settings: MetricsSettings) {
     const counter = (
       name: string, help: string, value: (s: ModelStats) => number, only: (s: Snapshot) => boolean = () => true,
     ): void => {

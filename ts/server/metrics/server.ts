@@ -12,7 +12,7 @@ import * as http from 'node:http';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { invalidArg } from '../../errors';
 import type { ServerContext } from '../context';
-import type { Frontend } from '../frontends';
+import type { Frontend } from '../frontend';
 import { httpFrontend, listen } from '../http/listener';
 import { sendError, sendJson } from '../http/respond';
 import { parseMetricsConfig } from './config';

@@ -26,11 +26,12 @@
  * Threads: everything here runs on the JS main thread.
  */
 import type { ServerResponse } from 'node:http';
-import { InferenceServerError, boundMessage, toInferenceServerError, unavailable } from '../../../errors';
+import { InferenceServerError, boundMessage, toInferenceServerError } from '../../../errors';
 import type { BoundModel } from '../../../model';
 import type { NDArray } from '../../../tensor';
 import type { InferenceCall } from '../../inference-service';
 import { resolveModel } from '../../inference-service';
+import { exitingRefusal } from '../../exiting';
 import { readBody } from '../body';
 import type { HttpCall } from '../call';
 import { DisconnectSignal } from '../disconnect';
@@ -62,7 +63,8 @@ export function generateStream(call: HttpCall): Promise<void> {
 
 async function serve(call: HttpCall, streaming: boolean): Promise<void> {
   const { ctx } = call;
-  if (ctx.exiting) throw unavailable('Server exiting: new inference requests are refused');
+  const refused = exitingRefusal(ctx, 'HTTP');
+  if (refused) throw refused;
   const prepared = await prepare(call);
   if (!prepared.model.config.decoupled) {
     const answer = await call.settings.turn.run(() => ctx.inference.infer(prepared.request));

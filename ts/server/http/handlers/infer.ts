@@ -8,7 +8,7 @@
  * request-fini hook), one already executing has its result dropped. Nothing is written to a
  * closed connection.
  */
-import { unavailable } from '../../../errors';
+import { exitingRefusal } from '../../exiting';
 import type { Trace } from '../../trace';
 import { readBody } from '../body';
 import type { HttpCall } from '../call';
@@ -23,7 +23,8 @@ const DECOUPLED_REFUSAL = "HTTP end point doesn't support models with decoupled 
 export function infer(call: HttpCall): Promise<unknown> {
   const { ctx, params } = call;
   const modelName = params.model!;
-  if (ctx.exiting) throw unavailable('Server exiting: new inference requests are refused');
+  const refused = exitingRefusal(ctx, 'HTTP');
+  if (refused) throw refused;
   const trace = ctx.tracer.begin(modelName, 'HTTP_RECV_START');
   return trace ? traced(call, modelName, trace) : serve(call, modelName, null);
 }
