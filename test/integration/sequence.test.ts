@@ -355,8 +355,13 @@ describe('ensembles', () => {
   });
 });
 
-/** The README's stateful-model example, copied verbatim (it must appear in README.md as is). */
-const README_SEQUENCE_EXAMPLE = String.raw`const { Triton, NDArray } = require('infernode');
+/**
+ * The README's stateful-model example (an ES module block), copied verbatim: it must appear in
+ * README.md as is. test/docs runs every README block; this test also checks what it prints, with
+ * the import standing in as a require of this checkout.
+ */
+const README_IMPORT = "import { Triton, NDArray } from 'infernode';";
+const README_SEQUENCE_EXAMPLE = String.raw`import { Triton, NDArray } from 'infernode';
 
 const triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
 triton.bind({
@@ -389,8 +394,8 @@ test('README: the stateful model example runs as written', async () => {
   const logged: unknown[] = [];
   const log = jest.spyOn(console, 'log').mockImplementation((...args: unknown[]) => { logged.push(...args); });
   try {
-
-    const run = new Function('require', `return (async () => {\n${README_SEQUENCE_EXAMPLE}\n})();`) as (r: (id: string) => unknown) => Promise<void>;
+    const body = README_SEQUENCE_EXAMPLE.replace(README_IMPORT, "const { Triton, NDArray } = require('infernode');");
+    const run = new Function('require', `return (async () => {\n${body}\n})();`) as (r: (id: string) => unknown) => Promise<void>;
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- the README block's own require(), mapped to this checkout
     await run((id: string) => (id === 'infernode' ? require('../../ts/index') : require(id)));
   } finally {

@@ -303,11 +303,12 @@ test('the server stopping while a stream is open: the iterator ends with an erro
 });
 
 /**
- * The README's gRPC streaming example, copied verbatim. It uses top-level await, as the README's
- * other client snippets do, so the test runs it as the body of an async function whose `require`
- * and `console` are the test's.
+ * The README's gRPC streaming example (an ES module block), copied verbatim. test/docs runs every
+ * README block; this test also checks what it prints. It runs the block as the body of an async
+ * function whose `require` (standing in for the import) and `console` are the test's.
  */
-const README_STREAMING_EXAMPLE = String.raw`const { Triton, GrpcInferenceServerClient, NDArray } = require('infernode');
+const README_IMPORT = "import { Triton, GrpcInferenceServerClient, NDArray } from 'infernode';";
+const README_STREAMING_EXAMPLE = String.raw`import { Triton, GrpcInferenceServerClient, NDArray } from 'infernode';
 
 const triton = new Triton({ config: { allowHttp: false, allowMetrics: false, grpcAddress: '127.0.0.1', grpcPort: 0 } });
 triton.bind({
@@ -345,10 +346,11 @@ await triton.stop();`;
 
 test('README: the streaming client example runs as written', async () => {
   const readme = readFileSync(path.join(__dirname, '..', '..', '..', 'README.md'), 'utf8');
-  expect(readme).toContain('```js\n' + README_STREAMING_EXAMPLE + '\n```');
+  expect(readme).toContain('```mjs\n' + README_STREAMING_EXAMPLE + '\n```');
   const logged: unknown[][] = [];
   const AsyncFunction = Object.getPrototypeOf(async () => undefined).constructor as new (...args: string[]) => (...a: unknown[]) => Promise<void>;
-  const example = new AsyncFunction('require', 'console', README_STREAMING_EXAMPLE);
+  const body = README_STREAMING_EXAMPLE.replace(README_IMPORT, "const { Triton, GrpcInferenceServerClient, NDArray } = require('infernode');");
+  const example = new AsyncFunction('require', 'console', body);
   await example((name: string) => {
     expect(name).toBe('infernode');
     return infernode;
