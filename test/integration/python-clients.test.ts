@@ -152,6 +152,15 @@ describeIfClients('NVIDIA tritonclient against infernode', () => {
     'simple_grpc_model_control.py',
   ];
 
+  // test/python/check_*.py: one line per check, PASS or FAIL with the reason.
+  test('tritonclient.http and .aio checks (test/python/check_http.py)', async () => {
+    expectSuccess('check_http.py', await runPython(path.join(OWN_SCRIPTS, 'check_http.py'), ['-u', served.httpUrl]));
+  });
+
+  test('tritonclient.grpc and .aio checks (test/python/check_grpc.py)', async () => {
+    expectSuccess('check_grpc.py', await runPython(path.join(OWN_SCRIPTS, 'check_grpc.py'), ['-u', served.grpcUrl]));
+  });
+
   test.each(httpExamples)('client example %s (HTTP)', async (commandLine) => {
     const [script, ...args] = commandLine.split(' ');
     expectSuccess(commandLine, await runPython(path.join(EXAMPLES, script), [...args, '-u', served.httpUrl]));
