@@ -1,6 +1,10 @@
 """tritonclient.http and tritonclient.http.aio against infernode: the calls the client repository's
 examples do not make (repository, statistics, trace and log settings, shared-memory status,
 classification, JSON tensors, errors), each with what Triton answers."""
+import json
+import urllib.error
+import urllib.request
+
 import numpy as np
 import tritonclient.http as httpclient
 import tritonclient.http.aio as aiohttpclient
@@ -164,6 +168,55 @@ def unload_and_load(url):
     expect(entry["state"] == "UNAVAILABLE" and entry["reason"] == "unloaded", f"index entry {entry}")
     client.load_model("simple_identity")
     expect(client.is_model_ready("simple_identity"), "not ready after load")
+
+
+def post_infer(url, body):
+    """POST /v2/models/simple/infer with a JSON body, as L0_http's curl does: (status, body text)."""
+    request = urllib.request.Request(f"http://{url}/v2/models/simple/infer", data=json.dumps(body).encode(), method="POST")
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, response.read().decode("latin-1")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("latin-1")
+
+
+SUM = "[2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32]"
+DIFF = "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"
+ONES_TO_16 = list(range(1, 17))
+
+
+def l0_http_input(name, data):
+    return {"name": name, "datatype": "INT32", "shape": [1, 16], "data": data}
+
+
+@check
+def l0_http_binary_and_json_outputs(url):
+    # Triton's qa/L0_http/test.sh: which outputs come back as JSON text for each combination.
+    inputs = [l0_http_input("INPUT0", ONES_TO_16), l0_http_input("INPUT1", ONES_TO_16)]
+    cases = [
+        ({}, True, True),
+        ({"outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}},
+                      {"name": "OUTPUT1", "parameters": {"binary_data": False}}]}, False, True),
+        ({"outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}, {"name": "OUTPUT1"}]}, False, True),
+        ({"parameters": {"binary_data_output": True}}, False, False),
+        ({"parameters": {"binary_data_output": True},
+          "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": False}}, {"name": "OUTPUT1"}]}, True, True),
+    ]
+    for extra, sum_as_json, diff_as_json in cases:
+        status, text = post_infer(url, {"inputs": inputs, **extra})
+        expect(status == 200, f"{extra}: status {status} {text}")
+        expect((SUM in text) == sum_as_json and (DIFF in text) == diff_as_json, f"{extra}: body {text!r}")
+
+
+@check
+def l0_http_data_not_matching_the_shape(url):
+    for n in (15, 18):
+        status, text = post_infer(url, {"inputs": [l0_http_input("INPUT0", list(range(1, n + 1)))]})
+        expect(status == 400, f"{n} values: status {status}")
+        error = json.loads(text)["error"]
+        expect(error.startswith("Unable to parse 'data': Shape does not match true shape of 'data' field"), f"{n} values: {error!r}")
+    status, text = post_infer(url, {"inputs": [l0_http_input("INPUT0", ONES_TO_16), l0_http_input("INPUT1", ONES_TO_16)]})
+    expect(status == 200 and SUM in text and DIFF in text, f"after the bad requests: {status} {text}")
 
 
 @check
