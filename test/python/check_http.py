@@ -220,6 +220,29 @@ def l0_http_data_not_matching_the_shape(url):
 
 
 @check
+async def aio_management_calls(url):
+    # The calls Triton's qa/L0_http and L0_grpc python_*_aio_test.py make: each answers, the
+    # registrations of an empty region are refused.
+    from tritonclient.utils import InferenceServerException
+
+    async with aiohttpclient.InferenceServerClient(url) as client:
+        await client.get_inference_statistics()
+        await client.update_trace_settings()
+        await client.get_trace_settings()
+        await client.get_system_shared_memory_status()
+        await client.unregister_system_shared_memory()
+        await client.get_cuda_shared_memory_status()
+        await client.unregister_cuda_shared_memory()
+        for register in (lambda: client.register_system_shared_memory("", "", 0),
+                         lambda: client.register_cuda_shared_memory("", b"", 0, 0)):
+            try:
+                await register()
+            except InferenceServerException:
+                continue
+            raise AssertionError("registering an empty region was accepted")
+
+
+@check
 async def aio_client(url):
     async with aiohttpclient.InferenceServerClient(url) as client:
         expect(await client.is_server_live() and await client.is_server_ready(), "live/ready")
