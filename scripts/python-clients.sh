@@ -55,14 +55,24 @@ source_git() {
   if ! git --git-dir="$dest" cat-file -e "$commit^{commit}" 2>/dev/null; then
     rm -rf "$dest"
     git init -q --bare "$dest"
-    git --git-dir="$dest" fetch -q --depth 1 "$url" "$commit" >&2
+    git --git-dir="$dest" fetch -q --depth 1 "$url" "$commit" >&2 || return 1
   fi
   echo "$dest"
 }
 
 mkdir -p "$OUT/src"
-client_git="$(source_git "${TRITON_CLIENT_GIT:-}" https://github.com/triton-inference-server/client "$CLIENT_COMMIT" client)"
-common_git="$(source_git "${TRITON_COMMON_GIT:-}" https://github.com/triton-inference-server/common "$COMMON_COMMIT" common)"
+no_sources() {
+  echo "python-clients: cannot get the $1 repository at $2 (no network?); set TRITON_CLIENT_GIT and" \
+    "TRITON_COMMON_GIT to git directories holding the pinned commits" >&2
+  exit 4
+}
+client_git="$(source_git "${TRITON_CLIENT_GIT:-}" https://github.com/triton-inference-server/client "$CLIENT_COMMIT" client)" ||
+  no_sources client "$CLIENT_COMMIT"
+common_git="$(source_git "${TRITON_COMMON_GIT:-}" https://github.com/triton-inference-server/common "$COMMON_COMMIT" common)" ||
+  no_sources common "$COMMON_COMMIT"
+for pinned in "$client_git:$CLIENT_COMMIT" "$common_git:$COMMON_COMMIT"; do
+  git --git-dir="${pinned%%:*}" cat-file -e "${pinned##*:}^{commit}" 2>/dev/null || no_sources "${pinned%%:*}" "${pinned##*:}"
+done
 
 rm -rf "$OUT/lib" "$OUT/examples" "$OUT/tmp" "$OUT"/.assembled-*
 mkdir -p "$OUT/lib" "$OUT/tmp"
