@@ -12,9 +12,9 @@ import { resolveModel } from './inference-service';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const PACKAGE_VERSION = (require('../../package.json') as { version: string }).version;
 
-/** The protocol extensions infernode implements (GET /v2, ServerMetadata). */
+/** The protocol extensions infernode implements (GET /v2, ServerMetadata), in Triton's order. */
 export const EXTENSIONS = [
-  'classification', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy',
+  'classification', 'sequence', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy',
   'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data', 'parameters',
   'statistics', 'trace', 'logging',
 ];

@@ -4,7 +4,7 @@
  * before anything is allocated; raw bytes become views, never decoded element by element
  * (a copy happens only when the bytes are not aligned for their TypedArray).
  */
-import { clipShape, invalidArg } from '../errors';
+import { clipShape, invalidArg, type InferenceServerError } from '../errors';
 import { markedInteger } from './big-integers';
 import { describeText, describeValue } from '../describe-value';
 import {
@@ -75,10 +75,18 @@ export function wireByteSize(arr: NDArray): number {
 /** Triton's HTTP_MAX_JSON_NESTING_DEPTH for tensor data, with its error text. */
 const MAX_JSON_NESTING_DEPTH = 100;
 
+/**
+ * Data that do not fill the shape exactly: Triton's text (its L0_http looks for it), then which
+ * input and by how much.
+ */
+function shapeMismatch(what: string, detail: string): InferenceServerError {
+  return invalidArg(`Unable to parse 'data': Shape does not match true shape of 'data' field (${what}: ${detail})`);
+}
+
 function flatten(data: unknown, limit: number, what: string): unknown[] {
   if (!Array.isArray(data)) throw invalidArg(`data of ${what} must be a list`);
   if (!data.some(Array.isArray)) {
-    if (data.length > limit) throw invalidArg(`${what}: more data elements than its shape holds (${limit})`);
+    if (data.length > limit) throw shapeMismatch(what, `more data elements than its shape holds (${limit})`);
     return data;
   }
   const out: unknown[] = [];
@@ -88,7 +96,7 @@ function flatten(data: unknown, limit: number, what: string): unknown[] {
     }
     for (const v of value) {
       if (Array.isArray(v)) walk(v, depth + 1);
-      else if (out.push(v) > limit) throw invalidArg(`${what}: more data elements than its shape holds (${limit})`);
+      else if (out.push(v) > limit) throw shapeMismatch(what, `more data elements than its shape holds (${limit})`);
     }
   };
   walk(data, 0);
@@ -142,7 +150,7 @@ export function tensorFromJson(what: string, dtype: DataType, shape: number[], d
   const count = elementCount(shape);
   const values = flatten(data, count, what);
   if (values.length !== count) {
-    throw invalidArg(`${what}: shape ${clipShape(shape)} holds ${count} elements, data has ${values.length}`);
+    throw shapeMismatch(what, `shape ${clipShape(shape)} holds ${count} elements, data has ${values.length}`);
   }
   if (dtype === 'BYTES') {
     return new NDArray('BYTES', shape, values.map((v, i) => {

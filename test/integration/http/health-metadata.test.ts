@@ -57,7 +57,12 @@ describe('metadata', () => {
     const m = r.json<{ name: string; version: string; extensions: string[] }>();
     expect(m.name).toBe('triton');
     expect(m.version).toMatch(/^\d+\.\d+\.\d+/);
-    expect(m.extensions).toEqual(expect.arrayContaining(['binary_tensor_data', 'classification', 'statistics', 'system_shared_memory']));
+    // Triton's list (core server.cc), in its order: every one of them infernode implements.
+    expect(m.extensions).toEqual([
+      'classification', 'sequence', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy',
+      'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data', 'parameters',
+      'statistics', 'trace', 'logging',
+    ]);
   });
 
   test('model metadata has the leading -1 batch dim and every version', async () => {

@@ -63,6 +63,17 @@ describe('JSON tensors', () => {
     }
   });
 
+  // Triton's L0_http sends 15 and 18 values for a [1,16] input and looks for this text.
+  test.each([15, 18])('%i values for a [1,16] input: Triton\'s "Shape does not match" text, then which input', async (n) => {
+    const r = await post(s.port, '/v2/models/echo_INT32/infer', {
+      inputs: [{ name: 'IN', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: n }, (_, i) => i) }],
+    });
+    expect(r.status).toBe(400);
+    const { error } = r.json<{ error: string }>();
+    expect(error.startsWith("Unable to parse 'data': Shape does not match true shape of 'data' field (")).toBe(true);
+    expect(error).toContain("input 'IN' for model 'echo_INT32'");
+  });
+
   test('several inputs and outputs, the id echoed', async () => {
     const r = await post(s.port, '/v2/models/pair/infer', {
       id: 'req-42',

@@ -168,4 +168,15 @@ describe('file: overrides', () => {
     expect(existsSync(path.join(os.tmpdir(), 'evil.onnx'))).toBe(false);
     expect(await added('m')).toBe(1);
   });
+
+  // Triton's simple_grpc_model_control.py sends 'file:' + 256 × 'A' and expects INTERNAL with
+  // "failed to poll from model repository" (the name cannot be written).
+  test('a file name longer than 255 bytes is INTERNAL with Triton\'s poll text, nothing written', async () => {
+    const before = new Set(overrideRepositories());
+    const key = 'A'.repeat(256);
+    const err = await expectRejects(served.triton.loadModel('m', { config: '{}', files: { [key]: Buffer.from('a') } }),
+      'INTERNAL', "failed to load 'm', failed to poll from model repository");
+    expect(err.message).toContain('at most 255');
+    expect(overrideRepositories().filter((d) => !before.has(d))).toEqual([]);
+  });
 });
