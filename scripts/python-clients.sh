@@ -11,8 +11,8 @@
 # is 1.14, far older than its python3-grpcio 1.51; the plugin matches grpcio).
 #
 # Sources: the triton-inference-server client and common repositories at the commits pinned
-# below, read from git directories named by TRITON_CLIENT_GIT / TRITON_COMMON_GIT when set, else
-# cloned from GitHub into build-pyclients/src/.
+# below, copied in test/python/vendor/ (so CI needs no network beyond npm and Debian), or read from
+# git directories named by TRITON_CLIENT_GIT / TRITON_COMMON_GIT when both are set.
 # Output: build-pyclients/lib (PYTHONPATH: tritonclient) and build-pyclients/examples (the client
 # repository's src/python/examples, unchanged). PYTHON (default /usr/bin/python3, Debian's, whose
 # dist-packages hold the python3-* packages) is the interpreter checked.
@@ -45,39 +45,22 @@ if [ -f "$STAMP" ]; then
   exit 0
 fi
 
-# A git directory holding `commit`: the one named by the environment, else a clone of `url`.
-source_git() {
-  local named="$1" url="$2" commit="$3" dest="$OUT/src/$4.git"
-  if [ -n "$named" ]; then
-    echo "$named"
-    return
-  fi
-  if ! git --git-dir="$dest" cat-file -e "$commit^{commit}" 2>/dev/null; then
-    rm -rf "$dest"
-    git init -q --bare "$dest"
-    git --git-dir="$dest" fetch -q --depth 1 "$url" "$commit" >&2 || return 1
-  fi
-  echo "$dest"
-}
-
-mkdir -p "$OUT/src"
-no_sources() {
-  echo "python-clients: cannot get the $1 repository at $2 (no network?); set TRITON_CLIENT_GIT and" \
-    "TRITON_COMMON_GIT to git directories holding the pinned commits" >&2
-  exit 4
-}
-client_git="$(source_git "${TRITON_CLIENT_GIT:-}" https://github.com/triton-inference-server/client "$CLIENT_COMMIT" client)" ||
-  no_sources client "$CLIENT_COMMIT"
-common_git="$(source_git "${TRITON_COMMON_GIT:-}" https://github.com/triton-inference-server/common "$COMMON_COMMIT" common)" ||
-  no_sources common "$COMMON_COMMIT"
-for pinned in "$client_git:$CLIENT_COMMIT" "$common_git:$COMMON_COMMIT"; do
-  git --git-dir="${pinned%%:*}" cat-file -e "${pinned##*:}^{commit}" 2>/dev/null || no_sources "${pinned%%:*}" "${pinned##*:}"
-done
-
 rm -rf "$OUT/lib" "$OUT/examples" "$OUT/tmp" "$OUT"/.assembled-*
 mkdir -p "$OUT/lib" "$OUT/tmp"
-git --git-dir="$client_git" archive "$CLIENT_COMMIT" src/python/library/tritonclient src/python/examples | tar -x -C "$OUT/tmp"
-git --git-dir="$common_git" archive "$COMMON_COMMIT" protobuf | tar -x -C "$OUT/tmp"
+VENDOR=test/python/vendor
+if [ -z "${TRITON_CLIENT_GIT:-}${TRITON_COMMON_GIT:-}" ]; then
+  # The copies of the pinned commits kept in the repository (test/python/vendor/README.md).
+  cp -r "$VENDOR/triton-client/src" "$OUT/tmp/src"
+  cp -r "$VENDOR/triton-common/protobuf" "$OUT/tmp/protobuf"
+else
+  # Other commits' sources, from git directories that hold the pinned commits.
+  for pinned in "${TRITON_CLIENT_GIT:?set both TRITON_CLIENT_GIT and TRITON_COMMON_GIT}:$CLIENT_COMMIT" "${TRITON_COMMON_GIT:?}:$COMMON_COMMIT"; do
+    git --git-dir="${pinned%%:*}" cat-file -e "${pinned##*:}^{commit}" 2>/dev/null ||
+      { echo "python-clients: ${pinned%%:*} does not hold commit ${pinned##*:}" >&2; exit 4; }
+  done
+  git --git-dir="$TRITON_CLIENT_GIT" archive "$CLIENT_COMMIT" src/python/library/tritonclient src/python/examples | tar -x -C "$OUT/tmp"
+  git --git-dir="$TRITON_COMMON_GIT" archive "$COMMON_COMMIT" protobuf | tar -x -C "$OUT/tmp"
+fi
 mv "$OUT/tmp/src/python/library/tritonclient" "$OUT/lib/tritonclient"
 mv "$OUT/tmp/src/python/examples" "$OUT/examples"
 rm -f "$OUT/lib/tritonclient/CMakeLists.txt" "$OUT/lib/tritonclient/utils/CMakeLists.txt" "$OUT/examples/CMakeLists.txt"

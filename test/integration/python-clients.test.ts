@@ -40,7 +40,7 @@ function assembleClients(): string | null {
 
 const unavailable = assembleClients();
 if (unavailable !== null) {
-  // eslint-disable-next-line no-console
+
   console.warn(`python-clients.test.ts SKIPPED: NVIDIA's Python clients cannot be assembled here:\n${unavailable}`);
 }
 const describeIfClients = unavailable === null ? describe : describe.skip;
