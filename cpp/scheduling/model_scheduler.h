@@ -15,10 +15,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/completion_sink.h"
+#include "core/model_config.h"
+#include "core/model_stats.h"
 #include "engines/engine.h"
-#include "scheduling/completion_sink.h"
-#include "scheduling/model_config.h"
-#include "scheduling/model_stats.h"
 #include "scheduling/rate_limiter.h"
 #include "scheduling/request_source.h"
 #include "scheduling/response_orderer.h"
