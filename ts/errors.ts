@@ -4,7 +4,10 @@
  * gRPC code Triton answers with (reference: triton-protocol.md §1.12).
  */
 
-/** Triton's core error codes. The numeric values are shared with `cpp/core/status.h`. */
+/**
+ * Triton's core error codes. The numeric values are shared with `cpp/core/status.h` (which also
+ * has kSuccess = 0); test/unit/shared-constants.test.ts checks that the two lists agree.
+ */
 export const StatusCode = {
   UNKNOWN: 1,
   INTERNAL: 2,

@@ -8,6 +8,7 @@
  */
 import { InferenceServerError, invalidArg, toInferenceServerError, StatusCode } from './errors';
 import type { NormalizedModelConfig, NormalizedSequenceBatching, NormalizedTensor } from './config/normalize';
+import { DEFAULT_EXIT_TIMEOUT_MS } from './config/defaults';
 import {
   native, type Dispatch, type RateLimiter, type EnqueueInputs, type NativeModel, type NativeOutput, type NativeResponses,
   type NativeSequence,
@@ -643,7 +644,7 @@ export class BoundModel {
    * Graceful stop: refuse new requests, send what is queued without waiting for the queue
    * delay, wait up to `timeoutMs` for everything to finish, then fail whatever is left.
    */
-  async stop(timeoutMs = 30_000): Promise<void> {
+  async stop(timeoutMs = DEFAULT_EXIT_TIMEOUT_MS): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
     this.#native.drain();

@@ -95,7 +95,7 @@ export interface NativeBatchStats {
   computeOutput: NativeDuration;
 }
 
-/** Triton's statistics counters of one model version (cpp/scheduling/model_stats.h). */
+/** Triton's statistics counters of one model version (cpp/core/model_stats.h). */
 export interface NativeModelStats {
   success: NativeDuration;
   fail: NativeDuration;

@@ -4,6 +4,7 @@
  */
 import type { ModelConfig, Tensor, TritonConfig } from './config/types';
 import { normalizeBindConfig } from './config/normalize';
+import { DEFAULT_EXIT_TIMEOUT_SECS } from './config/defaults';
 import { ResponseStream } from './decoupled';
 import { InferenceServerError, clip, notFound, toInferenceServerError } from './errors';
 import { BoundModel, type InferOptions, type StreamOptions } from './model';
@@ -442,7 +443,7 @@ export class Triton implements ServedTriton {
     ]);
     if (this.#server) this.#server.exiting = true;
     for (const f of this.#frontends) f.beginShutdown();
-    const timeoutMs = (this.config.exitTimeoutSecs ?? 30) * 1000;
+    const timeoutMs = (this.config.exitTimeoutSecs ?? DEFAULT_EXIT_TIMEOUT_SECS) * 1000;
     const deadline = Date.now() + timeoutMs;
     // Repository models are stopped by their manager, which finalizes each one after its last
     // request (stopping them here too would make its wait return early).

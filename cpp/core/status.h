@@ -7,7 +7,8 @@
 
 namespace infernode {
 
-// Triton's core error codes. Values are shared with ts/errors.ts (StatusCode).
+// Triton's core error codes. Values are shared with ts/errors.ts (StatusCode, which has no
+// kSuccess); test/unit/shared-constants.test.ts checks that the two lists agree.
 enum class StatusCode : int {
   kSuccess = 0,
   kUnknown = 1,

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "core/model_config.h"
 #include "engines/engine.h"
 #include "memory/buffer_pool.h"
-#include "scheduling/model_config.h"
 
 namespace infernode {
 

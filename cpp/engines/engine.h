@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
+#include "core/model_stats.h"
 #include "core/request.h"
-#include "scheduling/model_stats.h"
 
 namespace infernode {
 

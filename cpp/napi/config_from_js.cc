@@ -217,7 +217,7 @@ ModelConfig ModelConfigFromJs(const Napi::Object& js) {
     RateLimitsFromJs(group, count, &config.rate_limits);
   }
   config.instance_count = instances == 0 ? 1 : instances;
-  config.max_queue_size_hard_limit = static_cast<uint32_t>(NumberOr(js, "maxQueueSizeHardLimit", 65536));
+  config.max_queue_size_hard_limit = static_cast<uint32_t>(NumberOr(js, "maxQueueSizeHardLimit", kDefaultMaxQueueSizeHardLimit));
   return config;
 }
 

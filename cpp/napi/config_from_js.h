@@ -4,7 +4,7 @@
 
 #include <napi.h>
 
-#include "scheduling/model_config.h"
+#include "core/model_config.h"
 
 namespace infernode {
 

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <vector>
 
-#include "scheduling/completion_sink.h"
+#include "core/completion_sink.h"
 
 namespace infernode {
 

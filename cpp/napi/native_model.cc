@@ -166,7 +166,9 @@ NativeModel::NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Nati
   on_complete_ = Napi::Persistent(info[2].As<Napi::Function>());
   channel_ = std::make_unique<JsChannel>(env, this);
   pool_ = std::make_unique<BufferPool>(MakeDefaultHostAllocator(), kPoolCacheBytes);
-  scheduler_ = std::make_unique<ModelScheduler>(std::move(config), channel_.get());
+  // This thread pumps (NativeModel::Pump, once per turn of the event loop): JS instances get
+  // their batches without a batcher-thread hop (docs/architecture.md).
+  scheduler_ = std::make_unique<ModelScheduler>(std::move(config), channel_.get(), DispatchMode::kCallerPumps);
   // The Triton's rate limiter (--rate-limit execution_count), when it has one.
   if (info.Length() > 4 && info[4].IsObject()) {
     Status status = scheduler_->UseRateLimiter(RateLimiterObject::From(env, info[4]));
@@ -257,7 +259,7 @@ Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   if (info[5].IsArray()) SequenceFromJs(env, info[5].As<Napi::Array>(), request.get());
   if (info[6].IsNumber()) request->instance = info[6].As<Napi::Number>().Int32Value();
   if (stopped_) ThrowStatus(env, Unavailable("model '" + scheduler_->Config().name + "' is stopped"));
-  Status status = scheduler_->Enqueue(request, /*caller_pumps=*/true);
+  Status status = scheduler_->Enqueue(request);
   if (!status.IsOk()) ThrowStatus(env, status);
   if (outstanding_++ == 0) channel_->Ref(env);
   return env.Undefined();
@@ -334,8 +336,8 @@ Napi::Value NativeModel::CompleteBatch(const Napi::CallbackInfo& info) {
   std::vector<std::vector<OutputTensor>> states;
   if (info[6].IsArray()) states = StateOutputsFromJs(env, info[6].As<Napi::Array>());
   if (stopped_) return env.Null();
-  return ResponsesToJs(env, scheduler_->CompleteBatch(instance, token, std::move(statuses), /*caller_pumps=*/true,
-                                                      TimingsFromJs(info[4]), release, std::move(states)));
+  return ResponsesToJs(env, scheduler_->CompleteBatch(instance, token, std::move(statuses), TimingsFromJs(info[4]),
+                                                      release, std::move(states)));
 }
 
 Napi::Value NativeModel::FinishRequest(const Napi::CallbackInfo& info) {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduling/model_config.h"
+#include "core/model_config.h"
 
 namespace infernode {
 

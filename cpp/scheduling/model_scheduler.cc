@@ -25,9 +25,10 @@ std::unique_ptr<RequestSource> MakeSource(const ModelConfig& config) {
 
 }  // namespace
 
-ModelScheduler::ModelScheduler(ModelConfig config, CompletionSink* sink)
+ModelScheduler::ModelScheduler(ModelConfig config, CompletionSink* sink, DispatchMode mode)
     : config_(std::move(config)),
       sink_(sink),
+      mode_(mode),
       source_(MakeSource(config_)),
       orderer_(source_->PreservesOrdering()) {}
 
@@ -56,7 +57,7 @@ void ModelScheduler::Start(std::vector<std::unique_ptr<ModelInstance>> instances
   thread_ = std::thread([this] { Run(); });
 }
 
-Status ModelScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request, bool caller_pumps) {
+Status ModelScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request) {
   Status valid = ValidateRequest(config_, request.get());
   bool wake = false;
   {
@@ -76,19 +77,24 @@ Status ModelScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request, bool 
       return status;
     }
     ++stats_.pending;
-    pump_pending_ = pump_pending_ || caller_pumps;
-    wake = ThreadNeededLocked(caller_pumps);
+    const bool pump_promised = PumpPromised(CalledOn::kCallerThread);
+    pump_pending_ = pump_pending_ || pump_promised;
+    wake = ThreadNeededLocked(pump_promised);
   }
   if (wake) cv_.notify_one();
   return Status::Success();
 }
 
-bool ModelScheduler::ThreadNeededLocked(bool caller_pumps) const {
+bool ModelScheduler::PumpPromised(CalledOn where) const {
+  return mode_ == DispatchMode::kCallerPumps && where == CalledOn::kCallerThread;
+}
+
+bool ModelScheduler::ThreadNeededLocked(bool pump_promised) const {
   const uint64_t deadline = source_->NextDeadline();
   if (deadline != 0 && deadline < thread_wake_ns_) return true;
   if (source_->Size() == 0) return false;
   // A caller that pumps dispatches to every idle instance itself (Pump).
-  if (caller_pumps) return false;
+  if (pump_promised) return false;
   for (size_t i = 0; i < in_flight_.size(); ++i) {
     if (!in_flight_[i]) return true;
   }
@@ -372,23 +378,23 @@ std::vector<InferenceResponse> ModelScheduler::FinishOpen(uint64_t request_id, S
 
 std::vector<InferenceResponse> ModelScheduler::CompleteBatch(uint32_t instance, uint64_t token,
                                                                     std::vector<Status> statuses,
-                                                                    bool caller_pumps, const BatchTimings& timings,
+                                                                    const BatchTimings& timings,
                                                                     const std::vector<Release>& release,
                                                                     std::vector<std::vector<OutputTensor>> outputs) {
-  return Complete(instance, token, std::move(statuses), outputs.empty() ? nullptr : &outputs, caller_pumps, timings,
-                  release);
+  return Complete(instance, token, std::move(statuses), outputs.empty() ? nullptr : &outputs,
+                  CalledOn::kCallerThread, timings, release);
 }
 
 std::vector<InferenceResponse> ModelScheduler::CompleteBatchWithOutputs(
     uint32_t instance, uint64_t token, std::vector<Status> statuses, std::vector<std::vector<OutputTensor>> outputs,
     const BatchTimings& timings) {
-  return Complete(instance, token, std::move(statuses), &outputs, false, timings, {});
+  return Complete(instance, token, std::move(statuses), &outputs, CalledOn::kInstanceThread, timings, {});
 }
 
 std::vector<InferenceResponse> ModelScheduler::Complete(uint32_t instance, uint64_t token,
                                                                std::vector<Status> statuses,
                                                                std::vector<std::vector<OutputTensor>>* outputs,
-                                                               bool caller_pumps, const BatchTimings& timings,
+                                                               CalledOn where, const BatchTimings& timings,
                                                                const std::vector<Release>& release) {
   std::vector<InferenceResponse> released;
   bool wake = false;
@@ -412,8 +418,9 @@ std::vector<InferenceResponse> ModelScheduler::Complete(uint32_t instance, uint6
     std::vector<InferenceResponse> responses;
     RecordCompletion(*batch, statuses, outputs, now, timings, FailureReason::kBackend, &responses, release);
     released = orderer_.Complete(batch->sequence, std::move(responses));
-    pump_pending_ = pump_pending_ || caller_pumps;
-    wake = ThreadNeededLocked(caller_pumps) || draining_;
+    const bool pump_promised = PumpPromised(where);
+    pump_pending_ = pump_pending_ || pump_promised;
+    wake = ThreadNeededLocked(pump_promised) || draining_;
   }
   if (wake) cv_.notify_one();
   grants.Deliver();

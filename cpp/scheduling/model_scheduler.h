@@ -15,19 +15,34 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/completion_sink.h"
+#include "core/model_config.h"
+#include "core/model_stats.h"
 #include "engines/engine.h"
-#include "scheduling/completion_sink.h"
-#include "scheduling/model_config.h"
-#include "scheduling/model_stats.h"
 #include "scheduling/rate_limiter.h"
 #include "scheduling/request_source.h"
 #include "scheduling/response_orderer.h"
 
 namespace infernode {
 
+// Who hands queued batches to idle instances. Decided once, by whoever makes the scheduler
+// (cpp/napi/native_model.cc: kCallerPumps; the native unit tests: kBatcherThread), and fixed
+// for its life. docs/architecture.md, "Why JS instances are pumped on the main thread".
+enum class DispatchMode {
+  // The batcher thread dispatches every batch; Pump() is never promised.
+  kBatcherThread,
+  // The caller's thread (the JS main thread) calls Pump() soon after each Enqueue and
+  // CompleteBatch it makes (once per burst of requests), which dispatches to every idle
+  // instance without a batcher-thread wake. Until that Pump() runs the batcher thread
+  // dispatches nothing. The batcher thread still owns timeouts, queue-delay windows, rate
+  // limiter grants and the batch after a completion on an instance's own thread
+  // (CompleteBatchWithOutputs: no Pump() follows it).
+  kCallerPumps,
+};
+
 class ModelScheduler final : public BatchCompleter {
  public:
-  ModelScheduler(ModelConfig config, CompletionSink* sink);
+  ModelScheduler(ModelConfig config, CompletionSink* sink, DispatchMode mode);
   ~ModelScheduler() override;
   ModelScheduler(const ModelScheduler&) = delete;
   ModelScheduler& operator=(const ModelScheduler&) = delete;
@@ -41,14 +56,13 @@ class ModelScheduler final : public BatchCompleter {
   void Start(std::vector<std::unique_ptr<ModelInstance>> instances);
 
   // Validates and queues. On error the request stays with the caller and nothing is queued.
-  // `caller_pumps`: the caller will call Pump() soon (the JS main thread does so once per
-  // burst of requests), which dispatches to every idle instance: no batcher-thread wake.
-  Status Enqueue(std::unique_ptr<InferenceRequest>& request, bool caller_pumps = false);
+  // kCallerPumps: the caller's thread calls it and promises a Pump().
+  Status Enqueue(std::unique_ptr<InferenceRequest>& request);
 
-  // Caller's thread: hands the batches the batcher would send now to idle instances that run
-  // on their own threads (native engines), and describes the next one for an idle instance
-  // that runs on this thread in `dispatch` (the caller must execute it). When nothing can go
-  // now but something waits (queue delay), wakes the batcher thread.
+  // Caller's thread (kCallerPumps): hands the batches the batcher would send now to idle
+  // instances that run on their own threads (native engines), and describes the next one for
+  // an idle instance that runs on this thread in `dispatch` (the caller must execute it). When
+  // nothing can go now but something waits (queue delay), wakes the batcher thread.
   void Pump(InlineDispatch* dispatch);
 
   // Removes a queued request; returns its CANCELLED response, or nothing when it already left
@@ -62,8 +76,9 @@ class ModelScheduler final : public BatchCompleter {
   // have not sent their final response and stay open (pending, outside the orderer) until
   // FinishOpen; iterative sequences' kReschedule ones go back to the source for another step.
   // `outputs` (JS engines: the state outputs of a sequence model; may be empty) per request.
+  // kCallerPumps: the caller's thread calls it (instances running there) and promises a Pump().
   std::vector<InferenceResponse> CompleteBatch(uint32_t instance, uint64_t token,
-                                               std::vector<Status> statuses, bool caller_pumps = false,
+                                               std::vector<Status> statuses,
                                                const BatchTimings& timings = BatchTimings{},
                                                const std::vector<Release>& release = {},
                                                std::vector<std::vector<OutputTensor>> outputs = {});
@@ -77,7 +92,8 @@ class ModelScheduler final : public BatchCompleter {
   // or nothing when it is not open (it was failed by Stop()).
   std::vector<InferenceResponse> FinishOpen(uint64_t request_id, Status status);
 
-  // A native instance finished: as CompleteBatch, with each request's outputs.
+  // A native instance finished, on its own thread: as CompleteBatch, with each request's
+  // outputs. No Pump() follows it, so the batcher thread forms the next batch.
   std::vector<InferenceResponse> CompleteBatchWithOutputs(uint32_t instance, uint64_t token,
                                                           std::vector<Status> statuses,
                                                           std::vector<std::vector<OutputTensor>> outputs,
@@ -115,9 +131,13 @@ class ModelScheduler final : public BatchCompleter {
   // (native engines), to be executed once mu_ is released: no batcher-thread hop for them.
   void DispatchOtherThreadsLocked(std::vector<std::pair<ModelInstance*, const Batch*>>* handed, Grants* grants);
   void DispatchInlineLocked(InlineDispatch* dispatch, Grants* grants);
-  // True when the batcher thread must look at the queue now. With `caller_pumps`, instances
-  // on the caller's thread are left to Pump(); timeouts and other instances still need it.
-  bool ThreadNeededLocked(bool caller_pumps) const;
+  // True when the batcher thread must look at the queue now. With `pump_promised` (this call
+  // was made on the caller's thread in kCallerPumps mode), idle instances are left to the
+  // promised Pump(); timeouts still need the thread.
+  bool ThreadNeededLocked(bool pump_promised) const;
+  // Whether a call made on `where` is followed by a Pump(): kCallerPumps, on the caller's thread.
+  enum class CalledOn { kCallerThread, kInstanceThread };
+  bool PumpPromised(CalledOn where) const;
   // Counts a finished batch; failed requests count under `failure_reason` (CANCELLED ones
   // under kCanceled).
   // Requests released kOpen move to open_ instead (their outcome is FinishOpen's); null rows
@@ -131,7 +151,7 @@ class ModelScheduler final : public BatchCompleter {
   void RecordRequest(const InferenceRequest& request, const Status& status, uint64_t dispatch_ns, uint64_t now_ns,
                      const BatchTimings& t, FailureReason failure_reason);
   std::vector<InferenceResponse> Complete(uint32_t instance, uint64_t token, std::vector<Status> statuses,
-                                          std::vector<std::vector<OutputTensor>>* outputs, bool caller_pumps,
+                                          std::vector<std::vector<OutputTensor>>* outputs, CalledOn where,
                                           const BatchTimings& timings, const std::vector<Release>& release);
 
   // A decoupled request whose batch executed but which has not ended: what its end is counted with.
@@ -143,6 +163,7 @@ class ModelScheduler final : public BatchCompleter {
 
   const ModelConfig config_;
   CompletionSink* const sink_;  // not owned; outlives the scheduler
+  const DispatchMode mode_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -154,7 +175,7 @@ class ModelScheduler final : public BatchCompleter {
   ModelStats stats_;
   uint64_t next_sequence_ = 0;
   uint64_t next_token_ = 1;
-  // The caller promised a Pump() (after Enqueue/CompleteBatch with caller_pumps) that has not
+  // kCallerPumps: the caller promised a Pump() (by an Enqueue or CompleteBatch) that has not
   // run yet: until it does, the batcher thread dispatches nothing, so a batch never takes the
   // thread hop when the caller is about to dispatch it anyway (timeouts stay the thread's).
   bool pump_pending_ = false;

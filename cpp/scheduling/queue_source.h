@@ -2,8 +2,8 @@
 // all instances, batches formed by FormBatch.
 #pragma once
 
+#include "core/model_config.h"
 #include "scheduling/batch_former.h"
-#include "scheduling/model_config.h"
 #include "scheduling/priority_queue.h"
 #include "scheduling/request_source.h"
 

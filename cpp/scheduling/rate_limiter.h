@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "core/model_config.h"
 #include "core/status.h"
-#include "scheduling/model_config.h"
 
 namespace infernode {
 

@@ -10,9 +10,9 @@
 #include <memory>
 #include <vector>
 
+#include "core/model_stats.h"
 #include "core/request.h"
 #include "engines/engine.h"
-#include "scheduling/model_stats.h"
 
 namespace infernode {
 

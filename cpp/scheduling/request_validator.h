@@ -2,8 +2,8 @@
 // needs: the request's batch size and its batch key. Runs on the caller's thread.
 #pragma once
 
+#include "core/model_config.h"
 #include "core/request.h"
-#include "scheduling/model_config.h"
 
 namespace infernode {
 

@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
+#include "core/model_config.h"
 #include "core/request.h"
-#include "scheduling/model_config.h"
 
 namespace infernode {
 

@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "scheduling/model_config.h"
+#include "core/model_config.h"
 #include "scheduling/request_source.h"
 #include "scheduling/sequence_inputs.h"
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "scheduling/model_config.h"
+#include "core/model_config.h"
 
 namespace test_configs {
 

@@ -200,7 +200,7 @@ bool AllOk(const std::vector<InferenceResponse>& responses) {
 TEST(SchedulerBatchesNeverExceedMaxBatchSize) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(4, {4}, 0), &sink);
+  ModelScheduler scheduler(Config(4, {4}, 0), &sink, DispatchMode::kBatcherThread);
   recorder.scheduler = &scheduler;
   recorder.sink = &sink;
   const std::vector<int64_t> rows = {1, 2, 3, 1, 2, 3, 1, 2, 3, 1};
@@ -221,7 +221,7 @@ TEST(SchedulerBatchesNeverExceedMaxBatchSize) {
 TEST(SchedulerSendsPreferredBatchSizesAtOnce) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(8, {2, 4}, kLongDelayUs), &sink);
+  ModelScheduler scheduler(Config(8, {2, 4}, kLongDelayUs), &sink, DispatchMode::kBatcherThread);
   recorder.scheduler = &scheduler;
   recorder.sink = &sink;
   for (uint64_t id = 1; id <= 7; ++id) Enqueue(&scheduler, id);
@@ -243,7 +243,7 @@ TEST(SchedulerPreservesOrderingAcrossInstances) {
   config.batching.preserve_ordering = true;
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(config, &sink);
+  ModelScheduler scheduler(config, &sink, DispatchMode::kBatcherThread);
   Enqueue(&scheduler, 1);
   Enqueue(&scheduler, 2);
   scheduler.Start(Instances(&recorder, 2, Mode::kManual));
@@ -262,7 +262,7 @@ TEST(SchedulerPreservesOrderingAcrossInstances) {
 TEST(SchedulerWithoutPreserveOrderingReleasesAsBatchesFinish) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(1, {1}, 0), &sink);
+  ModelScheduler scheduler(Config(1, {1}, 0), &sink, DispatchMode::kBatcherThread);
   Enqueue(&scheduler, 1);
   Enqueue(&scheduler, 2);
   scheduler.Start(Instances(&recorder, 2, Mode::kManual));
@@ -275,7 +275,7 @@ TEST(SchedulerQueueFullIsUnavailable) {
   ModelConfig config = Config(4, {4}, 0);
   config.batching.default_queue_policy.max_queue_size = 2;
   FakeSink sink;
-  ModelScheduler scheduler(config, &sink);  // not started: everything stays queued
+  ModelScheduler scheduler(config, &sink, DispatchMode::kBatcherThread);  // not started: everything stays queued
   Enqueue(&scheduler, 1);
   Enqueue(&scheduler, 2);
   auto third = Req(3);
@@ -294,7 +294,7 @@ TEST(SchedulerHardQueueLimitIsUnavailable) {
   ModelConfig config = Config(4, {4}, 0);
   config.max_queue_size_hard_limit = 1;
   FakeSink sink;
-  ModelScheduler scheduler(config, &sink);
+  ModelScheduler scheduler(config, &sink, DispatchMode::kBatcherThread);
   Enqueue(&scheduler, 1);
   auto second = Req(2);
   const Status status = scheduler.Enqueue(second);
@@ -304,7 +304,7 @@ TEST(SchedulerHardQueueLimitIsUnavailable) {
 
 TEST(SchedulerRejectsInvalidRequestsWithoutQueueing) {
   FakeSink sink;
-  ModelScheduler scheduler(Config(4, {4}, 0), &sink);
+  ModelScheduler scheduler(Config(4, {4}, 0), &sink, DispatchMode::kBatcherThread);
   auto request = Req(1, 5);  // batch 5 > max_batch_size 4
   const Status status = scheduler.Enqueue(request);
   EXPECT_EQ(status.Code(), StatusCode::kInvalidArg);
@@ -327,7 +327,7 @@ TEST(SchedulerQueueTimeoutRejectsThroughTheSink) {
   config.batching.priority_queue_policy[2] = reject;
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(config, &sink);
+  ModelScheduler scheduler(config, &sink, DispatchMode::kBatcherThread);
   scheduler.Start(Instances(&recorder, 1, Mode::kManual));
   Enqueue(&scheduler, 1, 1, 1);
   EXPECT_TRUE(recorder.WaitFor(1));
@@ -352,7 +352,7 @@ TEST(SchedulerQueueTimeoutRejectsThroughTheSink) {
 
 TEST(SchedulerCancelRemovesAQueuedRequest) {
   FakeSink sink;
-  ModelScheduler scheduler(Config(4, {4}, 0), &sink);  // not started
+  ModelScheduler scheduler(Config(4, {4}, 0), &sink, DispatchMode::kBatcherThread);  // not started
   Enqueue(&scheduler, 1);
   Enqueue(&scheduler, 2);
   const std::vector<InferenceResponse> cancelled = scheduler.Cancel(2);
@@ -371,7 +371,7 @@ TEST(SchedulerCancelRemovesAQueuedRequest) {
 TEST(SchedulerCancelOfAnExecutingRequestIsANoop) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(1, {1}, 0), &sink);
+  ModelScheduler scheduler(Config(1, {1}, 0), &sink, DispatchMode::kBatcherThread);
   scheduler.Start(Instances(&recorder, 1, Mode::kManual));
   Enqueue(&scheduler, 1);
   EXPECT_TRUE(recorder.WaitFor(1));
@@ -384,7 +384,7 @@ TEST(SchedulerCancelOfAnExecutingRequestIsANoop) {
 TEST(SchedulerDrainSendsWithoutWaitingTheDelay) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(8, {8}, kLongDelayUs), &sink);
+  ModelScheduler scheduler(Config(8, {8}, kLongDelayUs), &sink, DispatchMode::kBatcherThread);
   recorder.scheduler = &scheduler;
   recorder.sink = &sink;
   scheduler.Start(Instances(&recorder, 1, Mode::kInline));
@@ -404,7 +404,7 @@ TEST(SchedulerDrainSendsWithoutWaitingTheDelay) {
 TEST(SchedulerStopFailsQueuedAndExecutingRequests) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(1, {1}, 0), &sink);
+  ModelScheduler scheduler(Config(1, {1}, 0), &sink, DispatchMode::kBatcherThread);
   Enqueue(&scheduler, 1);
   Enqueue(&scheduler, 2);
   scheduler.Start(Instances(&recorder, 1, Mode::kManual));
@@ -428,7 +428,7 @@ TEST(SchedulerStopFailsQueuedAndExecutingRequests) {
 TEST(SchedulerIgnoresACompletionAfterStop) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(1, {1}, 0), &sink);
+  ModelScheduler scheduler(Config(1, {1}, 0), &sink, DispatchMode::kBatcherThread);
   scheduler.Start(Instances(&recorder, 1, Mode::kManual));
   Enqueue(&scheduler, 1);
   EXPECT_TRUE(recorder.WaitFor(1));
@@ -442,7 +442,7 @@ TEST(SchedulerIgnoresACompletionAfterStop) {
 TEST(SchedulerIgnoresCompletionsNamingAnotherBatch) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(1, {1}, 0), &sink);
+  ModelScheduler scheduler(Config(1, {1}, 0), &sink, DispatchMode::kBatcherThread);
   scheduler.Start(Instances(&recorder, 1, Mode::kManual));
   Enqueue(&scheduler, 1);
   EXPECT_TRUE(recorder.WaitFor(1));
@@ -456,7 +456,7 @@ TEST(SchedulerIgnoresCompletionsNamingAnotherBatch) {
 TEST(SchedulerStatsCountSuccessfulBatches) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(4, {4}, 0), &sink);
+  ModelScheduler scheduler(Config(4, {4}, 0), &sink, DispatchMode::kBatcherThread);
   recorder.scheduler = &scheduler;
   recorder.sink = &sink;
   Enqueue(&scheduler, 1, 1);
@@ -482,7 +482,7 @@ TEST(SchedulerStatsCountSuccessfulBatches) {
 TEST(SchedulerStatsCountFailedRequests) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(4, {2}, 0), &sink);
+  ModelScheduler scheduler(Config(4, {2}, 0), &sink, DispatchMode::kBatcherThread);
   Enqueue(&scheduler, 1);
   Enqueue(&scheduler, 2);
   Enqueue(&scheduler, 3);
@@ -518,7 +518,7 @@ TEST(SchedulerStatsTellFailureReasons) {
   Recorder recorder;
   ModelConfig config = Config(1, {1}, 0);
   config.batching.default_queue_policy.max_queue_size = 1;
-  ModelScheduler scheduler(config, &sink);
+  ModelScheduler scheduler(config, &sink, DispatchMode::kBatcherThread);
   scheduler.Start(Instances(&recorder, 1, Mode::kManual));
   Enqueue(&scheduler, 1);  // executing
   EXPECT_TRUE(recorder.WaitFor(1));
@@ -544,7 +544,7 @@ TEST(SchedulerStatsTellFailureReasons) {
 TEST(SchedulerStatsUseTheInstancesTimings) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(4, {2}, 0), &sink);
+  ModelScheduler scheduler(Config(4, {2}, 0), &sink, DispatchMode::kBatcherThread);
   scheduler.Start(Instances(&recorder, 1, Mode::kManual));
   Enqueue(&scheduler, 1);
   Enqueue(&scheduler, 2);
@@ -556,10 +556,10 @@ TEST(SchedulerStatsUseTheInstancesTimings) {
   timings.infer_ns = 20000;
   timings.output_ns = 300;
   const std::vector<Status> ok(recorder.On(0).ids.size(), Status());
-  EXPECT_TRUE(AllOk(scheduler.CompleteBatch(0, recorder.On(0).token, ok, false, timings)));
+  EXPECT_TRUE(AllOk(scheduler.CompleteBatch(0, recorder.On(0).token, ok, timings)));
   if (rows == 1) {  // the first request may go alone before the second is queued
     EXPECT_TRUE(recorder.WaitFor(2));
-    EXPECT_TRUE(AllOk(scheduler.CompleteBatch(0, recorder.On(0).token, {Status()}, false, timings)));
+    EXPECT_TRUE(AllOk(scheduler.CompleteBatch(0, recorder.On(0).token, {Status()}, timings)));
   }
   const ModelStats stats = scheduler.Stats();
   EXPECT_EQ(stats.compute_input.count, 2u);
@@ -574,7 +574,7 @@ TEST(SchedulerStatsUseTheInstancesTimings) {
 TEST(SchedulerWrongStatusCountFailsTheBatch) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(4, {2}, 0), &sink);
+  ModelScheduler scheduler(Config(4, {2}, 0), &sink, DispatchMode::kBatcherThread);
   Enqueue(&scheduler, 1);
   Enqueue(&scheduler, 2);
   scheduler.Start(Instances(&recorder, 1, Mode::kManual));
@@ -591,7 +591,7 @@ TEST(SchedulerWrongStatusCountFailsTheBatch) {
 TEST(SchedulerServesConcurrentRequestsExactlyOnce) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(4, {4}, 0), &sink);
+  ModelScheduler scheduler(Config(4, {4}, 0), &sink, DispatchMode::kBatcherThread);
   recorder.scheduler = &scheduler;
   recorder.sink = &sink;
   scheduler.Start(Instances(&recorder, 2, Mode::kInline));
@@ -614,7 +614,7 @@ TEST(SchedulerPumpDispatchesToACallerThreadInstance) {
   // either path is accepted; the batch is dispatched exactly once and completes normally.
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(2, {2}, kLongDelayUs), &sink);
+  ModelScheduler scheduler(Config(2, {2}, kLongDelayUs), &sink, DispatchMode::kCallerPumps);
   std::vector<std::unique_ptr<ModelInstance>> instances;
   instances.push_back(std::make_unique<FakeInstance>(&recorder, Mode::kManual, true));
   scheduler.Start(std::move(instances));
@@ -623,7 +623,7 @@ TEST(SchedulerPumpDispatchesToACallerThreadInstance) {
   EXPECT_EQ(dispatch.instance, -1);  // nothing queued
   for (uint64_t id = 1; id <= 2; ++id) {
     auto request = Req(id);
-    EXPECT_TRUE(scheduler.Enqueue(request, true).IsOk());
+    EXPECT_TRUE(scheduler.Enqueue(request).IsOk());
   }
   scheduler.Pump(&dispatch);
   uint64_t token = 0;
@@ -639,14 +639,39 @@ TEST(SchedulerPumpDispatchesToACallerThreadInstance) {
   InlineDispatch again;
   scheduler.Pump(&again);
   EXPECT_EQ(again.instance, -1);  // the only instance is busy
-  EXPECT_EQ(Ids(scheduler.CompleteBatch(0, token, {Status()}, true)), (Order{1, 2}));
+  EXPECT_EQ(Ids(scheduler.CompleteBatch(0, token, {Status()})), (Order{1, 2}));
+}
+
+TEST(SchedulerCallerPumpsLeavesInstanceThreadCompletionsToTheBatcherThread) {
+  // kCallerPumps: a completion on an instance's own thread (CompleteBatchWithOutputs, as the
+  // ONNX engine reports) promises no Pump(), so the batcher thread must send the next batch.
+  FakeSink sink;
+  Recorder recorder;
+  ModelScheduler scheduler(Config(1, {1}, 0), &sink, DispatchMode::kCallerPumps);
+  scheduler.Start(Instances(&recorder, 1, Mode::kManual));  // runs on its own thread
+  for (uint64_t id = 1; id <= 2; ++id) {
+    auto request = Req(id);
+    EXPECT_TRUE(scheduler.Enqueue(request).IsOk());
+  }
+  InlineDispatch dispatch;
+  scheduler.Pump(&dispatch);  // the promised pump; the batcher thread may have sent it already
+  EXPECT_EQ(dispatch.instance, -1);  // no instance runs on this thread
+  EXPECT_TRUE(recorder.WaitFor(1));
+  EXPECT_EQ(recorder.On(0).ids, (Order{1}));
+  const std::vector<InferenceResponse> first =
+      scheduler.CompleteBatchWithOutputs(0, recorder.On(0).token, {Status()}, {}, BatchTimings{});
+  EXPECT_EQ(Ids(first), (Order{1}));
+  EXPECT_TRUE(recorder.WaitFor(2));  // no Pump() follows: the batcher thread dispatched it
+  EXPECT_EQ(recorder.On(0).ids, (Order{2}));
+  EXPECT_EQ(Ids(scheduler.CompleteBatchWithOutputs(0, recorder.On(0).token, {Status()}, {}, BatchTimings{})),
+            (Order{2}));
 }
 
 TEST(SchedulerDestructorStopsARunningScheduler) {
   FakeSink sink;
   Recorder recorder;
   {
-    ModelScheduler scheduler(Config(1, {1}, 0), &sink);
+    ModelScheduler scheduler(Config(1, {1}, 0), &sink, DispatchMode::kBatcherThread);
     Enqueue(&scheduler, 1);
     Enqueue(&scheduler, 2);
     scheduler.Start(Instances(&recorder, 1, Mode::kManual));
@@ -660,7 +685,7 @@ TEST(SchedulerDestructorStopsARunningScheduler) {
 TEST(SchedulerKeepsDecoupledRequestsOpenAfterTheirBatchExecuted) {
   FakeSink sink;
   Recorder recorder;
-  ModelScheduler scheduler(Config(4, {2}, kLongDelayUs), &sink);
+  ModelScheduler scheduler(Config(4, {2}, kLongDelayUs), &sink, DispatchMode::kBatcherThread);
   for (uint64_t id = 1; id <= 5; ++id) Enqueue(&scheduler, id);
   scheduler.Start(Instances(&recorder, 1, Mode::kManual));
   EXPECT_TRUE(recorder.WaitFor(1));
@@ -668,14 +693,14 @@ TEST(SchedulerKeepsDecoupledRequestsOpenAfterTheirBatchExecuted) {
   EXPECT_EQ(first.ids, (Order{1, 2}));
   // Request 1 already ended during the execution; request 2 is still streaming.
   const std::vector<InferenceResponse> released =
-      scheduler.CompleteBatch(0, first.token, {Status(), Status()}, false, BatchTimings{}, {Release::kEnded, Release::kOpen});
+      scheduler.CompleteBatch(0, first.token, {Status(), Status()}, BatchTimings{}, {Release::kEnded, Release::kOpen});
   EXPECT_EQ(Ids(released), (Order{1}));
   EXPECT_EQ(scheduler.Stats().pending, 4u);  // 2 open, 3 and 4 dispatched next, 5 queued
   // The instance is free: the next batch goes while request 2 is open.
   EXPECT_TRUE(recorder.WaitFor(2));
   const Executed second = recorder.On(0);
   EXPECT_EQ(second.ids, (Order{3, 4}));
-  EXPECT_TRUE(scheduler.CompleteBatch(0, second.token, {Status(), Status()}, false, BatchTimings{}, {Release::kOpen, Release::kOpen}).empty());
+  EXPECT_TRUE(scheduler.CompleteBatch(0, second.token, {Status(), Status()}, BatchTimings{}, {Release::kOpen, Release::kOpen}).empty());
   // Request 2 ends with its final response; request 3 fails mid-stream.
   const std::vector<InferenceResponse> two = scheduler.FinishOpen(2, Status());
   EXPECT_EQ(Ids(two), (Order{2}));

@@ -251,7 +251,8 @@ bool WaitLeftQueue(ModelScheduler* scheduler) {
 }
 
 struct LimitedModel {
-  LimitedModel(const std::string& name, std::shared_ptr<RateLimiter> limiter) : scheduler(LimitedConfig(name), &sink) {
+  LimitedModel(const std::string& name, std::shared_ptr<RateLimiter> limiter)
+      : scheduler(LimitedConfig(name), &sink, DispatchMode::kBatcherThread) {
     EXPECT_TRUE(scheduler.UseRateLimiter(std::move(limiter)).IsOk());
     std::vector<std::unique_ptr<ModelInstance>> instances;
     instances.push_back(std::make_unique<RecordingInstance>(&recorder));

@@ -9,6 +9,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { Triton } from '../triton';
 import type { TritonConfig } from '../config/types';
+import { DEFAULT_EXIT_TIMEOUT_SECS } from '../config/defaults';
 import type { ControlMode } from '../repository/manager';
 import { API_GROUPS, parseRestrictions } from '../server/restrictions';
 import { addPerfCommand } from '../perf/command';
@@ -246,7 +247,7 @@ export function buildProgram(): Command {
     .addOption(boolOption('--allow-metrics [bool]', 'serve Prometheus metrics at /metrics', true))
     .addOption(boolOption('--strict-readiness [bool]', 'true: the server is ready only while every model is ready; false: ready as soon as it serves', true))
     .addOption(boolOption('--exit-on-error [bool]', 'true: exit with code 1 when a model fails to load at start-up; false: keep serving, the model shows as UNAVAILABLE with its reason in the repository index', true))
-    .option('--exit-timeout-secs <s>', 'at SIGINT/SIGTERM, seconds to let in-flight requests finish before they are failed', parseIntArg, 30)
+    .option('--exit-timeout-secs <s>', 'at SIGINT/SIGTERM, seconds to let in-flight requests finish before they are failed', parseIntArg, DEFAULT_EXIT_TIMEOUT_SECS)
     .option('--max-queued-responses <n>', 'responses of one streaming (decoupled) request held for a client that reads ' +
       'slowly; past it the request is cancelled (default 1024)', parseIntArg)
     .option('--log-verbose <level>', 'verbose logging level (0 = off; higher logs more)', parseIntArg, 0)

@@ -9,6 +9,7 @@ import type { ProtoJsonObject } from './proto-schema';
 import { readFileSync } from 'node:fs';
 import { fromBindSequenceBatcher, normalizeSequenceBatching } from './sequence-batching';
 import { normalizeRateLimiter } from './rate-limiter';
+import { DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT } from './defaults';
 import {
   TimeoutAction, type DynamicBatcher, type ModelConfig, type ModelWarmup, type QueuePolicy, type Tensor,
 } from './types';
@@ -184,7 +185,6 @@ export interface NormalizedEnsembleScheduling {
 }
 
 export const MODEL_NAME_PATTERN = /^[a-zA-Z0-9._-]+$/;
-export const DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT = 65536;
 
 /**
  * How validation messages name config fields: bind()'s camelCase names (`batcher.priorityLevels`)

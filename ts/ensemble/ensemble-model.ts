@@ -12,6 +12,7 @@
  */
 import { InferenceServerError, toInferenceServerError } from '../errors';
 import type { NormalizedModelConfig } from '../config/normalize';
+import { DEFAULT_EXIT_TIMEOUT_MS } from '../config/defaults';
 import { BoundModel, type CancelSignal, type InferOptions, type StreamOptions } from '../model';
 import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelStats } from '../cache/model-cache';
 import type { ResponseCache } from '../cache/response-cache';
@@ -432,7 +433,7 @@ export class EnsembleModel extends BoundModel {
   }
 
   /** Refuses new requests and waits (up to timeoutMs) for those running; the step models are not stopped. */
-  override async stop(timeoutMs = 30_000): Promise<void> {
+  override async stop(timeoutMs = DEFAULT_EXIT_TIMEOUT_MS): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
     if (this.#pending > 0) {

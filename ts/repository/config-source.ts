@@ -18,8 +18,9 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { InferenceServerError, invalidArg } from '../errors';
+import { DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT } from '../config/defaults';
 import {
-  DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT, checkInt, normalizeBatcher, responseCacheRefused,
+  checkInt, normalizeBatcher, responseCacheRefused,
   type NormalizedDynamicBatching, type NormalizedInstanceGroup, type NormalizedSequenceBatching, type NormalizedTensor,
   type NormalizedModelConfig, type NormalizedVersionPolicy,
 } from '../config/normalize';

@@ -17,6 +17,7 @@ import { checkModelName, fingerprint, scanRepositories, type ModelDirectory } fr
 import { hasVersionDirectory, loadModel, noVersionDirectory, type LoadedVersion } from './loader';
 import { removeOverrideDirectory, writeOverrideDirectory } from './override';
 import { validateModelConfigJson } from '../config/pbtxt';
+import { DEFAULT_EXIT_TIMEOUT_MS } from '../config/defaults';
 import { readRawConfig } from './config-source';
 import { EnsembleModel } from '../ensemble/ensemble-model';
 import { stepModelNames } from '../ensemble/repository';
@@ -112,7 +113,7 @@ export class ModelRepositoryManager {
   }
 
   /** Stops polling and unloads every model (in-flight requests finish first). */
-  async stop(timeoutMs = 30_000): Promise<void> {
+  async stop(timeoutMs = DEFAULT_EXIT_TIMEOUT_MS): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     // Ensembles unload first: their requests in flight still send requests to their step models.
@@ -322,7 +323,7 @@ export class ModelRepositoryManager {
     }
   }
 
-  async #unload(name: string, timeoutMs = 30_000, forget = false): Promise<void> {
+  async #unload(name: string, timeoutMs = DEFAULT_EXIT_TIMEOUT_MS, forget = false): Promise<void> {
     const record = this.#records.get(name);
     if (!record) return;
     const versions = record.versions;
@@ -388,7 +389,7 @@ function dependsOn(from: string, target: string, scanned: Map<string, ModelDirec
  * Stops versions that no longer serve: their in-flight requests finish first, then the engine
  * is finalized. A finalize that throws is logged; it cannot undo the unload.
  */
-async function retire(versions: Map<number, LoadedVersion>, log: (line: string) => void, timeoutMs = 30_000): Promise<void> {
+async function retire(versions: Map<number, LoadedVersion>, log: (line: string) => void, timeoutMs = DEFAULT_EXIT_TIMEOUT_MS): Promise<void> {
   await Promise.all([...versions.values()].map(async (v) => {
     await v.model.stop(timeoutMs);
     try {

@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/completion_sink.h"
+#include "core/model_config.h"
 #include "engines/engine.h"
 #include "engines/onnx/onnx_session.h"
-#include "scheduling/completion_sink.h"
-#include "scheduling/model_config.h"
 
 namespace infernode {
 

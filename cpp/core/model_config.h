@@ -12,6 +12,12 @@
 
 namespace infernode {
 
+// Requests one model may hold queued when its config sets no max_queue_size (Triton's 0 =
+// unlimited), unless TritonConfig.maxQueueSizeHardLimit says otherwise. The TypeScript side's
+// default is DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT in ts/config/defaults.ts;
+// test/unit/shared-constants.test.ts checks they agree.
+constexpr uint32_t kDefaultMaxQueueSizeHardLimit = 65536;
+
 enum class TimeoutAction : int32_t { kReject = 0, kDelay = 1 };
 
 struct QueuePolicy {
@@ -109,7 +115,7 @@ struct ModelConfig {
   // Per instance (in instance order; may be shorter: the rest need nothing). Used only when
   // the Triton has a rate limiter.
   std::vector<InstanceRateLimits> rate_limits;
-  uint32_t max_queue_size_hard_limit = 65536;
+  uint32_t max_queue_size_hard_limit = kDefaultMaxQueueSizeHardLimit;
 };
 
 }  // namespace infernode
