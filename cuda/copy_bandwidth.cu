@@ -44,17 +44,17 @@ struct FreeDeleter {
 
 Status CheckRequest(const CopyBandwidthRequest& r, int devices) {
   if (r.bytes == 0 || r.bytes > kMaxCopyBandwidthBytes) {
-    return InvalidArg("copy bandwidth: bytes must be between 1 and " + std::to_string(kMaxCopyBandwidthBytes) + ", got " +
-                      std::to_string(r.bytes));
+    return InvalidArg("copy bandwidth: bytes must be between 1 and " + std::to_string(kMaxCopyBandwidthBytes) +
+                      ", got " + std::to_string(r.bytes));
   }
   if (r.iterations == 0 || r.iterations > kMaxCopyBandwidthIterations) {
-    return InvalidArg("copy bandwidth: iterations must be between 1 and " + std::to_string(kMaxCopyBandwidthIterations) +
-                      ", got " + std::to_string(r.iterations));
+    return InvalidArg("copy bandwidth: iterations must be between 1 and " +
+                      std::to_string(kMaxCopyBandwidthIterations) + ", got " + std::to_string(r.iterations));
   }
   if (devices == 0) return Unavailable("host-to-device copy bandwidth cannot be measured: no CUDA device was found");
   if (r.device < 0 || r.device >= devices) {
-    return InvalidArg("copy bandwidth: invalid CUDA device id " + std::to_string(r.device) + ": " + std::to_string(devices) +
-                      " device(s) present");
+    return InvalidArg("copy bandwidth: invalid CUDA device id " + std::to_string(r.device) + ": " +
+                      std::to_string(devices) + " device(s) present");
   }
   return Status::Success();
 }
@@ -79,7 +79,8 @@ Status MeasureCopyBandwidth(const CopyBandwidthRequest& request, CopyBandwidthRe
     source = block.Data();
   } else {
     pageable.reset(std::malloc(bytes));
-    if (!pageable) return Unavailable("copy bandwidth: unable to allocate " + std::to_string(bytes) + " bytes of host memory");
+    if (!pageable)
+      return Unavailable("copy bandwidth: unable to allocate " + std::to_string(bytes) + " bytes of host memory");
     std::memset(pageable.get(), 0x5a, bytes);
     source = pageable.get();
   }

@@ -61,7 +61,8 @@ Status AllocationExtent(const void* ptr, uint64_t* base, uint64_t* size) {
   }
   CUdeviceptr alloc_base = 0;
   size_t alloc_size = 0;
-  const CUresult result = reinterpret_cast<GetAddressRangeFn>(fn)(&alloc_base, &alloc_size, reinterpret_cast<CUdeviceptr>(ptr));
+  const CUresult result =
+      reinterpret_cast<GetAddressRangeFn>(fn)(&alloc_base, &alloc_size, reinterpret_cast<CUdeviceptr>(ptr));
   if (result != CUDA_SUCCESS) {
     return InvalidArg("unable to find the size of the opened CUDA IPC allocation (driver error " +
                       std::to_string(static_cast<int>(result)) + ")");
@@ -125,7 +126,8 @@ Status OpenCudaIpcRegion(const uint8_t* handle, size_t handle_size, int device_i
   cudaIpcMemHandle_t ipc{};
   std::memcpy(&ipc, handle, sizeof(ipc));
   DeviceScope scope(device_id);
-  if (scope.status() != cudaSuccess) return CudaError("unable to use CUDA device " + std::to_string(device_id), scope.status());
+  if (scope.status() != cudaSuccess)
+    return CudaError("unable to use CUDA device " + std::to_string(device_id), scope.status());
   void* base = nullptr;
   // A handle made in this very process, a freed allocation or random bytes: cudaErrorInvalidValue
   // or cudaErrorInvalidContext, neither sticky.

@@ -20,7 +20,8 @@ Status CudaStatus(const char* what, cudaError_t err) {
 
 class CudaDeviceStream final : public DeviceStream {
  public:
-  CudaDeviceStream(int device, cudaStream_t stream, cudaEvent_t (&events)[kDeviceMarks]) : device_(device), stream_(stream) {
+  CudaDeviceStream(int device, cudaStream_t stream, cudaEvent_t (&events)[kDeviceMarks])
+      : device_(device), stream_(stream) {
     for (int i = 0; i < kDeviceMarks; ++i) events_[i] = events[i];
   }
   ~CudaDeviceStream() override {
@@ -39,8 +40,8 @@ class CudaDeviceStream final : public DeviceStream {
     if (err == cudaSuccess) err = cudaMallocAsync(&ptr, bytes == 0 ? 1 : bytes, stream_);
     if (err != cudaSuccess) {
       cudaGetLastError();
-      return Unavailable("cannot allocate " + std::to_string(bytes) + " bytes on CUDA device " + std::to_string(device_) +
-                         ": " + cudaGetErrorString(err));
+      return Unavailable("cannot allocate " + std::to_string(bytes) + " bytes on CUDA device " +
+                         std::to_string(device_) + ": " + cudaGetErrorString(err));
     }
     *out = MakeBuffer(this, ptr, bytes);
     return Status::Success();

@@ -38,8 +38,7 @@ bool SerializedBytesWalker::Next(std::string_view* element) {
 Status CountSerializedBytes(const uint8_t* data, uint64_t size, int64_t* count) {
   SerializedBytesWalker walker(data, size);
   std::string_view element;
-  while (walker.Next(&element)) {
-  }
+  while (walker.Next(&element)) {}
   RETURN_IF_ERROR(walker.Error());
   *count = walker.Count();
   return Status::Success();

@@ -18,9 +18,21 @@ struct TypeInfo {
 
 // Indexed by the enum value.
 constexpr std::array<TypeInfo, 15> kTypes = {{
-    {"INVALID", 0}, {"BOOL", 1}, {"UINT8", 1}, {"UINT16", 2}, {"UINT32", 4},
-    {"UINT64", 8}, {"INT8", 1}, {"INT16", 2}, {"INT32", 4}, {"INT64", 8},
-    {"FP16", 2}, {"FP32", 4}, {"FP64", 8}, {"BYTES", 0}, {"BF16", 2},
+    {"INVALID", 0},
+    {"BOOL", 1},
+    {"UINT8", 1},
+    {"UINT16", 2},
+    {"UINT32", 4},
+    {"UINT64", 8},
+    {"INT8", 1},
+    {"INT16", 2},
+    {"INT32", 4},
+    {"INT64", 8},
+    {"FP16", 2},
+    {"FP32", 4},
+    {"FP64", 8},
+    {"BYTES", 0},
+    {"BF16", 2},
 }};
 
 }  // namespace

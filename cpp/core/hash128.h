@@ -75,9 +75,9 @@ class Hash128State {
   alignas(64) uint64_t acc_[8];
   alignas(64) uint8_t buffer_[kBufferBytes];
   const uint8_t* secret_;
-  size_t secret_limit_;          // secret size - one stripe
+  size_t secret_limit_;  // secret size - one stripe
   size_t stripes_per_block_;
-  size_t stripes_so_far_ = 0;    // in the current block
+  size_t stripes_so_far_ = 0;  // in the current block
   size_t buffered_ = 0;
   uint64_t total_ = 0;
 };

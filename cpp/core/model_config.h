@@ -38,11 +38,11 @@ struct TensorConfig {
 };
 
 struct DynamicBatchingConfig {
-  bool enabled = false;                     // false = default scheduler (one request per batch)
+  bool enabled = false;                        // false = default scheduler (one request per batch)
   std::vector<int64_t> preferred_batch_sizes;  // sorted ascending; never empty when enabled
   uint64_t max_queue_delay_us = 0;
   bool preserve_ordering = false;
-  uint32_t priority_levels = 0;             // 0 = one level
+  uint32_t priority_levels = 0;  // 0 = one level
   uint32_t default_priority_level = 0;
   QueuePolicy default_queue_policy;
   std::map<uint32_t, QueuePolicy> priority_queue_policy;  // 1-based level → policy
@@ -64,9 +64,9 @@ struct StateConfig {
   std::string input_name;
   std::string output_name;
   DataType dtype = DataType::kInvalid;
-  Shape dims;                          // without the batch axis; -1 = takes the output's shape
-  Shape initial_dims;                  // the state at START: these dims ...
-  std::vector<uint8_t> initial_data;   // ... and bytes (zeros or initial_state's data_file)
+  Shape dims;                         // without the batch axis; -1 = takes the output's shape
+  Shape initial_dims;                 // the state at START: these dims ...
+  std::vector<uint8_t> initial_data;  // ... and bytes (zeros or initial_state's data_file)
 };
 
 enum class SequenceStrategy : int32_t { kDirect = 0, kOldest = 1 };
@@ -76,10 +76,10 @@ struct SequenceBatchingConfig {
   SequenceStrategy strategy = SequenceStrategy::kDirect;
   uint64_t max_sequence_idle_us = 1000000;
   uint64_t max_queue_delay_us = 0;
-  float minimum_slot_utilization = 0;      // direct
-  uint32_t max_candidate_sequences = 1;    // oldest: slots per instance
+  float minimum_slot_utilization = 0;          // direct
+  uint32_t max_candidate_sequences = 1;        // oldest: slots per instance
   std::vector<int64_t> preferred_batch_sizes;  // oldest
-  bool preserve_ordering = false;          // oldest
+  bool preserve_ordering = false;              // oldest
   std::vector<ControlConfig> controls;
   std::vector<StateConfig> states;
   bool iterative = false;

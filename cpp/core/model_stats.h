@@ -46,19 +46,19 @@ struct BatchStat {
 };
 
 struct ModelStats {
-  DurationStat success;         // whole request, enqueue to completion
+  DurationStat success;  // whole request, enqueue to completion
   DurationStat fail;
-  DurationStat queue;           // enqueue to dispatch, successful requests
-  DurationStat compute_input;   // per successful request: its batch's phases
+  DurationStat queue;          // enqueue to dispatch, successful requests
+  DurationStat compute_input;  // per successful request: its batch's phases
   DurationStat compute_infer;
   DurationStat compute_output;
-  uint64_t inference_count = 0;  // rows inferred
-  uint64_t execution_count = 0;  // batches executed
-  uint64_t last_inference_ms = 0;  // wall clock, ms since the epoch
+  uint64_t inference_count = 0;                          // rows inferred
+  uint64_t execution_count = 0;                          // batches executed
+  uint64_t last_inference_ms = 0;                        // wall clock, ms since the epoch
   std::array<uint64_t, kFailureReasonCount> failures{};  // by FailureReason
-  std::map<int64_t, BatchStat> batch_stats;  // by batch size (rows)
-  uint64_t pending = 0;  // queued or executing now
-  uint64_t queued = 0;   // queued now (filled in by Stats())
+  std::map<int64_t, BatchStat> batch_stats;              // by batch size (rows)
+  uint64_t pending = 0;                                  // queued or executing now
+  uint64_t queued = 0;                                   // queued now (filled in by Stats())
 
   void Failed(FailureReason reason, uint64_t duration_ns) {
     fail.Add(duration_ns);

@@ -28,9 +28,7 @@ Status ElementCount(const Shape& shape, int64_t* count) {
 
 Status ByteSize(DataType dtype, const Shape& shape, uint64_t* bytes) {
   const size_t elem = DataTypeByteSize(dtype);
-  if (elem == 0) {
-    return InvalidArg(std::string("datatype ") + DataTypeName(dtype) + " has no fixed byte size");
-  }
+  if (elem == 0) { return InvalidArg(std::string("datatype ") + DataTypeName(dtype) + " has no fixed byte size"); }
   int64_t count = 0;
   RETURN_IF_ERROR(ElementCount(shape, &count));
   const uint64_t n = static_cast<uint64_t>(count);

@@ -37,20 +37,14 @@ class Status {
   std::string message_;
 };
 
-inline Status InvalidArg(std::string message) {
-  return Status(StatusCode::kInvalidArg, std::move(message));
-}
-inline Status Unavailable(std::string message) {
-  return Status(StatusCode::kUnavailable, std::move(message));
-}
-inline Status Internal(std::string message) {
-  return Status(StatusCode::kInternal, std::move(message));
-}
+inline Status InvalidArg(std::string message) { return Status(StatusCode::kInvalidArg, std::move(message)); }
+inline Status Unavailable(std::string message) { return Status(StatusCode::kUnavailable, std::move(message)); }
+inline Status Internal(std::string message) { return Status(StatusCode::kInternal, std::move(message)); }
 
 }  // namespace infernode
 
-#define RETURN_IF_ERROR(expr)                  \
-  do {                                         \
-    ::infernode::Status status__ = (expr);     \
-    if (!status__.IsOk()) return status__;     \
+#define RETURN_IF_ERROR(expr)              \
+  do {                                     \
+    ::infernode::Status status__ = (expr); \
+    if (!status__.IsOk()) return status__; \
   } while (false)

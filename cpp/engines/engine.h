@@ -15,9 +15,9 @@ namespace infernode {
 
 struct Batch {
   uint32_t instance = 0;
-  uint64_t sequence = 0;    // dispatch order, for preserve_ordering
-  uint64_t token = 0;       // unique per dispatch; a stale completion names an old token
-  int64_t rows = 0;         // sum of the requests' batch sizes
+  uint64_t sequence = 0;  // dispatch order, for preserve_ordering
+  uint64_t token = 0;     // unique per dispatch; a stale completion names an old token
+  int64_t rows = 0;       // sum of the requests' batch sizes
   uint64_t dispatch_ns = 0;
   std::vector<std::unique_ptr<InferenceRequest>> requests;
 };
@@ -45,9 +45,10 @@ class ModelInstance {
 class BatchCompleter {
  public:
   virtual ~BatchCompleter() = default;
-  virtual std::vector<InferenceResponse> CompleteBatchWithOutputs(
-      uint32_t instance, uint64_t token, std::vector<Status> statuses,
-      std::vector<std::vector<OutputTensor>> outputs, const BatchTimings& timings) = 0;
+  virtual std::vector<InferenceResponse> CompleteBatchWithOutputs(uint32_t instance, uint64_t token,
+                                                                  std::vector<Status> statuses,
+                                                                  std::vector<std::vector<OutputTensor>> outputs,
+                                                                  const BatchTimings& timings) = 0;
 };
 
 // A batch dispatched on the caller's thread (see RunsOnCallerThread).

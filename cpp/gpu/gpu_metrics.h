@@ -19,14 +19,14 @@ namespace infernode {
 // A metric the device does not report (NVML_ERROR_NOT_SUPPORTED for power on some boards, no
 // permission, a transient failure) is left empty, and only that metric is missing for that GPU.
 struct GpuDeviceMetrics {
-  std::string uuid;  // "GPU-xxxxxxxx-...", Triton's gpu_uuid label
-  std::string name;  // "NVIDIA H100 80GB HBM3"
-  std::optional<double> utilization;               // 0..1 over NVML's last sample period
+  std::string uuid;                   // "GPU-xxxxxxxx-...", Triton's gpu_uuid label
+  std::string name;                   // "NVIDIA H100 80GB HBM3"
+  std::optional<double> utilization;  // 0..1 over NVML's last sample period
   std::optional<uint64_t> memory_total_bytes;
   std::optional<uint64_t> memory_used_bytes;
   std::optional<double> power_usage_watts;
-  std::optional<double> power_limit_watts;          // the enforced limit
-  std::optional<uint64_t> energy_millijoules;       // total since the driver loaded
+  std::optional<double> power_limit_watts;     // the enforced limit
+  std::optional<uint64_t> energy_millijoules;  // total since the driver loaded
 };
 
 // Reads every device in NVML's index order. A device whose handle or UUID cannot be read is
@@ -50,8 +50,8 @@ class GpuMetricsSource {
  private:
   std::mutex mu_;
   const std::string library_;
-  bool tried_ = false;             // guarded by mu_
-  Status open_status_;             // guarded by mu_
+  bool tried_ = false;                       // guarded by mu_
+  Status open_status_;                       // guarded by mu_
   std::unique_ptr<nvml::NvmlLibrary> nvml_;  // guarded by mu_
 };
 

@@ -26,14 +26,20 @@ Status NvmlLibrary::Open(const std::string& library, std::unique_ptr<NvmlLibrary
   }
   Functions& f = nvml->api_;
   const char* missing = nullptr;
-  if (!Resolve(nvml->handle_, "nvmlInit_v2", &f.init_v2)) missing = "nvmlInit_v2";
-  else if (!Resolve(nvml->handle_, "nvmlShutdown", &f.shutdown)) missing = "nvmlShutdown";
-  else if (!Resolve(nvml->handle_, "nvmlErrorString", &f.error_string)) missing = "nvmlErrorString";
-  else if (!Resolve(nvml->handle_, "nvmlDeviceGetCount_v2", &f.device_get_count_v2)) missing = "nvmlDeviceGetCount_v2";
+  if (!Resolve(nvml->handle_, "nvmlInit_v2", &f.init_v2))
+    missing = "nvmlInit_v2";
+  else if (!Resolve(nvml->handle_, "nvmlShutdown", &f.shutdown))
+    missing = "nvmlShutdown";
+  else if (!Resolve(nvml->handle_, "nvmlErrorString", &f.error_string))
+    missing = "nvmlErrorString";
+  else if (!Resolve(nvml->handle_, "nvmlDeviceGetCount_v2", &f.device_get_count_v2))
+    missing = "nvmlDeviceGetCount_v2";
   else if (!Resolve(nvml->handle_, "nvmlDeviceGetHandleByIndex_v2", &f.device_get_handle_by_index_v2)) {
     missing = "nvmlDeviceGetHandleByIndex_v2";
-  } else if (!Resolve(nvml->handle_, "nvmlDeviceGetUUID", &f.device_get_uuid)) missing = "nvmlDeviceGetUUID";
-  else if (!Resolve(nvml->handle_, "nvmlDeviceGetName", &f.device_get_name)) missing = "nvmlDeviceGetName";
+  } else if (!Resolve(nvml->handle_, "nvmlDeviceGetUUID", &f.device_get_uuid))
+    missing = "nvmlDeviceGetUUID";
+  else if (!Resolve(nvml->handle_, "nvmlDeviceGetName", &f.device_get_name))
+    missing = "nvmlDeviceGetName";
   else if (!Resolve(nvml->handle_, "nvmlDeviceGetUtilizationRates", &f.device_get_utilization_rates)) {
     missing = "nvmlDeviceGetUtilizationRates";
   } else if (!Resolve(nvml->handle_, "nvmlDeviceGetMemoryInfo", &f.device_get_memory_info)) {
@@ -51,8 +57,8 @@ Status NvmlLibrary::Open(const std::string& library, std::unique_ptr<NvmlLibrary
   }
   const Return init = f.init_v2();
   if (init != kSuccess) {
-    return Unavailable("NVML from '" + library + "' did not initialise: " + nvml->ErrorString(init) +
-                       " (error " + std::to_string(init) + "; is the NVIDIA driver loaded?)");
+    return Unavailable("NVML from '" + library + "' did not initialise: " + nvml->ErrorString(init) + " (error " +
+                       std::to_string(init) + "; is the NVIDIA driver loaded?)");
   }
   nvml->initialised_ = true;
   *out = std::move(nvml);

@@ -19,8 +19,8 @@ namespace nvml {
 
 // nvml.h: `typedef enum nvmlReturn_enum {...} nvmlReturn_t;` (an int-sized enum).
 using Return = int;
-constexpr Return kSuccess = 0;             // NVML_SUCCESS
-constexpr Return kErrorNotSupported = 3;   // NVML_ERROR_NOT_SUPPORTED (e.g. power on some boards)
+constexpr Return kSuccess = 0;            // NVML_SUCCESS
+constexpr Return kErrorNotSupported = 3;  // NVML_ERROR_NOT_SUPPORTED (e.g. power on some boards)
 
 // nvml.h: `typedef struct nvmlDevice_st* nvmlDevice_t;` (opaque).
 struct DeviceSt;
@@ -45,17 +45,17 @@ constexpr unsigned int kNameBufferSize = 96;
 
 // The entry points used, with nvml.h's signatures.
 struct Functions {
-  Return (*init_v2)();                                                // nvmlInit_v2
-  Return (*shutdown)();                                               // nvmlShutdown
-  const char* (*error_string)(Return);                                // nvmlErrorString
-  Return (*device_get_count_v2)(unsigned int*);                       // nvmlDeviceGetCount_v2
-  Return (*device_get_handle_by_index_v2)(unsigned int, Device*);     // nvmlDeviceGetHandleByIndex_v2
-  Return (*device_get_uuid)(Device, char*, unsigned int);             // nvmlDeviceGetUUID
-  Return (*device_get_name)(Device, char*, unsigned int);             // nvmlDeviceGetName
-  Return (*device_get_utilization_rates)(Device, Utilization*);       // nvmlDeviceGetUtilizationRates
-  Return (*device_get_memory_info)(Device, Memory*);                  // nvmlDeviceGetMemoryInfo
-  Return (*device_get_power_usage)(Device, unsigned int*);            // nvmlDeviceGetPowerUsage (mW)
-  Return (*device_get_enforced_power_limit)(Device, unsigned int*);   // nvmlDeviceGetEnforcedPowerLimit (mW)
+  Return (*init_v2)();                                                         // nvmlInit_v2
+  Return (*shutdown)();                                                        // nvmlShutdown
+  const char* (*error_string)(Return);                                         // nvmlErrorString
+  Return (*device_get_count_v2)(unsigned int*);                                // nvmlDeviceGetCount_v2
+  Return (*device_get_handle_by_index_v2)(unsigned int, Device*);              // nvmlDeviceGetHandleByIndex_v2
+  Return (*device_get_uuid)(Device, char*, unsigned int);                      // nvmlDeviceGetUUID
+  Return (*device_get_name)(Device, char*, unsigned int);                      // nvmlDeviceGetName
+  Return (*device_get_utilization_rates)(Device, Utilization*);                // nvmlDeviceGetUtilizationRates
+  Return (*device_get_memory_info)(Device, Memory*);                           // nvmlDeviceGetMemoryInfo
+  Return (*device_get_power_usage)(Device, unsigned int*);                     // nvmlDeviceGetPowerUsage (mW)
+  Return (*device_get_enforced_power_limit)(Device, unsigned int*);            // nvmlDeviceGetEnforcedPowerLimit (mW)
   Return (*device_get_total_energy_consumption)(Device, unsigned long long*);  // ...TotalEnergyConsumption (mJ)
 };
 

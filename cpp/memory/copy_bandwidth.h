@@ -13,9 +13,9 @@
 namespace infernode {
 
 struct CopyBandwidthRequest {
-  uint64_t bytes = 0;      // size of one copy
+  uint64_t bytes = 0;       // size of one copy
   uint32_t iterations = 0;  // timed copies (after one untimed warm-up copy)
-  bool pinned = true;      // source: a pinned BufferPool block, else malloc'ed pageable memory
+  bool pinned = true;       // source: a pinned BufferPool block, else malloc'ed pageable memory
   int device = 0;
 };
 

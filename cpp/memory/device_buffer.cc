@@ -6,7 +6,8 @@
 namespace infernode {
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : stream_(std::exchange(other.stream_, nullptr)), ptr_(std::exchange(other.ptr_, nullptr)),
+    : stream_(std::exchange(other.stream_, nullptr)),
+      ptr_(std::exchange(other.ptr_, nullptr)),
       size_(std::exchange(other.size_, 0)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {

@@ -83,7 +83,8 @@ Status SystemSharedMemory::CheckRange(uint64_t offset, uint64_t size) const {
   RETURN_IF_ERROR(InRegion(offset, size));
   const int64_t current = CurrentSize(fd_);
   if (current < 0) {
-    return InvalidArg("unable to inspect shared memory region '" + name_ + "' (key '" + key_ + "'): " + std::strerror(errno));
+    return InvalidArg("unable to inspect shared memory region '" + name_ + "' (key '" + key_ +
+                      "'): " + std::strerror(errno));
   }
   const uint64_t needed = offset_ + offset + size;  // <= offset_ + byte_size_, which Open bounded
   if (static_cast<uint64_t>(current) < needed) return Shrunk(needed, static_cast<uint64_t>(current));
@@ -97,7 +98,8 @@ Status SystemSharedMemory::Read(uint64_t offset, uint64_t size, uint8_t* dst) co
     const ssize_t n = pread(fd_, dst + done, size - done, static_cast<off_t>(offset_ + offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      return InvalidArg("unable to read shared memory region '" + name_ + "' (key '" + key_ + "'): " + std::strerror(errno));
+      return InvalidArg("unable to read shared memory region '" + name_ + "' (key '" + key_ +
+                        "'): " + std::strerror(errno));
     }
     // End of file: the client truncated the object after CheckRange's fstat.
     if (n == 0) return Shrunk(offset_ + offset + size, static_cast<uint64_t>(std::max<int64_t>(CurrentSize(fd_), 0)));
@@ -113,8 +115,8 @@ Status SystemSharedMemory::Write(uint64_t offset, const uint8_t* src, uint64_t s
     const ssize_t n = pwrite(fd_, src + done, size - done, static_cast<off_t>(offset_ + offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      return InvalidArg("unable to write shared memory region '" + name_ + "' (key '" + key_ + "'): " +
-                        (n < 0 ? std::strerror(errno) : "no progress"));
+      return InvalidArg("unable to write shared memory region '" + name_ + "' (key '" + key_ +
+                        "'): " + (n < 0 ? std::strerror(errno) : "no progress"));
     }
     done += static_cast<uint64_t>(n);
   }

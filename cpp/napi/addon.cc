@@ -71,7 +71,8 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("hash128", Napi::Function::New<Hash128Function>(env, "hash128"));
   exports.Set("pinnedMemory", Napi::Function::New<PinnedMemory>(env, "pinnedMemory"));
   exports.Set("readGpuMetrics", Napi::Function::New<ReadGpuMetricsFunction>(env, "readGpuMetrics"));
-  exports.Set("gpuMetricsUnavailable", Napi::Function::New<GpuMetricsUnavailableFunction>(env, "gpuMetricsUnavailable"));
+  exports.Set("gpuMetricsUnavailable",
+              Napi::Function::New<GpuMetricsUnavailableFunction>(env, "gpuMetricsUnavailable"));
   Napi::Function cuda_shm = CudaSharedMemory::Define(env);
   data->cuda_shared_memory = Napi::Persistent(cuda_shm);
   Napi::Function system_shm = SystemSharedMemoryRegion::Define(env);
@@ -84,8 +85,6 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
 
 }  // namespace infernode
 
-static Napi::Object InitInfernode(Napi::Env env, Napi::Object exports) {
-  return infernode::InitModule(env, exports);
-}
+static Napi::Object InitInfernode(Napi::Env env, Napi::Object exports) { return infernode::InitModule(env, exports); }
 
 NODE_API_MODULE(infernode, InitInfernode)

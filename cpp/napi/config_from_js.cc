@@ -139,8 +139,8 @@ void SequenceFromJs(const Napi::Value& value, ModelConfig* config) {
   if (!value.IsObject()) return;
   Napi::Object obj = value.As<Napi::Object>();
   q.enabled = true;
-  q.strategy = obj.Get("strategy").ToString().Utf8Value() == "oldest" ? SequenceStrategy::kOldest
-                                                                       : SequenceStrategy::kDirect;
+  q.strategy =
+      obj.Get("strategy").ToString().Utf8Value() == "oldest" ? SequenceStrategy::kOldest : SequenceStrategy::kDirect;
   q.max_sequence_idle_us = static_cast<uint64_t>(NumberOr(obj, "maxSequenceIdleMicroseconds", 1000000));
   q.max_queue_delay_us = static_cast<uint64_t>(NumberOr(obj, "maxQueueDelayMicroseconds", 0));
   q.minimum_slot_utilization = static_cast<float>(NumberOr(obj, "minimumSlotUtilization", 0));
@@ -217,7 +217,8 @@ ModelConfig ModelConfigFromJs(const Napi::Object& js) {
     RateLimitsFromJs(group, count, &config.rate_limits);
   }
   config.instance_count = instances == 0 ? 1 : instances;
-  config.max_queue_size_hard_limit = static_cast<uint32_t>(NumberOr(js, "maxQueueSizeHardLimit", kDefaultMaxQueueSizeHardLimit));
+  config.max_queue_size_hard_limit =
+      static_cast<uint32_t>(NumberOr(js, "maxQueueSizeHardLimit", kDefaultMaxQueueSizeHardLimit));
   return config;
 }
 

@@ -15,9 +15,10 @@ uint64_t WholeOption(Napi::Env env, const Napi::Object& options, const char* key
   Napi::Value value = options.Get(key);
   if (value.IsUndefined()) return fallback;
   const double v = value.IsNumber() ? value.As<Napi::Number>().DoubleValue() : -1;
-  if (!(v >= static_cast<double>(min) && v <= static_cast<double>(max)) || static_cast<double>(static_cast<uint64_t>(v)) != v) {
+  if (!(v >= static_cast<double>(min) && v <= static_cast<double>(max)) ||
+      static_cast<double>(static_cast<uint64_t>(v)) != v) {
     ThrowStatus(env, InvalidArg("measureCopyBandwidth: '" + std::string(key) + "' must be a whole number from " +
-                                    std::to_string(min) + " to " + std::to_string(max)));
+                                std::to_string(min) + " to " + std::to_string(max)));
   }
   return static_cast<uint64_t>(v);
 }
@@ -27,16 +28,19 @@ uint64_t WholeOption(Napi::Env env, const Napi::Object& options, const char* key
 Napi::Value MeasureCopyBandwidthFunction(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsObject()) {
-    ThrowStatus(env, InvalidArg("measureCopyBandwidth({bytes, iterations, pinned, deviceId?}): options object expected"));
+    ThrowStatus(env,
+                InvalidArg("measureCopyBandwidth({bytes, iterations, pinned, deviceId?}): options object expected"));
   }
   Napi::Object options = info[0].As<Napi::Object>();
   CopyBandwidthRequest request;
   request.bytes = WholeOption(env, options, "bytes", 1, kMaxCopyBandwidthBytes, 0);
   if (options.Get("bytes").IsUndefined()) ThrowStatus(env, InvalidArg("measureCopyBandwidth: 'bytes' is required"));
-  request.iterations = static_cast<uint32_t>(WholeOption(env, options, "iterations", 1, kMaxCopyBandwidthIterations, 10));
+  request.iterations =
+      static_cast<uint32_t>(WholeOption(env, options, "iterations", 1, kMaxCopyBandwidthIterations, 10));
   request.device = static_cast<int>(WholeOption(env, options, "deviceId", 0, 1023, 0));
   Napi::Value pinned = options.Get("pinned");
-  if (!pinned.IsUndefined() && !pinned.IsBoolean()) ThrowStatus(env, InvalidArg("measureCopyBandwidth: 'pinned' must be a boolean"));
+  if (!pinned.IsUndefined() && !pinned.IsBoolean())
+    ThrowStatus(env, InvalidArg("measureCopyBandwidth: 'pinned' must be a boolean"));
   request.pinned = pinned.IsUndefined() || pinned.As<Napi::Boolean>().Value();
 
   CopyBandwidthResult result;

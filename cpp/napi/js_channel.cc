@@ -19,7 +19,7 @@ struct JsChannel::State {
   std::vector<InferenceResponse> responses;
   bool wake_pending = false;
   bool closed = false;
-  JsChannelListener* listener = nullptr;  // read and cleared on the main thread only
+  JsChannelListener* listener = nullptr;    // read and cleared on the main thread only
   napi_threadsafe_function tsfn = nullptr;  // for re-waking from Drain; unused once closed
 
   // Hands the queued messages to the listener. A JS exception out of a listener (a throwing
@@ -70,8 +70,7 @@ void JsChannel::CallJs(Napi::Env env, Napi::Function, SharedState* state, std::n
 JsChannel::JsChannel(Napi::Env env, JsChannelListener* listener) : state_(std::make_shared<State>()) {
   state_->listener = listener;
   auto* context = new SharedState(state_);  // freed by the finalizer below
-  tsfn_ = Tsfn::New(env, "infernode-model", 0, 1, context,
-                    [](Napi::Env, void*, SharedState* ctx) { delete ctx; });
+  tsfn_ = Tsfn::New(env, "infernode-model", 0, 1, context, [](Napi::Env, void*, SharedState* ctx) { delete ctx; });
   tsfn_.Unref(env);
   state_->tsfn = static_cast<napi_threadsafe_function>(tsfn_);
 }

@@ -4,11 +4,11 @@
 #include <cstring>
 #include <utility>
 
+#include "engines/onnx/onnx_instance.h"
+#include "memory/host_allocator.h"
 #include "napi/addon_data.h"
 #include "napi/config_from_js.h"
 #include "napi/errors.h"
-#include "engines/onnx/onnx_instance.h"
-#include "memory/host_allocator.h"
 #include "napi/js_instance.h"
 #include "napi/onnx_loader.h"
 #include "napi/rate_limiter_object.h"
@@ -44,7 +44,8 @@ Napi::Object OutputsToJs(Napi::Env env, const std::vector<OutputTensor>& outputs
     Napi::Object tensor = Napi::Object::New(env);
     tensor.Set("dtype", DataTypeName(out.dtype));
     Napi::Array shape = Napi::Array::New(env, out.shape.size());
-    for (size_t d = 0; d < out.shape.size(); ++d) shape.Set(static_cast<uint32_t>(d), static_cast<double>(out.shape[d]));
+    for (size_t d = 0; d < out.shape.size(); ++d)
+      shape.Set(static_cast<uint32_t>(d), static_cast<double>(out.shape[d]));
     tensor.Set("shape", shape);
     tensor.Set("data", OutputDataToJs(env, out));
     result.Set(out.name, tensor);
@@ -58,25 +59,36 @@ napi_typedarray_type ArrayTypeFor(DataType dtype) {
   switch (dtype) {
     case DataType::kBool:
     case DataType::kUint8:
-    case DataType::kBytes: return napi_uint8_array;
-    case DataType::kInt8: return napi_int8_array;
+    case DataType::kBytes:
+      return napi_uint8_array;
+    case DataType::kInt8:
+      return napi_int8_array;
     case DataType::kUint16:
     case DataType::kFp16:
-    case DataType::kBf16: return napi_uint16_array;
-    case DataType::kInt16: return napi_int16_array;
-    case DataType::kUint32: return napi_uint32_array;
-    case DataType::kInt32: return napi_int32_array;
-    case DataType::kUint64: return napi_biguint64_array;
-    case DataType::kInt64: return napi_bigint64_array;
-    case DataType::kFp32: return napi_float32_array;
-    case DataType::kFp64: return napi_float64_array;
-    default: return static_cast<napi_typedarray_type>(-1);
+    case DataType::kBf16:
+      return napi_uint16_array;
+    case DataType::kInt16:
+      return napi_int16_array;
+    case DataType::kUint32:
+      return napi_uint32_array;
+    case DataType::kInt32:
+      return napi_int32_array;
+    case DataType::kUint64:
+      return napi_biguint64_array;
+    case DataType::kInt64:
+      return napi_bigint64_array;
+    case DataType::kFp32:
+      return napi_float32_array;
+    case DataType::kFp64:
+      return napi_float64_array;
+    default:
+      return static_cast<napi_typedarray_type>(-1);
   }
 }
 
 const char* ArrayTypeName(napi_typedarray_type type) {
-  static constexpr const char* kNames[] = {"Int8Array",   "Uint8Array",   "Uint8ClampedArray", "Int16Array",
-                                           "Uint16Array", "Int32Array",   "Uint32Array",       "Float32Array",
+  static constexpr const char* kNames[] = {"Int8Array",    "Uint8Array",    "Uint8ClampedArray", "Int16Array",
+                                           "Uint16Array",  "Int32Array",    "Uint32Array",       "Float32Array",
                                            "Float64Array", "BigInt64Array", "BigUint64Array"};
   const auto index = static_cast<size_t>(type);
   return index < sizeof(kNames) / sizeof(kNames[0]) ? kNames[index] : "TypedArray";
@@ -105,8 +117,9 @@ InputTensor InputFromJs(Napi::Env env, const Napi::Array& args, uint32_t at) {
     ThrowStatus(env, InvalidArg("data of input '" + in.name + "' must be a TypedArray or Buffer"));
   }
   if (type != ArrayTypeFor(in.dtype)) {
-    ThrowStatus(env, InvalidArg(std::string("data of input '") + in.name + "' is a " + ArrayTypeName(type) + ", but its datatype " +
-                                DataTypeName(in.dtype) + " needs a " + ArrayTypeName(ArrayTypeFor(in.dtype))));
+    ThrowStatus(env, InvalidArg(std::string("data of input '") + in.name + "' is a " + ArrayTypeName(type) +
+                                ", but its datatype " + DataTypeName(in.dtype) + " needs a " +
+                                ArrayTypeName(ArrayTypeFor(in.dtype))));
   }
   // `bytes` already points at the view's first element; the byte length follows from the type.
   static constexpr size_t kElementSize[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8, 2};
@@ -144,16 +157,13 @@ Napi::Value DispatchToJs(Napi::Env env, const InlineDispatch& dispatch, Napi::Re
 }  // namespace
 
 Napi::Function NativeModel::Define(Napi::Env env) {
-  return DefineClass(env, "NativeModel",
-                     {InstanceMethod<&NativeModel::Enqueue>("enqueue"),
-                      InstanceMethod<&NativeModel::CompleteBatch>("completeBatch"),
-                      InstanceMethod<&NativeModel::FinishRequest>("finishRequest"),
-                      InstanceMethod<&NativeModel::AddedInputs>("addedInputs"),
-                      InstanceMethod<&NativeModel::Cancel>("cancel"),
-                      InstanceMethod<&NativeModel::Pump>("pump"),
-                      InstanceMethod<&NativeModel::Drain>("drain"),
-                      InstanceMethod<&NativeModel::Stop>("stop"),
-                      InstanceMethod<&NativeModel::Stats>("stats")});
+  return DefineClass(
+      env, "NativeModel",
+      {InstanceMethod<&NativeModel::Enqueue>("enqueue"), InstanceMethod<&NativeModel::CompleteBatch>("completeBatch"),
+       InstanceMethod<&NativeModel::FinishRequest>("finishRequest"),
+       InstanceMethod<&NativeModel::AddedInputs>("addedInputs"), InstanceMethod<&NativeModel::Cancel>("cancel"),
+       InstanceMethod<&NativeModel::Pump>("pump"), InstanceMethod<&NativeModel::Drain>("drain"),
+       InstanceMethod<&NativeModel::Stop>("stop"), InstanceMethod<&NativeModel::Stats>("stats")});
 }
 
 NativeModel::NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeModel>(info) {
@@ -182,7 +192,8 @@ std::vector<std::unique_ptr<ModelInstance>> NativeModel::MakeInstances(Napi::Env
   const ModelConfig& config = scheduler_->Config();
   std::vector<std::unique_ptr<ModelInstance>> instances;
   if (onnx_handle.IsUndefined() || onnx_handle.IsNull()) {
-    for (uint32_t i = 0; i < config.instance_count; ++i) instances.push_back(std::make_unique<JsInstance>(channel_.get()));
+    for (uint32_t i = 0; i < config.instance_count; ++i)
+      instances.push_back(std::make_unique<JsInstance>(channel_.get()));
     return instances;
   }
   std::vector<std::unique_ptr<OnnxSession>> sessions = TakeOnnxSessions(onnx_handle);
@@ -192,8 +203,8 @@ std::vector<std::unique_ptr<ModelInstance>> NativeModel::MakeInstances(Napi::Env
                                         " (a handle can be used once)");
   }
   for (auto& session : sessions) {
-    instances.push_back(std::make_unique<OnnxInstance>(std::move(session), &config, pool_.get(), scheduler_.get(),
-                                                       channel_.get()));
+    instances.push_back(
+        std::make_unique<OnnxInstance>(std::move(session), &config, pool_.get(), scheduler_.get(), channel_.get()));
   }
   return instances;
 }
@@ -331,7 +342,8 @@ Napi::Value NativeModel::CompleteBatch(const Napi::CallbackInfo& info) {
   std::vector<Release> release;
   if (info[5].IsTypedArray()) {
     Napi::Uint8Array open = info[5].As<Napi::Uint8Array>();
-    for (size_t i = 0; i < open.ElementLength(); ++i) release.push_back(static_cast<Release>(std::min<uint8_t>(open[i], 2)));
+    for (size_t i = 0; i < open.ElementLength(); ++i)
+      release.push_back(static_cast<Release>(std::min<uint8_t>(open[i], 2)));
   }
   std::vector<std::vector<OutputTensor>> states;
   if (info[6].IsArray()) states = StateOutputsFromJs(env, info[6].As<Napi::Array>());
@@ -346,7 +358,8 @@ Napi::Value NativeModel::FinishRequest(const Napi::CallbackInfo& info) {
   const auto id = static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value());
   const auto code = static_cast<StatusCode>(info[1].As<Napi::Number>().Int32Value());
   if (stopped_) return env.Null();
-  return ResponsesToJs(env, scheduler_->FinishOpen(id, Status(code, code == StatusCode::kSuccess ? "" : info[2].ToString().Utf8Value())));
+  return ResponsesToJs(env, scheduler_->FinishOpen(
+                                id, Status(code, code == StatusCode::kSuccess ? "" : info[2].ToString().Utf8Value())));
 }
 
 Napi::Value NativeModel::AddedInputs(const Napi::CallbackInfo& info) {

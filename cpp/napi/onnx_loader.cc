@@ -16,7 +16,8 @@ Napi::Array TensorInfosToJs(Napi::Env env, const std::vector<OnnxTensorInfo>& in
     t.Set("name", infos[i].name);
     t.Set("dtype", DataTypeName(infos[i].dtype));
     Napi::Array dims = Napi::Array::New(env, infos[i].dims.size());
-    for (size_t d = 0; d < infos[i].dims.size(); ++d) dims.Set(static_cast<uint32_t>(d), static_cast<double>(infos[i].dims[d]));
+    for (size_t d = 0; d < infos[i].dims.size(); ++d)
+      dims.Set(static_cast<uint32_t>(d), static_cast<double>(infos[i].dims[d]));
     t.Set("dims", dims);
     out.Set(static_cast<uint32_t>(i), t);
   }
@@ -26,8 +27,12 @@ Napi::Array TensorInfosToJs(Napi::Env env, const std::vector<OnnxTensorInfo>& in
 class LoadWorker final : public Napi::AsyncWorker {
  public:
   LoadWorker(Napi::Env env, std::string library, std::string model, uint32_t count, OnnxSessionOptions options)
-      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), library_(std::move(library)),
-        model_(std::move(model)), count_(count), options_(options) {}
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        library_(std::move(library)),
+        model_(std::move(model)),
+        count_(count),
+        options_(options) {}
 
   Napi::Promise Promise() const { return deferred_.Promise(); }
 
@@ -55,7 +60,8 @@ class LoadWorker final : public Napi::AsyncWorker {
     out.Set("outputs", TensorInfosToJs(env, first.Outputs()));
     out.Set("provider", first.Provider());
     out.Set("ortVersion", version_);
-    auto handle = Napi::External<OnnxSessions>::New(env, sessions_.release(), [](Napi::Env, OnnxSessions* s) { delete s; });
+    auto handle =
+        Napi::External<OnnxSessions>::New(env, sessions_.release(), [](Napi::Env, OnnxSessions* s) { delete s; });
     napi_type_tag_object(env, handle, &kOnnxSessionsTag);
     out.Set("handle", handle);
     deferred_.Resolve(out);
@@ -98,9 +104,11 @@ Napi::Value LoadOnnxModel(const Napi::CallbackInfo& info) {
     Napi::Object t = trt.As<Napi::Object>();
     options.tensorrt.fp16 = t.Get("fp16").ToBoolean();
     if (t.Get("maxWorkspaceBytes").IsNumber()) {
-      options.tensorrt.max_workspace_bytes = static_cast<size_t>(t.Get("maxWorkspaceBytes").As<Napi::Number>().DoubleValue());
+      options.tensorrt.max_workspace_bytes =
+          static_cast<size_t>(t.Get("maxWorkspaceBytes").As<Napi::Number>().DoubleValue());
     }
-    if (t.Get("engineCachePath").IsString()) options.tensorrt.engine_cache_path = t.Get("engineCachePath").ToString().Utf8Value();
+    if (t.Get("engineCachePath").IsString())
+      options.tensorrt.engine_cache_path = t.Get("engineCachePath").ToString().Utf8Value();
   }
   options.compute_thread_nice = IntOption(js, "computeThreadNice");
   Napi::Value entries = js.Get("sessionConfig");

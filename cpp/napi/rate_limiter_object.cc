@@ -13,7 +13,8 @@ Napi::Function RateLimiterObject::Define(Napi::Env env) {
 
 RateLimiterObject::RateLimiterObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<RateLimiterObject>(info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsArray()) throw Napi::TypeError::New(env, "RateLimiter(resources: [name, count, device][])");
+  if (info.Length() < 1 || !info[0].IsArray())
+    throw Napi::TypeError::New(env, "RateLimiter(resources: [name, count, device][])");
   ResourceCounts counts;
   Napi::Array resources = info[0].As<Napi::Array>();
   for (uint32_t i = 0; i < resources.Length(); ++i) {

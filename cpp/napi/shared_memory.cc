@@ -34,8 +34,8 @@ Napi::Value OpenSystemSharedMemory(const Napi::CallbackInfo& info) {
   const uint64_t offset = ExactUint(env, info[2], "shared memory offset");
   const uint64_t byte_size = ExactUint(env, info[3], "shared memory byte_size");
   std::unique_ptr<SystemSharedMemory> region;
-  Status status = SystemSharedMemory::Open(info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::String>().Utf8Value(),
-                                           offset, byte_size, &region);
+  Status status = SystemSharedMemory::Open(info[0].As<Napi::String>().Utf8Value(),
+                                           info[1].As<Napi::String>().Utf8Value(), offset, byte_size, &region);
   if (!status.IsOk()) ThrowStatus(env, status);
   Napi::Object object = env.GetInstanceData<AddonData>()->system_shared_memory.New({});
   SystemSharedMemoryRegion::Unwrap(object)->Adopt(std::move(region));
@@ -101,10 +101,10 @@ Napi::Value OpenCudaSharedMemory(const Napi::CallbackInfo& info) {
 }
 
 Napi::Function CudaSharedMemory::Define(Napi::Env env) {
-  return DefineClass(env, "CudaSharedMemory",
-                     {InstanceMethod<&CudaSharedMemory::Read>("read"),
-                      InstanceMethod<&CudaSharedMemory::Write>("write"),
-                      InstanceMethod<&CudaSharedMemory::Close>("close")});
+  return DefineClass(
+      env, "CudaSharedMemory",
+      {InstanceMethod<&CudaSharedMemory::Read>("read"), InstanceMethod<&CudaSharedMemory::Write>("write"),
+       InstanceMethod<&CudaSharedMemory::Close>("close")});
 }
 
 CudaSharedMemory::CudaSharedMemory(const Napi::CallbackInfo& info) : Napi::ObjectWrap<CudaSharedMemory>(info) {}

@@ -9,8 +9,8 @@ namespace infernode {
 // or the largest preferred size, or whose shapes differ; remember the largest preferred size
 // reached. Send a preferred batch at once; send a batch that cannot grow at once; otherwise
 // wait until the oldest request of the batch has waited max_queue_delay.
-BatchDecision FormBatch(const std::vector<PendingRequest>& pending, const ModelConfig& config,
-                        uint64_t now_ns, bool draining) {
+BatchDecision FormBatch(const std::vector<PendingRequest>& pending, const ModelConfig& config, uint64_t now_ns,
+                        bool draining) {
   BatchDecision decision;
   if (pending.empty()) return decision;
   const DynamicBatchingConfig& b = config.batching;
@@ -19,8 +19,8 @@ BatchDecision FormBatch(const std::vector<PendingRequest>& pending, const ModelC
     return decision;
   }
   const std::vector<int64_t>& preferred = b.preferred_batch_sizes;
-  const int64_t limit = std::min<int64_t>(config.max_batch_size, preferred.empty() ? config.max_batch_size
-                                                                                   : preferred.back());
+  const int64_t limit =
+      std::min<int64_t>(config.max_batch_size, preferred.empty() ? config.max_batch_size : preferred.back());
   int64_t rows = 0;
   size_t count = 0;
   size_t preferred_count = 0;

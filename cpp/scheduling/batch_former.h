@@ -24,7 +24,7 @@ struct BatchDecision {
 
 // `pending` is the queue head in service order; it needs at most max_batch_size + 1 entries.
 // `draining` sends whatever is queued without waiting for the delay (shutdown).
-BatchDecision FormBatch(const std::vector<PendingRequest>& pending, const ModelConfig& config,
-                        uint64_t now_ns, bool draining);
+BatchDecision FormBatch(const std::vector<PendingRequest>& pending, const ModelConfig& config, uint64_t now_ns,
+                        bool draining);
 
 }  // namespace infernode

@@ -298,7 +298,7 @@ void ModelScheduler::Run() {
 }
 
 void ModelScheduler::RecordRequest(const InferenceRequest& request, const Status& status, uint64_t dispatch_ns,
-                                          uint64_t now_ns, const BatchTimings& t, FailureReason failure_reason) {
+                                   uint64_t now_ns, const BatchTimings& t, FailureReason failure_reason) {
   if (status.IsOk()) {
     stats_.success.Add(now_ns - request.enqueue_ns);
     stats_.queue.Add(dispatch_ns - request.enqueue_ns);
@@ -313,9 +313,9 @@ void ModelScheduler::RecordRequest(const InferenceRequest& request, const Status
 }
 
 void ModelScheduler::RecordCompletion(Batch& batch, const std::vector<Status>& statuses,
-                                             std::vector<std::vector<OutputTensor>>* outputs, uint64_t now_ns,
-                                             const BatchTimings& timings, FailureReason failure_reason,
-                                             std::vector<InferenceResponse>* out, const std::vector<Release>& release) {
+                                      std::vector<std::vector<OutputTensor>>* outputs, uint64_t now_ns,
+                                      const BatchTimings& timings, FailureReason failure_reason,
+                                      std::vector<InferenceResponse>* out, const std::vector<Release>& release) {
   const uint64_t total_ns = now_ns > batch.dispatch_ns ? now_ns - batch.dispatch_ns : 0;
   BatchTimings t = timings;
   if (!t.measured) {
@@ -377,25 +377,24 @@ std::vector<InferenceResponse> ModelScheduler::FinishOpen(uint64_t request_id, S
 }
 
 std::vector<InferenceResponse> ModelScheduler::CompleteBatch(uint32_t instance, uint64_t token,
-                                                                    std::vector<Status> statuses,
-                                                                    const BatchTimings& timings,
-                                                                    const std::vector<Release>& release,
-                                                                    std::vector<std::vector<OutputTensor>> outputs) {
-  return Complete(instance, token, std::move(statuses), outputs.empty() ? nullptr : &outputs,
-                  CalledOn::kCallerThread, timings, release);
+                                                             std::vector<Status> statuses, const BatchTimings& timings,
+                                                             const std::vector<Release>& release,
+                                                             std::vector<std::vector<OutputTensor>> outputs) {
+  return Complete(instance, token, std::move(statuses), outputs.empty() ? nullptr : &outputs, CalledOn::kCallerThread,
+                  timings, release);
 }
 
-std::vector<InferenceResponse> ModelScheduler::CompleteBatchWithOutputs(
-    uint32_t instance, uint64_t token, std::vector<Status> statuses, std::vector<std::vector<OutputTensor>> outputs,
-    const BatchTimings& timings) {
+std::vector<InferenceResponse> ModelScheduler::CompleteBatchWithOutputs(uint32_t instance, uint64_t token,
+                                                                        std::vector<Status> statuses,
+                                                                        std::vector<std::vector<OutputTensor>> outputs,
+                                                                        const BatchTimings& timings) {
   return Complete(instance, token, std::move(statuses), &outputs, CalledOn::kInstanceThread, timings, {});
 }
 
-std::vector<InferenceResponse> ModelScheduler::Complete(uint32_t instance, uint64_t token,
-                                                               std::vector<Status> statuses,
-                                                               std::vector<std::vector<OutputTensor>>* outputs,
-                                                               CalledOn where, const BatchTimings& timings,
-                                                               const std::vector<Release>& release) {
+std::vector<InferenceResponse> ModelScheduler::Complete(uint32_t instance, uint64_t token, std::vector<Status> statuses,
+                                                        std::vector<std::vector<OutputTensor>>* outputs, CalledOn where,
+                                                        const BatchTimings& timings,
+                                                        const std::vector<Release>& release) {
   std::vector<InferenceResponse> released;
   bool wake = false;
   Grants grants;
@@ -410,8 +409,7 @@ std::vector<InferenceResponse> ModelScheduler::Complete(uint32_t instance, uint6
     if (limits_) limits_->Release(instance, &grants);
     if (statuses.size() != 1 && statuses.size() != batch->requests.size()) {
       statuses.assign(1, Internal("model '" + config_.name + "' returned " + std::to_string(statuses.size()) +
-                                  " statuses for a batch of " + std::to_string(batch->requests.size()) +
-                                  " requests"));
+                                  " statuses for a batch of " + std::to_string(batch->requests.size()) + " requests"));
     }
     const uint64_t now = SteadyNowNs();
     source_->Executed(*batch, &statuses, outputs, release, now);

@@ -77,8 +77,7 @@ class ModelScheduler final : public BatchCompleter {
   // FinishOpen; iterative sequences' kReschedule ones go back to the source for another step.
   // `outputs` (JS engines: the state outputs of a sequence model; may be empty) per request.
   // kCallerPumps: the caller's thread calls it (instances running there) and promises a Pump().
-  std::vector<InferenceResponse> CompleteBatch(uint32_t instance, uint64_t token,
-                                               std::vector<Status> statuses,
+  std::vector<InferenceResponse> CompleteBatch(uint32_t instance, uint64_t token, std::vector<Status> statuses,
                                                const BatchTimings& timings = BatchTimings{},
                                                const std::vector<Release>& release = {},
                                                std::vector<std::vector<OutputTensor>> outputs = {});
@@ -143,9 +142,9 @@ class ModelScheduler final : public BatchCompleter {
   // Requests released kOpen move to open_ instead (their outcome is FinishOpen's); null rows
   // and requests the source took back (rescheduled) get no response.
   void RecordCompletion(Batch& batch, const std::vector<Status>& statuses,
-                        std::vector<std::vector<OutputTensor>>* outputs, uint64_t now_ns,
-                        const BatchTimings& timings, FailureReason failure_reason,
-                        std::vector<InferenceResponse>* out, const std::vector<Release>& release = {});
+                        std::vector<std::vector<OutputTensor>>* outputs, uint64_t now_ns, const BatchTimings& timings,
+                        FailureReason failure_reason, std::vector<InferenceResponse>* out,
+                        const std::vector<Release>& release = {});
   void RecordRejected(std::vector<Rejected> rejected, uint64_t now_ns, std::vector<InferenceResponse>* out);
   // Counts one request's end: success with its batch's phases, or a failure.
   void RecordRequest(const InferenceRequest& request, const Status& status, uint64_t dispatch_ns, uint64_t now_ns,
@@ -170,7 +169,7 @@ class ModelScheduler final : public BatchCompleter {
   std::unique_ptr<RequestSource> source_;
   ResponseOrderer orderer_;
   std::vector<std::unique_ptr<ModelInstance>> instances_;
-  std::vector<std::unique_ptr<Batch>> in_flight_;  // per instance; null when idle
+  std::vector<std::unique_ptr<Batch>> in_flight_;   // per instance; null when idle
   std::unordered_map<uint64_t, OpenRequest> open_;  // by request id (decoupled models)
   ModelStats stats_;
   uint64_t next_sequence_ = 0;

@@ -22,8 +22,7 @@ size_t PriorityQueue::LevelOf(uint32_t priority) const {
   return priority - 1;
 }
 
-uint64_t PriorityQueue::DeadlineOf(const Level& level, const InferenceRequest& request,
-                                   uint64_t now_ns) const {
+uint64_t PriorityQueue::DeadlineOf(const Level& level, const InferenceRequest& request, uint64_t now_ns) const {
   uint64_t timeout_us = level.policy.default_timeout_us;
   // scheduler_utils.cc: the request's own timeout counts only when overriding is allowed, the
   // level has a default, and the request asks for less.
@@ -38,8 +37,7 @@ Status PriorityQueue::Enqueue(std::unique_ptr<InferenceRequest>& request, uint64
   const size_t index = LevelOf(request->priority);
   Level& level = levels_[index];
   const size_t level_size = level.ready.size() + level.delayed.size();
-  if ((level.policy.max_queue_size != 0 && level_size >= level.policy.max_queue_size) ||
-      size_ >= hard_limit_) {
+  if ((level.policy.max_queue_size != 0 && level_size >= level.policy.max_queue_size) || size_ >= hard_limit_) {
     return Unavailable("Exceeds maximum queue size");
   }
   request->level = index;
@@ -53,8 +51,7 @@ Status PriorityQueue::Enqueue(std::unique_ptr<InferenceRequest>& request, uint64
   return Status::Success();
 }
 
-void PriorityQueue::ApplyTimeouts(uint64_t now_ns,
-                                  std::vector<std::unique_ptr<InferenceRequest>>* rejected) {
+void PriorityQueue::ApplyTimeouts(uint64_t now_ns, std::vector<std::unique_ptr<InferenceRequest>>* rejected) {
   if (next_deadline_ns_ == 0 || now_ns < next_deadline_ns_) return;
   for (Level& level : levels_) {
     std::deque<std::unique_ptr<InferenceRequest>> keep;

@@ -47,8 +47,8 @@ uint64_t CountIn(const ResourceCounts& counts, int32_t device, const std::string
 
 }  // namespace
 
-Status RateLimiter::Register(const std::string& model, std::vector<InstanceRateLimits> instances,
-                             OnGrant on_grant, std::unique_ptr<RateLimitRegistration>* out) {
+Status RateLimiter::Register(const std::string& model, std::vector<InstanceRateLimits> instances, OnGrant on_grant,
+                             std::unique_ptr<RateLimitRegistration>* out) {
   Model entry;
   entry.name = model;
   entry.target = std::make_shared<GrantTarget>(std::move(on_grant));
@@ -119,10 +119,11 @@ Status RateLimiter::ComputeAvailableLocked(ResourceCounts* available) const {
         limit = std::max(CountIn(explicit_counts_, device, name), CountIn(explicit_counts_, kEveryDevice, name));
       }
       if (limit < needed) {
-        return InvalidArg("Resource count for \"" + name + "\" is limited to " + std::to_string(limit) +
-                          " which will prevent scheduling of one or more model instances, the minimum required count is " +
-                          std::to_string(needed) + " (give it with --rate-limit-resource " + name + ":" +
-                          std::to_string(needed) + " or more)");
+        return InvalidArg(
+            "Resource count for \"" + name + "\" is limited to " + std::to_string(limit) +
+            " which will prevent scheduling of one or more model instances, the minimum required count is " +
+            std::to_string(needed) + " (give it with --rate-limit-resource " + name + ":" + std::to_string(needed) +
+            " or more)");
       }
       needed = limit;
     }
@@ -156,7 +157,8 @@ RateLimiter::Instance* RateLimiter::FirstWaitingLocked(uint64_t* model_id) {
     for (Instance& instance : model.instances) {
       if (!instance.waiting) continue;
       const uint64_t score = instance.executions * instance.priority;
-      if (first == nullptr || score < first_score || (score == first_score && instance.wait_order < first->wait_order)) {
+      if (first == nullptr || score < first_score ||
+          (score == first_score && instance.wait_order < first->wait_order)) {
         first = &instance;
         first_score = score;
         *model_id = id;

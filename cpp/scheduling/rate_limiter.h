@@ -89,8 +89,8 @@ class RateLimiter {
   // Registers the instances of model `model` (grants go to `on_grant`). INVALID_ARG, and nothing
   // registered, when a resource would be both global and per device, or an explicit count is
   // below what an instance asks for (Triton's load errors). The limiter must outlive `out`.
-  Status Register(const std::string& model, std::vector<InstanceRateLimits> instances,
-                  OnGrant on_grant, std::unique_ptr<RateLimitRegistration>* out);
+  Status Register(const std::string& model, std::vector<InstanceRateLimits> instances, OnGrant on_grant,
+                  std::unique_ptr<RateLimitRegistration>* out);
 
   // The resource counts available now (for tests and logs): device → name → count.
   ResourceCounts Available() const;

@@ -67,9 +67,8 @@ class RequestSource {
   // or one for all (the source may fail a request); `outputs` (may be null) each request's
   // outputs, of which the source may take some (implicit state). Requests whose release is
   // kReschedule are taken back (their pointers in `batch` become null).
-  virtual void Executed(Batch& batch, std::vector<Status>* statuses,
-                        std::vector<std::vector<OutputTensor>>* outputs, const std::vector<Release>& release,
-                        uint64_t now_ns) {}
+  virtual void Executed(Batch& batch, std::vector<Status>* statuses, std::vector<std::vector<OutputTensor>>* outputs,
+                        const std::vector<Release>& release, uint64_t now_ns) {}
 
   // Whether requests are ordered per dispatch (preserve_ordering).
   virtual bool PreservesOrdering() const = 0;

@@ -2,7 +2,6 @@
 
 #include "core/message.h"
 
-
 namespace infernode {
 
 namespace {
@@ -19,12 +18,11 @@ const TensorConfig* FindInput(const ModelConfig& config, const std::string& name
 }
 
 // Shape and byte-size checks of one input; `rows` gets its batch dim (batching models).
-Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const InputTensor& in,
-                     int64_t* rows) {
+Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const InputTensor& in, int64_t* rows) {
   const std::string label = InputLabel(config, in.name);
   if (in.dtype != spec.dtype) {
-    return InvalidArg(std::string("unexpected datatype ") + DataTypeName(in.dtype) + " for " + label +
-                      ", expected " + DataTypeName(spec.dtype));
+    return InvalidArg(std::string("unexpected datatype ") + DataTypeName(in.dtype) + " for " + label + ", expected " +
+                      DataTypeName(spec.dtype));
   }
   const bool batching = config.max_batch_size > 0;
   Shape dims = in.shape;
@@ -41,11 +39,11 @@ Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const 
     if (batching) expected.insert(expected.begin(), -1);
     // Triton's text; when the shape is one sample without its batch axis, say so.
     const bool one_sample = batching && ShapeMatches(spec.dims, in.shape);
-    return InvalidArg("unexpected shape for " + label + ". Expected " + ShapeToString(expected) + ", got " +
-                      ClippedShape(in.shape) +
-                      (one_sample ? " (one sample without the batch dimension: give it shape [1," +
-                                        ShapeToString(in.shape).substr(1) + ")"
-                                  : ""));
+    return InvalidArg(
+        "unexpected shape for " + label + ". Expected " + ShapeToString(expected) + ", got " + ClippedShape(in.shape) +
+        (one_sample
+             ? " (one sample without the batch dimension: give it shape [1," + ShapeToString(in.shape).substr(1) + ")"
+             : ""));
   }
   int64_t count = 0;
   Status s = ElementCount(in.shape, &count);
@@ -55,8 +53,8 @@ Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const 
     s = CountSerializedBytes(in.data, in.byte_size, &found);
     if (!s.IsOk()) return InvalidArg(s.Message() + " in " + label);
     if (found != count) {
-      return InvalidArg("expected " + std::to_string(count) + " string elements for " + label +
-                        ", got " + std::to_string(found));
+      return InvalidArg("expected " + std::to_string(count) + " string elements for " + label + ", got " +
+                        std::to_string(found));
     }
     return Status::Success();
   }
@@ -64,9 +62,8 @@ Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const 
   s = ByteSize(in.dtype, in.shape, &expected_bytes);
   if (!s.IsOk()) return InvalidArg(s.Message() + " for " + label);
   if (expected_bytes != in.byte_size) {
-    return InvalidArg("input byte size mismatch for " + label + ": expected " +
-                      std::to_string(expected_bytes) + " bytes for shape " + ClippedShape(in.shape) +
-                      ", got " + std::to_string(in.byte_size));
+    return InvalidArg("input byte size mismatch for " + label + ": expected " + std::to_string(expected_bytes) +
+                      " bytes for shape " + ClippedShape(in.shape) + ", got " + std::to_string(in.byte_size));
   }
   return Status::Success();
 }
@@ -117,21 +114,16 @@ Status ValidateRequest(const ModelConfig& config, InferenceRequest* request) {
     key += "+";
     // Variable-size inputs must agree on their non-batch dims unless ragged batching is allowed.
     if (HasVariableDim(spec.dims) && !spec.allow_ragged_batch) {
-      key += ShapeToString(Shape(present->shape.begin() + (config.max_batch_size > 0 ? 1 : 0),
-                                 present->shape.end()));
+      key += ShapeToString(Shape(present->shape.begin() + (config.max_batch_size > 0 ? 1 : 0), present->shape.end()));
     }
     key += ";";
   }
-  if (request->inputs.empty()) {
-    return InvalidArg("request for model '" + config.name + "' has no inputs");
-  }
+  if (request->inputs.empty()) { return InvalidArg("request for model '" + config.name + "' has no inputs"); }
   if (config.max_batch_size > 0) {
-    if (batch < 1) {
-      return InvalidArg("inference request batch-size must be >= 1 for model '" + config.name + "'");
-    }
+    if (batch < 1) { return InvalidArg("inference request batch-size must be >= 1 for model '" + config.name + "'"); }
     if (batch > config.max_batch_size) {
-      return InvalidArg("inference request batch-size must be <= " + std::to_string(config.max_batch_size) +
-                        " for '" + config.name + "', got " + std::to_string(batch));
+      return InvalidArg("inference request batch-size must be <= " + std::to_string(config.max_batch_size) + " for '" +
+                        config.name + "', got " + std::to_string(batch));
     }
   }
   request->batch_size = config.max_batch_size > 0 ? batch : 1;

@@ -5,8 +5,7 @@
 
 namespace infernode {
 
-std::vector<InferenceResponse> ResponseOrderer::Complete(uint64_t sequence,
-                                                         std::vector<InferenceResponse> responses) {
+std::vector<InferenceResponse> ResponseOrderer::Complete(uint64_t sequence, std::vector<InferenceResponse> responses) {
   if (!preserve_) return responses;
   held_[sequence] = std::move(responses);
   std::vector<InferenceResponse> released;
@@ -18,9 +17,7 @@ std::vector<InferenceResponse> ResponseOrderer::Complete(uint64_t sequence,
 
 std::vector<InferenceResponse> ResponseOrderer::TakeAll() {
   std::vector<InferenceResponse> released;
-  for (auto& entry : held_) {
-    std::move(entry.second.begin(), entry.second.end(), std::back_inserter(released));
-  }
+  for (auto& entry : held_) { std::move(entry.second.begin(), entry.second.end(), std::back_inserter(released)); }
   held_.clear();
   return released;
 }

@@ -15,13 +15,26 @@ Bytes ScalarBytes(DataType dtype, double value) {
   Bytes out(DataTypeByteSize(dtype));
   auto put = [&out](auto v) { std::memcpy(out.data(), &v, sizeof(v)); };
   switch (dtype) {
-    case DataType::kBool: put(static_cast<uint8_t>(value != 0)); break;
-    case DataType::kInt32: put(static_cast<int32_t>(value)); break;
-    case DataType::kFp32: put(static_cast<float>(value)); break;
-    case DataType::kUint32: put(static_cast<uint32_t>(value)); break;
-    case DataType::kInt64: put(static_cast<int64_t>(value)); break;
-    case DataType::kUint64: put(static_cast<uint64_t>(value)); break;
-    default: break;
+    case DataType::kBool:
+      put(static_cast<uint8_t>(value != 0));
+      break;
+    case DataType::kInt32:
+      put(static_cast<int32_t>(value));
+      break;
+    case DataType::kFp32:
+      put(static_cast<float>(value));
+      break;
+    case DataType::kUint32:
+      put(static_cast<uint32_t>(value));
+      break;
+    case DataType::kInt64:
+      put(static_cast<int64_t>(value));
+      break;
+    case DataType::kUint64:
+      put(static_cast<uint64_t>(value));
+      break;
+    default:
+      break;
   }
   return out;
 }
@@ -116,8 +129,8 @@ std::unique_ptr<InferenceRequest> SequenceInputs::MakeNullRow(const InferenceReq
   row->batch_key = like.batch_key;
   for (const InputTensor& in : like.inputs) {
     if (in.implicit) continue;
-    auto zeros = std::make_shared<const Bytes>(
-        in.dtype == DataType::kBytes ? ZeroBytes(in.dtype, CountOf(in.shape)) : Bytes(in.byte_size, 0));
+    auto zeros = std::make_shared<const Bytes>(in.dtype == DataType::kBytes ? ZeroBytes(in.dtype, CountOf(in.shape))
+                                                                            : Bytes(in.byte_size, 0));
     InputTensor copy;
     copy.name = in.name;
     copy.dtype = in.dtype;
@@ -131,8 +144,8 @@ std::unique_ptr<InferenceRequest> SequenceInputs::MakeNullRow(const InferenceReq
   std::vector<StateValue> zero_states;
   for (size_t i = 0; i < config_.sequence.states.size() && i < like_states.size(); ++i) {
     const StateConfig& state = config_.sequence.states[i];
-    zero_states.push_back(
-        StateValue{like_states[i].shape, std::make_shared<const Bytes>(ZeroBytes(state.dtype, CountOf(like_states[i].shape)))});
+    zero_states.push_back(StateValue{
+        like_states[i].shape, std::make_shared<const Bytes>(ZeroBytes(state.dtype, CountOf(like_states[i].shape)))});
   }
   AppendStates(row.get(), zero_states);
   return row;
@@ -142,7 +155,8 @@ Status SequenceInputs::TakeStateOutputs(std::vector<OutputTensor>* outputs, std:
   const auto& configs = config_.sequence.states;
   for (size_t i = 0; i < configs.size() && i < states->size(); ++i) {
     const StateConfig& state = configs[i];
-    auto it = std::find_if(outputs->begin(), outputs->end(), [&](const OutputTensor& o) { return o.name == state.output_name; });
+    auto it = std::find_if(outputs->begin(), outputs->end(),
+                           [&](const OutputTensor& o) { return o.name == state.output_name; });
     if (it == outputs->end()) continue;  // not produced: the state keeps its value
     if (it->dtype != state.dtype) {
       return InvalidArg("state output '" + state.output_name + "' of model '" + config_.name + "' is " +

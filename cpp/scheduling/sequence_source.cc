@@ -15,8 +15,7 @@ constexpr uint64_t kFirstIterativeId = uint64_t{1} << 63;
 
 }  // namespace
 
-SequenceSource::SequenceSource(const ModelConfig& config)
-    : config_(config), oldest_batching_(config), inputs_(config) {
+SequenceSource::SequenceSource(const ModelConfig& config) : config_(config), oldest_batching_(config), inputs_(config) {
   const SequenceBatchingConfig& s = config_.sequence;
   slots_per_instance_ = s.strategy == SequenceStrategy::kOldest
                             ? std::max<uint32_t>(1, s.max_candidate_sequences)
@@ -246,7 +245,8 @@ FormedBatch SequenceSource::NextDirect(uint32_t instance, uint64_t now_ns, bool 
   const uint64_t delay_ns = cfg.max_queue_delay_us * 1000;
   if (!draining && delay_ns > 0 && cfg.minimum_slot_utilization > 0) {
     const uint64_t waited = now_ns > oldest_ns ? now_ns - oldest_ns : 0;
-    const bool full_enough = static_cast<float>(ready) / static_cast<float>(slots.size()) >= cfg.minimum_slot_utilization;
+    const bool full_enough =
+        static_cast<float>(ready) / static_cast<float>(slots.size()) >= cfg.minimum_slot_utilization;
     if (waited <= delay_ns && !full_enough) {
       formed.wait_ns = delay_ns - waited + 1;
       return formed;
@@ -302,7 +302,8 @@ FormedBatch SequenceSource::NextOldest(uint32_t instance, uint64_t now_ns, bool 
 std::vector<Rejected> SequenceSource::Remove(uint64_t request_id, const Status& cancelled) {
   std::vector<Rejected> out;
   auto find_in = [request_id](const SequencePtr& s) {
-    return s && std::any_of(s->queue.begin(), s->queue.end(), [request_id](const auto& r) { return r->id == request_id; });
+    return s &&
+           std::any_of(s->queue.begin(), s->queue.end(), [request_id](const auto& r) { return r->id == request_id; });
   };
   SequencePtr owner;
   for (const auto& instance : slots_) {
@@ -383,7 +384,9 @@ void SequenceSource::Executed(Batch& batch, std::vector<Status>* statuses,
 
 size_t SequenceSource::ActiveSequences() const {
   size_t active = 0;
-  for (const auto& instance : slots_) active += static_cast<size_t>(std::count_if(instance.begin(), instance.end(), [](const SequencePtr& s) { return s != nullptr; }));
+  for (const auto& instance : slots_)
+    active += static_cast<size_t>(
+        std::count_if(instance.begin(), instance.end(), [](const SequencePtr& s) { return s != nullptr; }));
   return active;
 }
 

@@ -69,11 +69,11 @@ class SequenceSource final : public RequestSource {
   FormedBatch NextOldest(uint32_t instance, uint64_t now_ns, bool draining);
   std::string RowKey(const Sequence& sequence) const;
 
-  const ModelConfig& config_;  // the scheduler's, which outlives this source
+  const ModelConfig& config_;    // the scheduler's, which outlives this source
   ModelConfig oldest_batching_;  // the oldest strategy's batch rules, in FormBatch's terms
   SequenceInputs inputs_;
   uint32_t slots_per_instance_ = 1;
-  std::vector<std::vector<SequencePtr>> slots_;  // [instance][slot]; null = free
+  std::vector<std::vector<SequencePtr>> slots_;         // [instance][slot]; null = free
   std::unordered_map<std::string, SequencePtr> by_id_;  // sequences whose END has not been queued
   std::deque<SequencePtr> backlog_;
   std::unordered_map<uint64_t, SequencePtr> executing_;  // request id → its sequence

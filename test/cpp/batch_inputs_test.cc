@@ -54,9 +54,8 @@ std::unique_ptr<InferenceRequest> Request(uint64_t id, std::vector<InputTensor> 
   auto request = std::make_unique<InferenceRequest>();
   request->id = id;
   request->inputs = std::move(inputs);
-  request->batch_size = batching && !request->inputs.empty() && !request->inputs[0].shape.empty()
-                            ? request->inputs[0].shape[0]
-                            : 1;
+  request->batch_size =
+      batching && !request->inputs.empty() && !request->inputs[0].shape.empty() ? request->inputs[0].shape[0] : 1;
   return request;
 }
 

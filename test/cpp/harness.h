@@ -46,32 +46,32 @@ inline void Fail(const char* file, int line, const std::string& what) {
 
 }  // namespace harness
 
-#define TEST(name)                                                  \
-  static void name();                                               \
-  static ::harness::Registrar name##_registrar(#name, name);        \
+#define TEST(name)                                           \
+  static void name();                                        \
+  static ::harness::Registrar name##_registrar(#name, name); \
   static void name()
 
-#define EXPECT_TRUE(cond)                                                   \
-  do {                                                                      \
-    if (!(cond)) ::harness::Fail(__FILE__, __LINE__, "expected " #cond);    \
+#define EXPECT_TRUE(cond)                                                \
+  do {                                                                   \
+    if (!(cond)) ::harness::Fail(__FILE__, __LINE__, "expected " #cond); \
   } while (false)
 
-#define EXPECT_EQ(a, b)                                                               \
-  do {                                                                                \
-    const auto& va__ = (a);                                                           \
-    const auto& vb__ = (b);                                                           \
-    if (!(va__ == vb__)) {                                                            \
-      std::ostringstream os__;                                                        \
-      os__ << "expected " #a " == " #b " (" << va__ << " vs " << vb__ << ")";         \
-      ::harness::Fail(__FILE__, __LINE__, os__.str());                                \
-    }                                                                                 \
+#define EXPECT_EQ(a, b)                                                       \
+  do {                                                                        \
+    const auto& va__ = (a);                                                   \
+    const auto& vb__ = (b);                                                   \
+    if (!(va__ == vb__)) {                                                    \
+      std::ostringstream os__;                                                \
+      os__ << "expected " #a " == " #b " (" << va__ << " vs " << vb__ << ")"; \
+      ::harness::Fail(__FILE__, __LINE__, os__.str());                        \
+    }                                                                         \
   } while (false)
 
-#define EXPECT_CONTAINS(haystack, needle)                                              \
-  do {                                                                                 \
-    const std::string hs__ = (haystack);                                               \
-    const std::string nd__ = (needle);                                                 \
-    if (hs__.find(nd__) == std::string::npos) {                                        \
+#define EXPECT_CONTAINS(haystack, needle)                                                           \
+  do {                                                                                              \
+    const std::string hs__ = (haystack);                                                            \
+    const std::string nd__ = (needle);                                                              \
+    if (hs__.find(nd__) == std::string::npos) {                                                     \
       ::harness::Fail(__FILE__, __LINE__, "expected \"" + hs__ + "\" to contain \"" + nd__ + "\""); \
-    }                                                                                  \
+    }                                                                                               \
   } while (false)

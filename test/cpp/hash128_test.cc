@@ -79,7 +79,8 @@ std::string Hex(const Hash128& hash) {
   return std::string(out, 32);
 }
 
-Hash128 Streamed(const std::vector<std::pair<const uint8_t*, size_t>>& spans, const uint8_t* secret, size_t secret_size) {
+Hash128 Streamed(const std::vector<std::pair<const uint8_t*, size_t>>& spans, const uint8_t* secret,
+                 size_t secret_size) {
   Hash128State state(secret, secret_size);
   for (const auto& span : spans) state.Update(span.first, span.second);
   return state.Final();
@@ -93,7 +94,8 @@ int CountSplitMismatches(const uint8_t* data, size_t len, const uint8_t* secret,
   for (size_t cut = 0; cut <= len; ++cut) {
     if (Streamed({{data, cut}, {data + cut, len - cut}}, secret, secret_size) != whole) ++mismatches;
     const size_t second = cut + (len - cut) / 3;
-    if (Streamed({{data, cut}, {data + cut, second - cut}, {data + second, len - second}}, secret, secret_size) != whole) {
+    if (Streamed({{data, cut}, {data + cut, second - cut}, {data + second, len - second}}, secret, secret_size) !=
+        whole) {
       ++mismatches;
     }
   }
@@ -128,8 +130,8 @@ TEST(Hash128StreamingEqualsOneShotAtEverySplitPoint) {
   const uint8_t* default_secret = Hash128DefaultSecret().data();
   const uint8_t* custom_secret = data.data() + kCustomSecretOffset;  // 10 stripes per block
   // Every path: short, mid, one block, the buffer's edges (240, 256, 320), several blocks.
-  for (size_t len : {0, 1, 3, 4, 8, 9, 16, 17, 128, 129, 240, 241, 255, 256, 257, 319, 320, 321, 403, 512,
-                     1024, 1025, 2048, 2240, 2367}) {
+  for (size_t len : {0,   1,   3,   4,   8,   9,   16,  17,   128,  129,  240,  241, 255,
+                     256, 257, 319, 320, 321, 403, 512, 1024, 1025, 2048, 2240, 2367}) {
     EXPECT_EQ(CountSplitMismatches(data.data(), len, default_secret, kHash128SecretSize), 0);
     EXPECT_EQ(CountSplitMismatches(data.data(), len, custom_secret, kCustomSecretSize), 0);
   }

@@ -524,11 +524,11 @@ TEST(SchedulerStatsTellFailureReasons) {
   EXPECT_TRUE(recorder.WaitFor(1));
   Enqueue(&scheduler, 2);  // queued
   auto full = Req(3);
-  EXPECT_EQ(scheduler.Enqueue(full).Code(), StatusCode::kUnavailable);   // REJECTED
+  EXPECT_EQ(scheduler.Enqueue(full).Code(), StatusCode::kUnavailable);  // REJECTED
   auto invalid = Req(4);
   invalid->inputs[0].name = "NOPE";
   EXPECT_EQ(scheduler.Enqueue(invalid).Code(), StatusCode::kInvalidArg);  // OTHER
-  EXPECT_EQ(Ids(scheduler.Cancel(2)), (Order{2}));                         // CANCELED
+  EXPECT_EQ(Ids(scheduler.Cancel(2)), (Order{2}));                        // CANCELED
   EXPECT_EQ(Ids(scheduler.CompleteBatch(0, recorder.On(0).token, {Internal("engine failed")})), (Order{1}));  // BACKEND
   const ModelStats stats = scheduler.Stats();
   EXPECT_EQ(stats.Failures(FailureReason::kRejected), 1u);
@@ -654,7 +654,7 @@ TEST(SchedulerCallerPumpsLeavesInstanceThreadCompletionsToTheBatcherThread) {
     EXPECT_TRUE(scheduler.Enqueue(request).IsOk());
   }
   InlineDispatch dispatch;
-  scheduler.Pump(&dispatch);  // the promised pump; the batcher thread may have sent it already
+  scheduler.Pump(&dispatch);         // the promised pump; the batcher thread may have sent it already
   EXPECT_EQ(dispatch.instance, -1);  // no instance runs on this thread
   EXPECT_TRUE(recorder.WaitFor(1));
   EXPECT_EQ(recorder.On(0).ids, (Order{1}));
@@ -700,7 +700,9 @@ TEST(SchedulerKeepsDecoupledRequestsOpenAfterTheirBatchExecuted) {
   EXPECT_TRUE(recorder.WaitFor(2));
   const Executed second = recorder.On(0);
   EXPECT_EQ(second.ids, (Order{3, 4}));
-  EXPECT_TRUE(scheduler.CompleteBatch(0, second.token, {Status(), Status()}, BatchTimings{}, {Release::kOpen, Release::kOpen}).empty());
+  EXPECT_TRUE(
+      scheduler.CompleteBatch(0, second.token, {Status(), Status()}, BatchTimings{}, {Release::kOpen, Release::kOpen})
+          .empty());
   // Request 2 ends with its final response; request 3 fails mid-stream.
   const std::vector<InferenceResponse> two = scheduler.FinishOpen(2, Status());
   EXPECT_EQ(Ids(two), (Order{2}));

@@ -51,7 +51,9 @@ std::unique_ptr<OnnxSession> LoadSession(const std::string& model) {
   const std::string library = Env("INFERNODE_ORT_LIBRARY");
   const std::string fixtures = Env("INFERNODE_TEST_FIXTURES");
   if (library.empty() || fixtures.empty()) {
-    ::harness::Fail(__FILE__, __LINE__, "INFERNODE_ORT_LIBRARY and INFERNODE_TEST_FIXTURES must be set (scripts/native-tests.js sets them)");
+    ::harness::Fail(
+        __FILE__, __LINE__,
+        "INFERNODE_ORT_LIBRARY and INFERNODE_TEST_FIXTURES must be set (scripts/native-tests.js sets them)");
     return nullptr;
   }
   std::shared_ptr<OrtRuntime> runtime;
@@ -87,7 +89,8 @@ class RationedAllocator final : public HostAllocator {
   int allowed_;
 };
 
-GatheredInput Input(BufferPool* pool, const std::string& name, DataType dtype, Shape shape, const std::vector<uint8_t>& bytes) {
+GatheredInput Input(BufferPool* pool, const std::string& name, DataType dtype, Shape shape,
+                    const std::vector<uint8_t>& bytes) {
   GatheredInput in;
   in.name = name;
   in.dtype = dtype;

@@ -145,8 +145,8 @@ TEST(RateLimiterFirstWaiterHoldsBackSmallerOnes) {
   auto big = MustRegister(&limiter, "big", {Needs("R", 2)}, log.For("big"));
   Grants grants;
   EXPECT_TRUE(small->Request(0, &grants));
-  EXPECT_TRUE(!big->Request(0, &grants));   // needs both
-  EXPECT_TRUE(!small->Request(1, &grants)); // one is free, but big waits before it
+  EXPECT_TRUE(!big->Request(0, &grants));    // needs both
+  EXPECT_TRUE(!small->Request(1, &grants));  // one is free, but big waits before it
   small->Release(0, &grants);
   grants.Deliver();
   EXPECT_EQ(log.Log(), (Strings{"big:0"}));

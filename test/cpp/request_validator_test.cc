@@ -91,12 +91,14 @@ TEST(ValidatorAcceptsAValidRequest) {
 }
 
 TEST(ValidatorRejectsUnknownInput) {
-  const Status status = Validate(SimpleModel(), {Tensor("x", DataType::kFp32, {1, 3}), Tensor("y", DataType::kFp32, {1, 3})});
+  const Status status =
+      Validate(SimpleModel(), {Tensor("x", DataType::kFp32, {1, 3}), Tensor("y", DataType::kFp32, {1, 3})});
   ExpectInvalid(status, "y");
 }
 
 TEST(ValidatorRejectsDuplicateInput) {
-  const Status status = Validate(SimpleModel(), {Tensor("x", DataType::kFp32, {1, 3}), Tensor("x", DataType::kFp32, {1, 3})});
+  const Status status =
+      Validate(SimpleModel(), {Tensor("x", DataType::kFp32, {1, 3}), Tensor("x", DataType::kFp32, {1, 3})});
   ExpectInvalid(status, "x");
   EXPECT_CONTAINS(status.Message(), "duplicate");
 }
@@ -220,8 +222,10 @@ TEST(ValidatorNonBatchingModelTakesShapesAsTheyAre) {
 TEST(ValidatorBatchKeyEqualForSameVariableShapes) {
   const ModelConfig config = Model(8, {Spec("x", DataType::kFp32, {-1})});
   // The batch dim is not part of the key; the variable dim is.
-  EXPECT_EQ(KeyOf(config, {Tensor("x", DataType::kFp32, {1, 5})}), KeyOf(config, {Tensor("x", DataType::kFp32, {3, 5})}));
-  EXPECT_TRUE(KeyOf(config, {Tensor("x", DataType::kFp32, {1, 5})}) != KeyOf(config, {Tensor("x", DataType::kFp32, {1, 6})}));
+  EXPECT_EQ(KeyOf(config, {Tensor("x", DataType::kFp32, {1, 5})}),
+            KeyOf(config, {Tensor("x", DataType::kFp32, {3, 5})}));
+  EXPECT_TRUE(KeyOf(config, {Tensor("x", DataType::kFp32, {1, 5})}) !=
+              KeyOf(config, {Tensor("x", DataType::kFp32, {1, 6})}));
 }
 
 TEST(ValidatorBatchKeyIgnoresFixedShapes) {
@@ -231,7 +235,8 @@ TEST(ValidatorBatchKeyIgnoresFixedShapes) {
 
 TEST(ValidatorBatchKeyLeavesOutRaggedInputs) {
   const ModelConfig config = Model(8, {Spec("r", DataType::kFp32, {-1}, false, true)});
-  EXPECT_EQ(KeyOf(config, {Tensor("r", DataType::kFp32, {1, 5})}), KeyOf(config, {Tensor("r", DataType::kFp32, {1, 9})}));
+  EXPECT_EQ(KeyOf(config, {Tensor("r", DataType::kFp32, {1, 5})}),
+            KeyOf(config, {Tensor("r", DataType::kFp32, {1, 9})}));
 }
 
 TEST(ValidatorBatchKeyTellsOptionalInputPresence) {

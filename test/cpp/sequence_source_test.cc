@@ -24,7 +24,8 @@ constexpr uint64_t kMs = 1000 * 1000;
 
 // Model "seq": input "x" FP32 [1]; controls START/END/READY (INT32 0/1) and CORRID (UINT64);
 // one FP32 state "h" of dims [2] (fed as "h_in", replaced by "h_out"), initially [7, 7].
-ModelConfig SeqConfig(int64_t max_batch_size, uint32_t instances = 1, SequenceStrategy strategy = SequenceStrategy::kDirect) {
+ModelConfig SeqConfig(int64_t max_batch_size, uint32_t instances = 1,
+                      SequenceStrategy strategy = SequenceStrategy::kDirect) {
   ModelConfig config;
   config.name = "seq";
   config.max_batch_size = max_batch_size;
@@ -132,7 +133,7 @@ void Finish(SequenceSource* source, FormedBatch& formed, float next, uint64_t no
   }
   std::vector<Status> statuses{Status()};
   source->Executed(batch, &statuses, &outputs, release, now);
-  formed.requests = std::move(batch.requests);  // what the source did not take back
+  formed.requests = std::move(batch.requests);           // what the source did not take back
   for (const auto& o : outputs) EXPECT_TRUE(o.empty());  // undeclared state outputs are taken
 }
 
@@ -186,7 +187,8 @@ TEST(SequenceRefusesRequestsAsTritonDoes) {
   Status missing_start = Add(&source, 1, 42, 0);
   EXPECT_EQ(missing_start.Code(), StatusCode::kInvalidArg);
   EXPECT_CONTAINS(missing_start.Message(),
-                  "inference request for sequence 42 to model 'seq' must specify the START flag on the first request of the sequence");
+                  "inference request for sequence 42 to model 'seq' must specify the START flag on the first request "
+                  "of the sequence");
   EXPECT_CONTAINS(Add(&source, 2, 0, kSequenceStart).Message(), "must specify a non-zero or non-empty correlation ID");
   auto text_id = SeqReq(3, 0, kSequenceStart);
   text_id->correlation_id = CorrelationId{true, 0, "abc"};
@@ -194,7 +196,8 @@ TEST(SequenceRefusesRequestsAsTritonDoes) {
                   "sequence batching control 'CORRID' data-type is 'STRING', but model 'seq' expects 'UINT64'");
   auto batched = SeqReq(4, 9, kSequenceStart);
   batched->batch_size = 2;
-  EXPECT_CONTAINS(source.Enqueue(batched, 0).Message(), "must specify batch-size 1 due to requirements of sequence batcher");
+  EXPECT_CONTAINS(source.Enqueue(batched, 0).Message(),
+                  "must specify batch-size 1 due to requirements of sequence batcher");
   // After END is queued the id is forgotten: a request without START is refused again.
   EXPECT_TRUE(Add(&source, 5, 42, kSequenceStart | kSequenceEnd).IsOk());
   EXPECT_EQ(Add(&source, 6, 42, 0).Code(), StatusCode::kInvalidArg);

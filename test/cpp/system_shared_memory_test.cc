@@ -31,7 +31,9 @@ struct ScopedShm {
   std::string key;
 };
 
-std::string UniqueKey(const char* what) { return "/infernode_test_" + std::string(what) + "_" + std::to_string(getpid()); }
+std::string UniqueKey(const char* what) {
+  return "/infernode_test_" + std::string(what) + "_" + std::to_string(getpid());
+}
 
 }  // namespace
 

@@ -30,7 +30,8 @@ DataType TakeType(FuzzedDataProvider& in) {
 
 Shape TakeDims(FuzzedDataProvider& in, int64_t low) {
   Shape dims(in.ConsumeIntegralInRange<size_t>(0, 4));
-  for (int64_t& d : dims) d = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(low, 6) : in.ConsumeIntegral<int64_t>();
+  for (int64_t& d : dims)
+    d = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(low, 6) : in.ConsumeIntegral<int64_t>();
   return dims;
 }
 
@@ -63,7 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t inputs = in.ConsumeIntegralInRange<size_t>(0, 4);
   for (size_t i = 0; i < inputs; ++i) {
     InputTensor tensor;
-    tensor.name = in.ConsumeBool() ? std::string(kNames[in.ConsumeIntegralInRange<size_t>(0, 2)]) : in.ConsumeRandomLengthString(8);
+    tensor.name = in.ConsumeBool() ? std::string(kNames[in.ConsumeIntegralInRange<size_t>(0, 2)])
+                                   : in.ConsumeRandomLengthString(8);
     tensor.dtype = TakeType(in);
     tensor.shape = TakeDims(in, -2);
     const std::string bytes = in.ConsumeRandomLengthString(64);
@@ -76,7 +78,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   if (!ValidateRequest(config, request.get()).IsOk()) return 0;
 
-  if (config.max_batch_size > 0 && (request->batch_size < 1 || request->batch_size > config.max_batch_size)) std::abort();
+  if (config.max_batch_size > 0 && (request->batch_size < 1 || request->batch_size > config.max_batch_size))
+    std::abort();
   for (const InputTensor& tensor : request->inputs) {
     int64_t count = 0;
     if (!ElementCount(tensor.shape, &count).IsOk()) std::abort();

@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint64_t bytes = 0;
     if (ByteSize(dtype, shape, &bytes).IsOk()) {
       const size_t elem = DataTypeByteSize(dtype);
-      if (elem == 0 || bytes != static_cast<uint64_t>(count) * elem || bytes > static_cast<uint64_t>(INT64_MAX)) std::abort();
+      if (elem == 0 || bytes != static_cast<uint64_t>(count) * elem || bytes > static_cast<uint64_t>(INT64_MAX))
+        std::abort();
     }
   }
 

@@ -21,8 +21,8 @@ using namespace infernode;
 
 namespace {
 
-std::string g_key;            // this process's shm object
-uint64_t g_size = 0;          // its size: a few pages and a ragged tail
+std::string g_key;    // this process's shm object
+uint64_t g_size = 0;  // its size: a few pages and a ragged tail
 
 void Unlink() { shm_unlink(g_key.c_str()); }
 
@@ -43,15 +43,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (in.ConsumeBool()) {
     const std::string key = in.ConsumeRandomLengthString(300);
     const bool valid = IsValidSharedMemoryKey(key);
-    if (valid && (key.size() < 2 || key.size() > 251 || key[0] != '/' || key.find('/', 1) != std::string::npos)) std::abort();
+    if (valid && (key.size() < 2 || key.size() > 251 || key[0] != '/' || key.find('/', 1) != std::string::npos))
+      std::abort();
     return 0;
   }
   // Offsets and sizes near the object's edges, and anything at all.
   auto take = [&in]() -> uint64_t {
     switch (in.ConsumeIntegralInRange<int>(0, 2)) {
-      case 0: return in.ConsumeIntegralInRange<uint64_t>(0, g_size + 8);
-      case 1: return UINT64_MAX - in.ConsumeIntegralInRange<uint64_t>(0, g_size + 8);
-      default: return in.ConsumeIntegral<uint64_t>();
+      case 0:
+        return in.ConsumeIntegralInRange<uint64_t>(0, g_size + 8);
+      case 1:
+        return UINT64_MAX - in.ConsumeIntegralInRange<uint64_t>(0, g_size + 8);
+      default:
+        return in.ConsumeIntegral<uint64_t>();
     }
   };
   const uint64_t offset = take();

@@ -78,9 +78,7 @@ void OnnxInstance::RunBatch(const Batch& batch) {
   timings.input_ns += copies.to_device_ns;
   if (status.IsOk()) status = SplitOutputs(batch, config_->max_batch_size > 0, outputs, &per_request);
   timings.output_ns = SteadyNowNs() - ran + copies.to_host_ns;
-  if (!status.IsOk()) {
-    status = Status(status.Code(), "model '" + config_->name + "': " + status.Message());
-  }
+  if (!status.IsOk()) { status = Status(status.Code(), "model '" + config_->name + "': " + status.Message()); }
   // `batch` must not be touched after this call: the scheduler frees it.
   std::vector<InferenceResponse> released =
       completer_->CompleteBatchWithOutputs(instance, token, {status}, std::move(per_request), timings);
@@ -113,8 +111,8 @@ Status SplitOutputs(const Batch& batch, bool batching, const std::vector<OutputT
       continue;
     }
     if (out.shape.empty() || out.shape[0] != batch.rows) {
-      return Internal("output '" + out.name + "' has shape " + ShapeToString(out.shape) +
-                      ", expected the batch's " + std::to_string(batch.rows) + " rows first");
+      return Internal("output '" + out.name + "' has shape " + ShapeToString(out.shape) + ", expected the batch's " +
+                      std::to_string(batch.rows) + " rows first");
     }
     int64_t count = 0;
     RETURN_IF_ERROR(ElementCount(out.shape, &count));
@@ -124,8 +122,8 @@ Status SplitOutputs(const Batch& batch, bool batching, const std::vector<OutputT
       const Status walked = SerializedBytesOffsets(out.data, out.byte_size, &offsets);
       if (!walked.IsOk()) return Internal("output '" + out.name + "': " + walked.Message());
       if (offsets.size() != static_cast<size_t>(count) + 1) {
-        return Internal("output '" + out.name + "' holds " + std::to_string(offsets.size() - 1) + " strings, expected " +
-                        std::to_string(count));
+        return Internal("output '" + out.name + "' holds " + std::to_string(offsets.size() - 1) +
+                        " strings, expected " + std::to_string(count));
       }
     }
     const uint64_t elem = DataTypeByteSize(out.dtype);

@@ -38,7 +38,8 @@ Status AppendCuda(const OrtRuntime& runtime, OrtSessionOptions* options, int dev
   return status.IsOk() ? status : Unavailable(status.Message());
 }
 
-Status AppendTensorRt(const OrtRuntime& runtime, OrtSessionOptions* options, const OnnxSessionOptions& wanted, void* stream) {
+Status AppendTensorRt(const OrtRuntime& runtime, OrtSessionOptions* options, const OnnxSessionOptions& wanted,
+                      void* stream) {
   OrtTensorRTProviderOptions trt{};
   trt.device_id = wanted.device_id;
   trt.has_user_compute_stream = 1;
@@ -79,8 +80,10 @@ void JoinComputeThread(OrtCustomThreadHandle handle) {
 Status SetComputeThreads(const OrtRuntime& runtime, OrtSessionOptions* options, int nice_increment) {
   const OrtApi* api = runtime.Api();
   void* carried = reinterpret_cast<void*>(static_cast<intptr_t>(nice_increment));
-  RETURN_IF_ERROR(runtime.Check(api->SessionOptionsSetCustomCreateThreadFn(options, CreateComputeThread), "compute threads"));
-  RETURN_IF_ERROR(runtime.Check(api->SessionOptionsSetCustomThreadCreationOptions(options, carried), "compute threads"));
+  RETURN_IF_ERROR(
+      runtime.Check(api->SessionOptionsSetCustomCreateThreadFn(options, CreateComputeThread), "compute threads"));
+  RETURN_IF_ERROR(
+      runtime.Check(api->SessionOptionsSetCustomThreadCreationOptions(options, carried), "compute threads"));
   return runtime.Check(api->SessionOptionsSetCustomJoinThreadFn(options, JoinComputeThread), "compute threads");
 }
 
@@ -95,12 +98,15 @@ Status OnnxSession::Create(std::shared_ptr<OrtRuntime> runtime, const std::strin
   RETURN_IF_ERROR(runtime->Check(api->CreateSessionOptions(OutParam(session_options)), "creating session options"));
   OrtSessionOptions* raw_options = session_options.get();
   if (options.intra_op_threads > 0) {
-    RETURN_IF_ERROR(runtime->Check(api->SetIntraOpNumThreads(raw_options, options.intra_op_threads), "intra_op_thread_count"));
+    RETURN_IF_ERROR(
+        runtime->Check(api->SetIntraOpNumThreads(raw_options, options.intra_op_threads), "intra_op_thread_count"));
   }
   if (options.inter_op_threads > 0) {
-    RETURN_IF_ERROR(runtime->Check(api->SetInterOpNumThreads(raw_options, options.inter_op_threads), "inter_op_thread_count"));
+    RETURN_IF_ERROR(
+        runtime->Check(api->SetInterOpNumThreads(raw_options, options.inter_op_threads), "inter_op_thread_count"));
   }
-  if (options.compute_thread_nice > 0) RETURN_IF_ERROR(SetComputeThreads(*runtime, raw_options, options.compute_thread_nice));
+  if (options.compute_thread_nice > 0)
+    RETURN_IF_ERROR(SetComputeThreads(*runtime, raw_options, options.compute_thread_nice));
   session->compute_thread_nice_ = options.compute_thread_nice;
   for (const auto& [key, value] : options.config_entries) {
     RETURN_IF_ERROR(runtime->Check(api->AddSessionConfigEntry(raw_options, key.c_str(), value.c_str()),
@@ -115,8 +121,8 @@ Status OnnxSession::Create(std::shared_ptr<OrtRuntime> runtime, const std::strin
     if (options.use_tensorrt) RETURN_IF_ERROR(AppendTensorRt(*runtime, raw_options, options, stream));
     RETURN_IF_ERROR(AppendCuda(*runtime, raw_options, options.device_id, stream));
     session->device_memory_ = OrtPtr<OrtMemoryInfo>(api);
-    RETURN_IF_ERROR(runtime->Check(api->CreateMemoryInfo("Cuda", OrtDeviceAllocator, options.device_id, OrtMemTypeDefault,
-                                                         OutParam(session->device_memory_)),
+    RETURN_IF_ERROR(runtime->Check(api->CreateMemoryInfo("Cuda", OrtDeviceAllocator, options.device_id,
+                                                         OrtMemTypeDefault, OutParam(session->device_memory_)),
                                    "creating CUDA memory info"));
   }
   session->provider_ = options.use_tensorrt ? "TensorRT" : options.use_cuda ? "CUDA" : "CPU";
@@ -124,12 +130,12 @@ Status OnnxSession::Create(std::shared_ptr<OrtRuntime> runtime, const std::strin
   RETURN_IF_ERROR(runtime->Check(api->CreateSession(runtime->Env(), path.c_str(), raw_options, &created),
                                  "loading ONNX model '" + path + "'"));
   // Shared (not an OrtPtr): ONNX Runtime's own outputs keep the session alive (see session_).
-  session->session_ = std::shared_ptr<OrtSession>(created, [runtime, stream = session->stream_](OrtSession* s) {
-    runtime->Api()->ReleaseSession(s);
-  });
+  session->session_ = std::shared_ptr<OrtSession>(
+      created, [runtime, stream = session->stream_](OrtSession* s) { runtime->Api()->ReleaseSession(s); });
   session->cpu_memory_ = OrtPtr<OrtMemoryInfo>(api);
-  RETURN_IF_ERROR(runtime->Check(api->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, OutParam(session->cpu_memory_)),
-                                 "creating CPU memory info"));
+  RETURN_IF_ERROR(
+      runtime->Check(api->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, OutParam(session->cpu_memory_)),
+                     "creating CPU memory info"));
   RETURN_IF_ERROR(session->ReadMetadata());
   *out = std::move(session);
   return Status::Success();
@@ -142,20 +148,24 @@ Status OnnxSession::ReadMetadata() {
   for (const bool is_input : {true, false}) {
     size_t count = 0;
     RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputCount(session_.get(), &count)
-                                             : api->SessionGetOutputCount(session_.get(), &count), "reading model metadata"));
+                                             : api->SessionGetOutputCount(session_.get(), &count),
+                                    "reading model metadata"));
     for (size_t i = 0; i < count; ++i) {
       OnnxTensorInfo info;
       char* name = nullptr;
       RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputName(session_.get(), i, allocator, &name)
-                                               : api->SessionGetOutputName(session_.get(), i, allocator, &name), "reading model metadata"));
+                                               : api->SessionGetOutputName(session_.get(), i, allocator, &name),
+                                      "reading model metadata"));
       info.name = CopyName(api, allocator, name);
       OrtPtr<OrtTypeInfo> type_info(api);
       RETURN_IF_ERROR(runtime_->Check(is_input ? api->SessionGetInputTypeInfo(session_.get(), i, OutParam(type_info))
                                                : api->SessionGetOutputTypeInfo(session_.get(), i, OutParam(type_info)),
                                       "reading model metadata"));
       const OrtTensorTypeAndShapeInfo* tensor = nullptr;  // borrowed from type_info
-      RETURN_IF_ERROR(runtime_->Check(api->CastTypeInfoToTensorInfo(type_info.get(), &tensor), "reading model metadata"));
-      if (tensor == nullptr) return Status(StatusCode::kUnsupported, "model tensor '" + info.name + "' is not a tensor");
+      RETURN_IF_ERROR(
+          runtime_->Check(api->CastTypeInfoToTensorInfo(type_info.get(), &tensor), "reading model metadata"));
+      if (tensor == nullptr)
+        return Status(StatusCode::kUnsupported, "model tensor '" + info.name + "' is not a tensor");
       ONNXTensorElementDataType elem = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
       size_t rank = 0;
       RETURN_IF_ERROR(runtime_->Check(api->GetTensorElementType(tensor, &elem), "reading model metadata"));

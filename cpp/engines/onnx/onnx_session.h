@@ -53,8 +53,8 @@ struct OnnxSessionOptions {
 
 class OnnxSession {
  public:
-  static Status Create(std::shared_ptr<OrtRuntime> runtime, const std::string& path,
-                       const OnnxSessionOptions& options, std::unique_ptr<OnnxSession>* out);
+  static Status Create(std::shared_ptr<OrtRuntime> runtime, const std::string& path, const OnnxSessionOptions& options,
+                       std::unique_ptr<OnnxSession>* out);
   OnnxSession(const OnnxSession&) = delete;
   OnnxSession& operator=(const OnnxSession&) = delete;
 
@@ -85,7 +85,8 @@ class OnnxSession {
                  DeviceCopyTimes* device_times);
   Status MakeInputValue(const GatheredInput& input, OrtPtr<OrtValue>* value) const;
   // GPU sessions: the input copied into a device buffer (kept in `held` until the batch is done).
-  Status MakeDeviceInputValue(const GatheredInput& input, std::vector<DeviceBuffer>* held, OrtPtr<OrtValue>* value) const;
+  Status MakeDeviceInputValue(const GatheredInput& input, std::vector<DeviceBuffer>* held,
+                              OrtPtr<OrtValue>* value) const;
   // GPU sessions: the known-shape outputs copied into their pooled host blocks, then one wait on
   // the instance's stream (which also means the run's device buffers may be freed).
   Status CopyOutputsToHost(const std::vector<DeviceBuffer>& device_outputs,

@@ -19,10 +19,10 @@ Status OnnxSession::MakeInputValue(const GatheredInput& input, OrtPtr<OrtValue>*
   const std::string what = "input '" + input.name + "'";
   if (input.dtype != DataType::kBytes) {
     // A view of the pooled batch buffer: ONNX Runtime reads it in place.
-    return runtime_->Check(api->CreateTensorWithDataAsOrtValue(cpu_memory_.get(), input.buffer.Data(), input.buffer.Size(),
-                                                               input.shape.data(), input.shape.size(), type,
-                                                               OutParam(*value)),
-                           what);
+    return runtime_->Check(
+        api->CreateTensorWithDataAsOrtValue(cpu_memory_.get(), input.buffer.Data(), input.buffer.Size(),
+                                            input.shape.data(), input.shape.size(), type, OutParam(*value)),
+        what);
   }
   // The gathered buffer was validated per request; walking it checked again costs nothing and
   // keeps a bad gather from writing past the string tensor ONNX Runtime allocated.
@@ -40,7 +40,8 @@ Status OnnxSession::MakeInputValue(const GatheredInput& input, OrtPtr<OrtValue>*
       api->CreateTensorAsOrtValue(allocator, input.shape.data(), input.shape.size(), type, OutParam(*value)), what));
   for (size_t i = 0; i < items.size(); ++i) {
     char* dest = nullptr;
-    RETURN_IF_ERROR(runtime_->Check(api->GetResizedStringTensorElementBuffer(value->get(), i, items[i].size(), &dest), what));
+    RETURN_IF_ERROR(
+        runtime_->Check(api->GetResizedStringTensorElementBuffer(value->get(), i, items[i].size(), &dest), what));
     if (!items[i].empty()) std::memcpy(dest, items[i].data(), items[i].size());
   }
   return Status::Success();
@@ -54,9 +55,9 @@ Status OnnxSession::MakeDeviceInputValue(const GatheredInput& input, std::vector
   RETURN_IF_ERROR(stream_->CopyToDevice(device.Data(), input.buffer.Data(), input.buffer.Size()));
   void* data = device.Data();
   held->push_back(std::move(device));
-  return runtime_->Check(runtime_->Api()->CreateTensorWithDataAsOrtValue(device_memory_.get(), data, input.buffer.Size(),
-                                                                         input.shape.data(), input.shape.size(),
-                                                                         OnnxFromDataType(input.dtype), OutParam(*value)),
+  return runtime_->Check(runtime_->Api()->CreateTensorWithDataAsOrtValue(
+                             device_memory_.get(), data, input.buffer.Size(), input.shape.data(), input.shape.size(),
+                             OnnxFromDataType(input.dtype), OutParam(*value)),
                          what);
 }
 
@@ -97,7 +98,8 @@ Status OnnxSession::ReadOutputValue(OrtValue* value, const std::string& name, st
     const uint32_t len32 = static_cast<uint32_t>(len);
     std::memcpy(serialized->data() + at, &len32, 4);
     if (len > 0) {
-      RETURN_IF_ERROR(runtime_->Check(api->GetStringTensorElement(value, len, static_cast<size_t>(i), serialized->data() + at + 4), what));
+      RETURN_IF_ERROR(runtime_->Check(
+          api->GetStringTensorElement(value, len, static_cast<size_t>(i), serialized->data() + at + 4), what));
     }
   }
   out->data = serialized->data();
@@ -107,7 +109,8 @@ Status OnnxSession::ReadOutputValue(OrtValue* value, const std::string& name, st
 }
 
 Status OnnxSession::CopyOutputsToHost(const std::vector<DeviceBuffer>& device_outputs,
-                                      const std::vector<std::shared_ptr<PooledBuffer>>& pooled, DeviceCopyTimes* times) {
+                                      const std::vector<std::shared_ptr<PooledBuffer>>& pooled,
+                                      DeviceCopyTimes* times) {
   RETURN_IF_ERROR(stream_->Record(DeviceMark::kComputed));
   for (size_t i = 0; i < device_outputs.size(); ++i) {
     if (device_outputs[i].Data() == nullptr) continue;
@@ -135,8 +138,8 @@ Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, 
 }
 
 Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t rows, bool batching,
-                            const std::vector<std::string>& wanted, BufferPool* pool, std::vector<OutputTensor>* outputs,
-                            DeviceCopyTimes* device_times) {
+                            const std::vector<std::string>& wanted, BufferPool* pool,
+                            std::vector<OutputTensor>* outputs, DeviceCopyTimes* device_times) {
   const OrtApi* api = runtime_->Api();
   outputs->clear();
   // GPU sessions: device buffers of this batch, released (in stream order) when Run returns,
@@ -144,7 +147,9 @@ Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t ro
   // Runtime moves them itself.
   const bool on_device = stream_ != nullptr;
   std::vector<DeviceBuffer> device_buffers;
-  auto to_device = [on_device](DataType dtype, size_t bytes) { return on_device && dtype != DataType::kBytes && bytes > 0; };
+  auto to_device = [on_device](DataType dtype, size_t bytes) {
+    return on_device && dtype != DataType::kBytes && bytes > 0;
+  };
   if (on_device) RETURN_IF_ERROR(stream_->Record(DeviceMark::kStart));
   std::vector<OrtPtr<OrtValue>> input_values;
   std::vector<const OrtValue*> input_raw;
@@ -152,8 +157,9 @@ Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t ro
   input_values.reserve(inputs.size());
   for (const GatheredInput& input : inputs) {
     input_values.emplace_back(api);
-    RETURN_IF_ERROR(to_device(input.dtype, input.buffer.Size()) ? MakeDeviceInputValue(input, &device_buffers, &input_values.back())
-                                                                : MakeInputValue(input, &input_values.back()));
+    RETURN_IF_ERROR(to_device(input.dtype, input.buffer.Size())
+                        ? MakeDeviceInputValue(input, &device_buffers, &input_values.back())
+                        : MakeInputValue(input, &input_values.back()));
     input_raw.push_back(input_values.back().get());
     input_names.push_back(input.name.c_str());
   }
@@ -190,18 +196,20 @@ Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t ro
       data = device_outputs[i].Data();
       where = device_memory_.get();
     }
-    RETURN_IF_ERROR(runtime_->Check(api->CreateTensorWithDataAsOrtValue(where, data, bytes, shape.data(), shape.size(),
-                                                                        OnnxFromDataType(info.dtype), OutParam(output_values[i])),
-                                    "output '" + info.name + "'"));
+    RETURN_IF_ERROR(
+        runtime_->Check(api->CreateTensorWithDataAsOrtValue(where, data, bytes, shape.data(), shape.size(),
+                                                            OnnxFromDataType(info.dtype), OutParam(output_values[i])),
+                        "output '" + info.name + "'"));
   }
   if (on_device) RETURN_IF_ERROR(stream_->Record(DeviceMark::kInputsCopied));
   // ONNX Runtime fills the null slots with values it allocates; they are adopted right after the
   // call, whatever it returned.
   std::vector<OrtValue*> output_raw(fetched.size(), nullptr);
   for (size_t i = 0; i < fetched.size(); ++i) output_raw[i] = output_values[i].get();
-  Status status = runtime_->Check(api->Run(session_.get(), nullptr, input_names.data(), input_raw.data(), input_raw.size(),
-                                           output_names.data(), output_names.size(), output_raw.data()),
-                                  "running the model");
+  Status status =
+      runtime_->Check(api->Run(session_.get(), nullptr, input_names.data(), input_raw.data(), input_raw.size(),
+                               output_names.data(), output_names.size(), output_raw.data()),
+                      "running the model");
   for (size_t i = 0; i < fetched.size(); ++i) {
     if (output_values[i] == nullptr && output_raw[i] != nullptr) output_values[i].reset(output_raw[i]);
   }
@@ -213,7 +221,8 @@ Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t ro
     std::shared_ptr<const void> owner = pooled[i];
     if (!owner) {
       // Keep ONNX Runtime's own output alive for as long as any view of it exists.
-      owner = std::shared_ptr<OrtValue>(output_values[i].release(), [api, session = session_](OrtValue* v) { api->ReleaseValue(v); });
+      owner = std::shared_ptr<OrtValue>(output_values[i].release(),
+                                        [api, session = session_](OrtValue* v) { api->ReleaseValue(v); });
     }
     OutputTensor out;
     RETURN_IF_ERROR(ReadOutputValue(value, fetched[i]->name, std::move(owner), &out));
