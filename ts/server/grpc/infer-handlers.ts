@@ -68,6 +68,9 @@ export function modelInfer(o: InferHandlerOptions) {
       callback(refused);
       return;
     }
+    // Cancelled between the request's arrival and this handler (a loaded event loop runs it late):
+    // grpc-js has emitted 'cancelled' already, so no listener would see it; nobody waits for an answer.
+    if (call.cancelled) return;
     const msg = call.request as InferRequestMessage;
     const trace = o.ctx.tracer.begin(msg.modelName, 'GRPC_WAITREAD_END');
     const signal = new DisconnectSignal();
