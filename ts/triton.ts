@@ -2,6 +2,7 @@
  * `Triton`: binds inference callables as models and serves them (PyTriton's `Triton`).
  * `infer()` is the in-process path; the HTTP/gRPC frontends serve the same models.
  */
+import { checkTritonConfigKeys } from './config/triton-config-keys';
 import type { ModelConfig, Tensor, TritonConfig } from './config/types';
 import { normalizeBindConfig } from './config/normalize';
 import { DEFAULT_EXIT_TIMEOUT_SECS } from './config/defaults';
@@ -204,6 +205,7 @@ export class Triton implements ServedTriton {
   readonly rateLimiter: RateLimiter | null;
 
   constructor(options: { config?: TritonConfig } = {}) {
+    checkTritonConfigKeys(options.config ?? {});
     this.config = { ...options.config };
     const cache = parseCacheConfig(this.config);
     this.responseCache = cache ? new ResponseCache(cache.sizeBytes) : null;
