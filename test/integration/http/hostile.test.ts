@@ -62,7 +62,10 @@ const CASES: Case[] = [
   { name: 'negative dimension', send: () => json(FP32, { inputs: [fp32Input({ shape: [1, -2] })] }), status: 400, message: 'invalid dimension -2' },
   // JSON dims are numbers (as Triton); only gRPC carries int64 dims as strings.
   { name: 'a dimension given as a string', send: () => json(FP32, { inputs: [fp32Input({ shape: ['1', 4] })] }), status: 400, message: 'invalid dimension "1"' },
-  { name: 'shape whose element count overflows', send: () => json(FP32, { inputs: [fp32Input({ shape: [4294967296, 4294967296] })] }), status: 400, message: "invalid shape for input 'IN' for model 'echo_FP32': shape [4294967296,4294967296] causes total element count to exceed maximum size of 9007199254740991" },
+  { name: 'shape whose element count overflows', send: () => json(FP32, { inputs: [fp32Input({ shape: [4294967296, 4294967296] })] }), status: 400, message: "invalid shape for input 'IN' for model 'echo_FP32': shape [4294967296,4294967296] causes total element count to exceed maximum size of 9223372036854775807" },
+  // Triton counts in int64: the byte size (4 × 2^62) passes it though the element count does not.
+  { name: 'shape whose byte size overflows int64', send: () => json(FP32, { inputs: [fp32Input({ shape: [4, 2 ** 60] })] }), status: 400, message: "byte size overflow for input 'IN' for model 'echo_FP32': element count (4611686018427387904) * data type size (4) exceeds maximum allowed size (9223372036854775807)" },
+  { name: 'shape within int64 but past what JavaScript counts', send: () => json(FP32, { inputs: [fp32Input({ shape: [2 ** 27, 2 ** 27] })] }), status: 400, message: 'causes total element count to exceed maximum size of 9007199254740991' },
   { name: 'data nested too deeply', send: () => json(FP32, { inputs: [fp32Input({ shape: [1, 1], data: JSON.parse('['.repeat(200) + '1' + ']'.repeat(200)) })] }), status: 400, message: 'JSON nesting depth exceeds maximum allowed limit (100)' },
   { name: 'Inference-Header-Content-Length beyond the body', send: () => withHeaderLength('500'), status: 400, message: 'larger than the request body' },
   { name: 'Inference-Header-Content-Length not a number', send: () => withHeaderLength('abc'), status: 400, message: 'Unable to parse Inference-Header-Content-Length' },
