@@ -1,0 +1,23 @@
+# A stand-in for Triton's qa/common/test_util.py, of which the vendored QA tests use only
+# TestResultCollector (test_util.py itself imports ml_dtypes, which Debian does not package).
+# TestResultCollector as Triton's: it records the class's result totals in test_results.txt,
+# for Triton's check_test_results; infernode's runner (run_unittest.py) reads each case instead.
+import json
+import unittest
+
+
+class TestResultCollector(unittest.TestCase):
+    @classmethod
+    def setResult(cls, total, errors, failures):
+        cls.total, cls.errors, cls.failures = total, errors, failures
+
+    @classmethod
+    def tearDownClass(cls):
+        json_res = {"total": cls.total, "errors": cls.errors, "failures": cls.failures}
+        with open("test_results.txt", "w+") as f:
+            f.write(json.dumps(json_res))
+
+    def run(self, result=None):
+        test_result = super().run(result)
+        self.setResult(test_result.testsRun, len(test_result.errors), len(test_result.failures))
+        return test_result
