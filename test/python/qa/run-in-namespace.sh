@@ -39,4 +39,4 @@ while True:
             sys.exit(f"infernode did not answer /v2/health/live within 60 s: {error}")
         time.sleep(0.1)
 PY
-"$python" "$here/run_unittest.py" --out "$results" "${cases[@]}"
+SERVER_PID="$server" "$python" "$here/run_unittest.py" --out "$results" "${cases[@]}"

@@ -1,9 +1,27 @@
 # A stand-in for Triton's qa/common/test_util.py, of which the vendored QA tests use only
-# TestResultCollector (test_util.py itself imports ml_dtypes, which Debian does not package).
+# TestResultCollector, MIB, GIB and get_server_process_from_env (test_util.py itself imports
+# ml_dtypes, which Debian does not package). These are Triton's, unchanged.
 # TestResultCollector as Triton's: it records the class's result totals in test_results.txt,
 # for Triton's check_test_results; infernode's runner (run_unittest.py) reads each case instead.
 import json
+import os
 import unittest
+
+MIB = 2**20
+GIB = 2**30
+
+
+def get_server_process_from_env(env_var="SERVER_PID"):
+    """A psutil.Process for the server under test (run-in-namespace.sh sets SERVER_PID)."""
+    import psutil
+
+    pid_str = os.environ.get(env_var)
+    if not pid_str:
+        raise AssertionError(f"{env_var} env var is not set")
+    try:
+        return psutil.Process(int(pid_str))
+    except (ValueError, psutil.NoSuchProcess) as e:
+        raise AssertionError(f"Invalid or stale {env_var}={pid_str!r}: {e}")
 
 
 class TestResultCollector(unittest.TestCase):
