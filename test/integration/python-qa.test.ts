@@ -147,6 +147,17 @@ const RUNS: QaRun[] = [
     cases: { test_large_input_raw_binary: 'pass', test_large_input_json: 'pass', test_large_input_compressed: 'pass' },
   },
   {
+    title: 'L0_http http_request_many_chunks.py',
+    file: 'L0_http/http_request_many_chunks.py', testClass: 'HTTPRequestManyChunksTest',
+    repository: () => exampleRepository(),
+    serverArgs: (repo) => ['--model-repository', repo, '--allow-client-shm=true', '--model-control-mode=explicit', '--load-model=simple'],
+    cases: {
+      test_chunked_infer_at_max_chunks: 'pass',
+      test_chunked_infer_rejected_over_max_chunks: { differs: 'infernode bounds a chunked body by bytes (--http-max-input-size), not by chunk count: Node\'s parser allocates nothing per chunk (docs/http.md, "Limits and hostile input")' },
+      test_chunked_infer_over_max_chunks_reject_with_bounded_rss_growth: { notRun: "it expects Triton's chunk-count refusal for 10^6 chunks and compares the server's RSS (psutil), which in a garbage-collected process depends on when V8 collects" },
+    },
+  },
+  {
     title: 'L0_http python_http_aio_test.py',
     file: 'L0_http/python_http_aio_test.py', testClass: 'TestHttpAioClient',
     // L0_http's models: 7 (the gRPC one's 8 less repeat_int32).

@@ -1,5 +1,5 @@
 # A stand-in for Triton's qa/common/test_util.py, of which the vendored QA tests use only
-# TestResultCollector, MIB, GIB and get_server_process_from_env (test_util.py itself imports
+# TestResultCollector, MIB, GIB, get_server_process_from_env and wait_for_stable_rss (test_util.py itself imports
 # ml_dtypes, which Debian does not package). These are Triton's, unchanged.
 # TestResultCollector as Triton's: it records the class's result totals in test_results.txt,
 # for Triton's check_test_results; infernode's runner (run_unittest.py) reads each case instead.
@@ -22,6 +22,25 @@ def get_server_process_from_env(env_var="SERVER_PID"):
         return psutil.Process(int(pid_str))
     except (ValueError, psutil.NoSuchProcess) as e:
         raise AssertionError(f"Invalid or stale {env_var}={pid_str!r}: {e}")
+
+
+def wait_for_stable_rss(server, rss_tolerance_bytes=0.1 * MIB, stable_threshold=10):
+    """Wait until the RSS of the server is stable."""
+    import time
+
+    last_rss = None
+    stable_count = 0
+    while True:
+        rss = server.memory_info().rss
+        if last_rss is not None and abs(rss - last_rss) < rss_tolerance_bytes:
+            stable_count += 1
+        else:
+            stable_count = 0
+        last_rss = rss
+        if stable_count >= stable_threshold:
+            break
+        time.sleep(0.1)
+    return
 
 
 class TestResultCollector(unittest.TestCase):
