@@ -12,31 +12,11 @@
  *
  * Without Debian's python3-grpcio etc. (see the script's header) the suite skips, saying so.
  */
-import { execFile, spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import * as os from 'node:os';
+import { execFile } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { Triton } from '../../ts/triton';
-import { addSubModel } from '../../ts/tools/onnx';
-
-const ROOT = path.join(__dirname, '..', '..');
-const BUILD = path.join(ROOT, 'build-pyclients');
-const EXAMPLES = path.join(BUILD, 'examples');
-const OWN_SCRIPTS = path.join(ROOT, 'test', 'python');
-/** Debian's interpreter: its dist-packages hold python3-grpcio and friends (a pyenv python does not). */
-const PYTHON = process.env.INFERNODE_PYTHON ?? '/usr/bin/python3';
-
-/**
- * Runs the (idempotent) assembly once, while jest collects the suite, so a machine without the
- * Python packages skips visibly instead of failing. Returns why it cannot run, or null.
- */
-function assembleClients(): string | null {
-  const result = spawnSync(path.join(ROOT, 'scripts', 'python-clients.sh'), [], {
-    cwd: ROOT, env: { ...process.env, PYTHON }, encoding: 'utf8', timeout: 300_000,
-  });
-  if (result.status === 0) return null;
-  return (result.stderr || result.stdout || String(result.error ?? `exit ${result.status}`)).trim();
-}
+import { assembleClients, BUILD, EXAMPLES, exampleRepository, OWN_SCRIPTS, PYTHON } from './python-clients-support';
 
 const unavailable = assembleClients();
 if (unavailable !== null) {
@@ -66,20 +46,6 @@ function runPython(script: string, args: string[], timeoutMs = 60_000): Promise<
 /** Fails with the script's own output, which says which check went wrong. */
 function expectSuccess(name: string, run: PythonRun): void {
   if (run.code !== 0) throw new Error(`${name} exited ${run.code}:\n${run.output}`);
-}
-
-/**
- * A temporary copy of test/python/models (Triton's example models), `simple`'s ONNX file written
- * by infernode's ONNX writer, without the models named in `leaveOut`.
- */
-function exampleRepository(leaveOut: string[] = []): string {
-  const root = mkdtempSync(path.join(os.tmpdir(), 'infernode-pyclients-'));
-  cpSync(path.join(OWN_SCRIPTS, 'models'), root, { recursive: true });
-  const onnxFile = path.join(root, 'simple', '1', 'model.onnx');
-  mkdirSync(path.dirname(onnxFile), { recursive: true });
-  writeFileSync(onnxFile, addSubModel('INT32', [16]));
-  for (const name of leaveOut) rmSync(path.join(root, name), { recursive: true, force: true });
-  return root;
 }
 
 /** A real infernode serving `repository` over HTTP and gRPC on free ports, every model loaded. */

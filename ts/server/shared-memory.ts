@@ -116,6 +116,8 @@ export class SharedMemoryManager {
   /** Registers a CUDA region from its 64-byte cudaIpcMemHandle_t. */
   registerCuda(name: unknown, rawHandle: Uint8Array, deviceId: unknown, byteSize: unknown): void {
     this.checkAllowed();
+    // Triton opens the handle whatever the name, and answers a bad one with this text.
+    if (name === '') throw invalidArg('failed to register shared memory region: invalid args (the region needs a non-empty name)');
     const regionName = this.#checkNewName(name);
     const device = exactUint(deviceId ?? 0, `device_id of CUDA shared memory region '${regionName}'`);
     const size = exactUint(byteSize, `byte_size of CUDA shared memory region '${regionName}'`);

@@ -20,24 +20,43 @@ export function wireDataType(value: unknown, what: string): DataType {
   return value as DataType;
 }
 
-/** A shape as the protocol carries it: a list of non-negative safe integers. */
-export function wireShape(value: unknown, what: string, int64Strings = false): number[] {
+/** Triton counts elements and bytes in int64; beyond this its overflow texts apply. */
+const INT64_MAX = (1n << 63n) - 1n;
+
+/**
+ * A shape as the protocol carries it: a list of non-negative integers whose element count
+ * JavaScript holds exactly. Given the datatype, a shape whose element count or byte size passes
+ * int64 is refused with Triton's texts (a JSON dim past 2^53 arrives rounded to a double, which
+ * still decides that); one within int64 but past 2^53 elements is refused with our own limit.
+ */
+export function wireShape(value: unknown, what: string, int64Strings = false, dtype?: DataType): number[] {
   if (!Array.isArray(value)) throw invalidArg(`shape of ${what} must be a list of integers`);
   // gRPC's int64 dims arrive as decimal strings; in JSON a dim must be a number (as Triton).
   const shape = int64Strings ? value.map((d) => (typeof d === 'string' && /^[0-9]+$/.test(d) ? Number(d) : d)) : value;
   for (const d of shape) {
-    if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
-      throw invalidArg(`invalid dimension ${describeValue(d)} in the shape of ${what}`);
+    if (typeof d !== 'number' || !Number.isInteger(d) || d < 0) {
+      // Triton's HTTP text names its JSON reader's complaint; ours follows it.
+      const triton = int64Strings ? '' : "Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer: ";
+      throw invalidArg(`${triton}invalid dimension ${describeValue(d)} in the shape of ${what}`);
     }
   }
-  let count = 1;
-  for (const d of shape as number[]) count *= d;
-  if (!Number.isSafeInteger(count)) {
-    // Triton's text (its limit is INT64_MAX; ours is what JavaScript counts exactly).
-    throw invalidArg(`invalid shape for ${what}: shape ${clipShape(shape as number[])} causes total element count to exceed ` +
+  const dims = shape as number[];
+  const exactCount = dims.reduce((a, d) => a * BigInt(d), 1n);
+  if (exactCount > INT64_MAX) {
+    throw invalidArg(`invalid shape for ${what}: shape ${clipShape(dims)} causes total element count to exceed ` +
+      `maximum size of ${INT64_MAX}`);
+  }
+  const typeSize = dtype === undefined || dtype === 'BYTES' ? 0 : dataTypeByteSize(dtype);
+  if (typeSize > 1 && exactCount > INT64_MAX / BigInt(typeSize)) {
+    throw invalidArg(`byte size overflow for ${what}: element count (${exactCount}) * data type size (${typeSize}) ` +
+      `exceeds maximum allowed size (${INT64_MAX})`);
+  }
+  if (!dims.every(Number.isSafeInteger) || exactCount > BigInt(Number.MAX_SAFE_INTEGER)) {
+    // Triton's text, with the limit of what JavaScript counts exactly.
+    throw invalidArg(`invalid shape for ${what}: shape ${clipShape(dims)} causes total element count to exceed ` +
       `maximum size of ${Number.MAX_SAFE_INTEGER}`);
   }
-  return shape as number[];
+  return dims;
 }
 
 /** The tensor whose data are `bytes` (row-major, little-endian; BYTES length-prefixed). */

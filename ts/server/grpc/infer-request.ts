@@ -72,7 +72,7 @@ function inputTensor(
 ): NDArray {
   const what = `input '${clip(input.name)}' for model '${clip(msg.modelName)}'`;
   const dtype = wireDataType(input.datatype, what);
-  const shape = wireShape(input.shape, what, true);
+  const shape = wireShape(input.shape, what, true, dtype);
   const shm = shmRefFromParameters(input.parameters ? paramRecord(input.parameters) : undefined, what);
   if (shm) {
     if (input.contents) {

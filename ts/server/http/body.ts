@@ -29,8 +29,21 @@ export function contentEncoding(req: IncomingMessage): Encoding {
   throw invalidArg(`unsupported Content-Encoding '${value}': expected gzip, deflate or identity`);
 }
 
-function tooLarge(size: number | string, max: number, what: string): InferenceServerError {
-  return invalidArg(`${what} (${size} bytes) exceeds the server's maximum input size of ${max} bytes (http-max-input-size)`);
+const RAISE_LIMIT = 'Use --http-max-input-size to increase the limit.';
+
+/**
+ * Triton's texts for a body over --http-max-input-size: a raw binary request
+ * (Inference-Header-Content-Length: 0) is one input, everything else a JSON request.
+ */
+function tooLarge(req: IncomingMessage, size: number | string, max: number): InferenceServerError {
+  if (req.headers['inference-header-content-length'] === '0') {
+    return invalidArg(`Raw input has a byte_size (${size} bytes) that exceeds the maximum allowed value of ${max} bytes. ${RAISE_LIMIT}`);
+  }
+  return invalidArg(`request JSON size of ${size} bytes exceeds the maximum allowed input size of ${max} bytes. ${RAISE_LIMIT}`);
+}
+
+function decompressedTooLarge(max: number): InferenceServerError {
+  return invalidArg(`Decompressed data size exceeds the maximum allowed value of ${max} bytes. ${RAISE_LIMIT}`);
 }
 
 /** Checks the declared Content-Length against the maximum before reading (null when chunked). */
@@ -39,7 +52,7 @@ export function declaredLength(req: IncomingMessage, max: number): number | null
   if (header === undefined) return null;
   // llhttp has already refused malformed values; a huge one still parses to a large number.
   const length = Number(header);
-  if (length > max) throw tooLarge(header, max, 'request body');
+  if (length > max) throw tooLarge(req, header, max);
   return length;
 }
 
@@ -64,7 +77,7 @@ function inflate(encoding: 'gzip' | 'deflate', data: Buffer, max: number): Promi
     const done = (err: Error | null, out: Buffer): void => {
       if (!err) return resolve(out);
       if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-        return reject(tooLarge(`more than ${max}`, max, 'decompressed request body'));
+        return reject(decompressedTooLarge(max));
       }
       reject(invalidArg(`unable to decompress the request body (${encoding}): ${err.message}`));
     };
@@ -104,7 +117,7 @@ function collect(req: IncomingMessage, max: number, alignAt: number): Promise<Bu
       if (total > max) {
         cleanup();
         req.pause();
-        reject(tooLarge(`more than ${max}`, max, 'request body'));
+        reject(tooLarge(req, `more than ${max}`, max));
         return;
       }
       chunks.push(chunk);

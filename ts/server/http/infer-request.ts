@@ -116,7 +116,7 @@ function decodeInputs(list: unknown, binary: Buffer, opts: InferDecodeOptions): 
     }
     const what = `input '${clip(input.name)}' for model '${clip(model)}'`;
     const dtype = wireDataType(input.datatype, what);
-    const shape = wireShape(input.shape, what);
+    const shape = wireShape(input.shape, what, false, dtype);
     const params = input.parameters;
     if (params !== undefined && !isObject(params)) throw invalidArg(`${what}: 'parameters' must be an object`);
     const size = params?.binary_data_size;
@@ -189,7 +189,7 @@ function decodeRaw(body: Buffer, opts: InferDecodeOptions): DecodedInfer {
   let tensor: NDArray;
   if (spec.dtype === 'BYTES') {
     if (variable > 0 || shape.reduce((a, b) => a * b, 1) !== 1) {
-      throw invalidArg(`For BYTE datatype raw input, the model must have input shape [1] (${what})`);
+      throw invalidArg(`For BYTE datatype raw input '${spec.name}', the model must have input shape [1] (model '${model}')`);
     }
     tensor = tensorFromBytes(what, 'BYTES', shape, lengthPrefixed(body));
   } else {
