@@ -38,14 +38,20 @@ Status SystemSharedMemory::Open(const std::string& name, const std::string& key,
   if (!IsValidSharedMemoryKey(key)) {
     return InvalidArg("invalid shared memory key '" + key + "': expected '/name' without further '/'");
   }
-  if (byte_size == 0) return InvalidArg("shared memory region '" + key + "' must have a non-zero byte_size");
-  if (offset > kMaxPosition || byte_size > kMaxPosition - offset) {
-    return InvalidArg("shared memory offset + byte_size overflows for key '" + key + "'");
-  }
+  // The key is opened before the sizes are judged, as Triton does: a missing key is INTERNAL
+  // "Unable to open shared memory region" whatever the sizes (its L0_grpc aio test sends byte_size 0).
   const int fd = shm_open(key.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) {
     // Triton's status and words (INTERNAL, "Unable to open shared memory region: '<key>'"), then why.
     return Internal("Unable to open shared memory region: '" + key + "' (" + std::strerror(errno) + ")");
+  }
+  if (byte_size == 0) {
+    close(fd);
+    return InvalidArg("shared memory region '" + key + "' must have a non-zero byte_size");
+  }
+  if (offset > kMaxPosition || byte_size > kMaxPosition - offset) {
+    close(fd);
+    return InvalidArg("shared memory offset + byte_size overflows for key '" + key + "'");
   }
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

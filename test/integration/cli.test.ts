@@ -129,6 +129,9 @@ describe('bad flag values exit non-zero with a clear message', () => {
     [['--model-control-mode=sometimes'], /--model-control-mode <mode>' argument 'sometimes' is invalid\. Allowed choices are none, poll, explicit/],
     [['--http-port=eighty'], /--http-port <port>' argument 'eighty' is invalid\. expected a port number from 0 to 65535, got 'eighty'/],
     [['--grpc-port=70000'], /--grpc-port <port>' argument '70000' is invalid\. expected a port number from 0 to 65535/],
+    // Triton's words (its L0_http test.sh looks for them).
+    [['--http-max-input-size=0'], /Error: --http-max-input-size must be greater than 0\./],
+    [['--http-max-input-size=-1024'], /Error: --http-max-input-size must be greater than 0\./],
     [['--repository-poll-secs=-1'], /--repository-poll-secs <s>' argument '-1' is invalid\. expected a non-negative integer/],
     [['--exit-timeout-secs=1.5'], /--exit-timeout-secs <s>' argument '1\.5' is invalid/],
     [['--exit-on-error=maybe'], /--exit-on-error \[bool\]' argument 'maybe' is invalid\. expected true or false, got 'maybe'/],

@@ -170,10 +170,7 @@ const RUNS: QaRun[] = [
     file: 'L0_grpc/python_grpc_aio_test.py', testClass: 'TestGrpcAioClient',
     repository: () => exampleRepository(),
     serverArgs: (repo) => ['--model-repository', repo, '--allow-client-shm=true'],
-    cases: {
-      ...aioCases(),
-      test_register_system_shared_memory: { notFixed: "byte_size 0 is refused (INVALID_ARG) before the key '/test_shm' is opened, where Triton opens it first and answers INTERNAL \"Unable to open shared memory region\": the order is in cpp/memory/system_shared_memory.cc (SystemSharedMemory::Open), outside this change" },
-    },
+    cases: aioCases(),
   },
   {
     title: 'L0_grpc python_unit_test.py GrpcTest',

@@ -43,6 +43,15 @@ function parsePort(value: string): number {
   return n;
 }
 
+/** --http-max-input-size: a positive byte count; Triton's words when it is not (its L0_http test.sh greps them). */
+function parseHttpMaxInputSize(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isSafeInteger(n) || n <= 0) {
+    throw new InvalidArgumentError(`Error: --http-max-input-size must be greater than 0. (got '${value}': a size in bytes)`);
+  }
+  return n;
+}
+
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 function boolOption(flags: string, description: string, fallback: boolean): Option {
@@ -254,7 +263,7 @@ export function buildProgram(): Command {
     .option('--http-restricted-api <apis:key=value>', `restrict HTTP API groups (comma-separated: ${API_GROUPS.join(', ')}) to requests carrying the header key: value (repeatable)`, collect)
     .option('--grpc-restricted-protocol <protocols:key=value>', 'restrict gRPC protocol groups (the same names) to calls carrying the metadata triton-grpc-protocol-<key>: value (repeatable)', collect)
     .addOption(boolOption('--allow-client-shm [bool]', 'allow clients to register system and CUDA shared-memory regions for inputs and outputs', false))
-    .option('--http-max-input-size <bytes>', 'largest HTTP request body accepted (default 67108864); larger ones are refused before anything is allocated', parseIntArg)
+    .option('--http-max-input-size <bytes>', 'largest HTTP request body accepted (default 67108864); larger ones are refused before anything is allocated', parseHttpMaxInputSize)
     .option('--http-header-forward-pattern <regex>', 'HTTP request headers matching it reach the model as request parameters')
     .option('--grpc-header-forward-pattern <regex>', 'gRPC metadata matching it reaches the model as request parameters')
     .option('--grpc-max-decompressed-size <bytes>', 'largest size a compressed gRPC request message may inflate to (default 67108864); larger ones are refused with RESOURCE_EXHAUSTED', parseIntArg)
