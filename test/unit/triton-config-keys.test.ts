@@ -24,8 +24,8 @@ test('a repository given as a config option is pointed at useRepository', () => 
 });
 
 test('a misspelled option names the one meant', () => {
-  expect(refusal({ httpPrt: 8000 }).message).toBe("unknown TritonConfig option 'httpPrt': did you mean 'httpPort'?");
-  expect(refusal({ allowHttp: false, logverbose: 1 }).message).toBe("unknown TritonConfig option 'logverbose': did you mean 'logVerbose'?");
+  expect(refusal({ httpPrt: 8000 }).message).toBe("unknown TritonConfig option 'httpPrt' (did you mean 'httpPort'?)");
+  expect(refusal({ allowHttp: false, logverbose: 1 }).message).toBe("unknown TritonConfig option 'logverbose' (did you mean 'logVerbose'?)");
   expect(refusal({ nothingLikeIt: 1 }).message).toBe("unknown TritonConfig option 'nothingLikeIt': the options are the TritonConfig type's fields (docs/http.md and docs/grpc.md list them with their flags)");
 });
 
