@@ -15,7 +15,9 @@
 
 namespace infernode {
 
-namespace {
+// A named namespace, not an anonymous one: nvcc names anonymous namespaces after the source
+// file's absolute path, which would make the release prebuild depend on where it was built.
+namespace copy_bandwidth_internal {
 
 Status CudaFailure(const std::string& what, cudaError_t err) {
   cudaGetLastError();  // not left for unrelated callers to find
@@ -59,7 +61,8 @@ Status CheckRequest(const CopyBandwidthRequest& r, int devices) {
   return Status::Success();
 }
 
-}  // namespace
+}  // namespace copy_bandwidth_internal
+using namespace copy_bandwidth_internal;  // NOLINT(build/namespaces): this file's own helpers
 
 Status MeasureCopyBandwidth(const CopyBandwidthRequest& request, CopyBandwidthResult* result) {
   RETURN_IF_ERROR(CheckRequest(request, CudaDeviceCount()));

@@ -10,7 +10,9 @@
 
 namespace infernode {
 
-namespace {
+// A named namespace, not an anonymous one: nvcc names anonymous namespaces after the source
+// file's absolute path, which would make the release prebuild depend on where it was built.
+namespace cuda_host_internal {
 
 // The process-wide pinned budget (Triton's --pinned-memory-pool-byte-size, 256 MiB by default):
 // pinned pages are a scarce, system-wide resource, so blocks beyond it come from pageable memory,
@@ -74,7 +76,8 @@ class PinnedAllocator final : public HostAllocator {
   std::unordered_set<void*> pageable_blocks_;
 };
 
-}  // namespace
+}  // namespace cuda_host_internal
+using namespace cuda_host_internal;  // NOLINT(build/namespaces): this file's own helpers
 
 int CudaDeviceCount() {
   static std::once_flag once;

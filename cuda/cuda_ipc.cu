@@ -16,7 +16,9 @@
 
 namespace infernode {
 
-namespace {
+// A named namespace, not an anonymous one: nvcc names anonymous namespaces after the source
+// file's absolute path, which would make the release prebuild depend on where it was built.
+namespace cuda_ipc_internal {
 
 // Clears the error a failed call left behind: a later, unrelated cudaGetLastError() (an engine
 // checking its kernel launch) must not see it.
@@ -109,7 +111,8 @@ class OpenedIpcRegion final : public CudaIpcRegion {
   cudaStream_t stream_;
 };
 
-}  // namespace
+}  // namespace cuda_ipc_internal
+using namespace cuda_ipc_internal;  // NOLINT(build/namespaces): this file's own helpers
 
 Status OpenCudaIpcRegion(const uint8_t* handle, size_t handle_size, int device_id, uint64_t byte_size,
                          std::unique_ptr<CudaIpcRegion>* out) {

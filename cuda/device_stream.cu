@@ -10,7 +10,9 @@
 
 namespace infernode {
 
-namespace {
+// A named namespace, not an anonymous one: nvcc names anonymous namespaces after the source
+// file's absolute path, which would make the release prebuild depend on where it was built.
+namespace device_stream_internal {
 
 Status CudaStatus(const char* what, cudaError_t err) {
   if (err == cudaSuccess) return Status::Success();
@@ -108,7 +110,8 @@ void KeepPoolBlocks(int device) {
   if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold) != cudaSuccess) cudaGetLastError();
 }
 
-}  // namespace
+}  // namespace device_stream_internal
+using namespace device_stream_internal;  // NOLINT(build/namespaces): this file's own helpers
 
 Status DeviceStream::Create(int device_id, std::unique_ptr<DeviceStream>* out) {
   const int devices = CudaDeviceCount();
