@@ -8,6 +8,7 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.grpc.aio as aiogrpcclient
 import tritonclient.utils.shared_memory as shm
+import checks
 from checks import check, expect, expect_error, expect_error_async, main
 
 MODELS = {"simple", "simple_int8", "simple_string", "simple_identity", "simple_sequence",
@@ -149,25 +150,7 @@ def stream_errors_reach_the_callback(url):
 
 @check
 async def aio_management_calls(url):
-    # The calls Triton's qa/L0_http and L0_grpc python_*_aio_test.py make: each answers, the
-    # registrations of an empty region are refused.
-    from tritonclient.utils import InferenceServerException
-
-    async with aiogrpcclient.InferenceServerClient(url) as client:
-        await client.get_inference_statistics()
-        await client.update_trace_settings()
-        await client.get_trace_settings()
-        await client.get_system_shared_memory_status()
-        await client.unregister_system_shared_memory()
-        await client.get_cuda_shared_memory_status()
-        await client.unregister_cuda_shared_memory()
-        for register in (lambda: client.register_system_shared_memory("", "", 0),
-                         lambda: client.register_cuda_shared_memory("", b"", 0, 0)):
-            try:
-                await register()
-            except InferenceServerException:
-                continue
-            raise AssertionError("registering an empty region was accepted")
+    await checks.aio_management_calls(aiogrpcclient.InferenceServerClient, url)
 
 
 @check

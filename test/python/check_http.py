@@ -9,6 +9,7 @@ import numpy as np
 import tritonclient.http as httpclient
 import tritonclient.http.aio as aiohttpclient
 import tritonclient.utils.shared_memory as shm
+import checks
 from checks import check, expect, expect_error, expect_error_async, main
 
 MODELS = {"simple", "simple_int8", "simple_string", "simple_identity", "simple_sequence",
@@ -221,25 +222,7 @@ def l0_http_data_not_matching_the_shape(url):
 
 @check
 async def aio_management_calls(url):
-    # The calls Triton's qa/L0_http and L0_grpc python_*_aio_test.py make: each answers, the
-    # registrations of an empty region are refused.
-    from tritonclient.utils import InferenceServerException
-
-    async with aiohttpclient.InferenceServerClient(url) as client:
-        await client.get_inference_statistics()
-        await client.update_trace_settings()
-        await client.get_trace_settings()
-        await client.get_system_shared_memory_status()
-        await client.unregister_system_shared_memory()
-        await client.get_cuda_shared_memory_status()
-        await client.unregister_cuda_shared_memory()
-        for register in (lambda: client.register_system_shared_memory("", "", 0),
-                         lambda: client.register_cuda_shared_memory("", b"", 0, 0)):
-            try:
-                await register()
-            except InferenceServerException:
-                continue
-            raise AssertionError("registering an empty region was accepted")
+    await checks.aio_management_calls(aiohttpclient.InferenceServerClient, url)
 
 
 @check

@@ -45,6 +45,29 @@ async def expect_error_async(coro, status, text):
     raise AssertionError(f"no error, expected {status} {text!r}")
 
 
+async def aio_management_calls(client_class, url):
+    """The calls Triton's qa/L0_http and L0_grpc python_*_aio_test.py make, through `client_class`
+    (tritonclient.http.aio's or tritonclient.grpc.aio's InferenceServerClient): each answers, and
+    registering an empty region is refused."""
+    from tritonclient.utils import InferenceServerException
+
+    async with client_class(url) as client:
+        await client.get_inference_statistics()
+        await client.update_trace_settings()
+        await client.get_trace_settings()
+        await client.get_system_shared_memory_status()
+        await client.unregister_system_shared_memory()
+        await client.get_cuda_shared_memory_status()
+        await client.unregister_cuda_shared_memory()
+        for register in (lambda: client.register_system_shared_memory("", "", 0),
+                         lambda: client.register_cuda_shared_memory("", b"", 0, 0)):
+            try:
+                await register()
+            except InferenceServerException:
+                continue
+            raise AssertionError("registering an empty region was accepted")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("-u", "--url", required=True)
