@@ -53,7 +53,6 @@ input [ { name: "raw", data_type: TYPE_FP32, dims: [ ${FEATURES} ] } ]
 output [ { name: "features", data_type: TYPE_FP32, dims: [ ${FEATURES} ] } ]
 dynamic_batching { }
 instance_group [ { count: 1, kind: KIND_CPU } ]
-parameters { key: "session.intra_op.allow_spinning" value { string_value: "0" } }
 `;
 
 /** The ensemble: raw → preprocess → features → mlp_bench → logits (it batches on its steps). */

@@ -16,6 +16,7 @@ import { cacheMarkdown, runCacheBench } from './cache';
 import { SEQUENCE_SIZES, runSequenceBench, sequenceMarkdown } from './sequence';
 import { ensembleMarkdown, runEnsembleBench } from './ensemble';
 import { gpuMarkdown, runGpuBench } from './gpu';
+import { runTimelineBench, timelineMarkdown } from './timeline';
 
 const RESULTS_DIR = path.join(__dirname, '..', '..', 'bench', 'results');
 
@@ -59,7 +60,7 @@ function write(name: string, json: unknown, markdown: string): void {
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);
   const scenarios = [
-    'inprocess', 'http', 'grpc', 'stream', 'cache', 'ensemble', 'gpu',
+    'inprocess', 'http', 'grpc', 'stream', 'cache', 'ensemble', 'gpu', 'timeline',
     ...SEQUENCE_SIZES.map((s) => s.scenario), ...BENCH_MODELS.map((m) => m.scenario),
   ];
   const unknown = wanted.filter((name) => !scenarios.includes(name));
@@ -96,6 +97,10 @@ async function main(): Promise<void> {
   if (want('gpu')) {
     const result = await runGpuBench();  // null without a CUDA device (it says so)
     if (result) write('gpu', result, gpuMarkdown(result, machineDescription()));
+  }
+  if (want('timeline')) {
+    const result = await runTimelineBench();
+    write('timeline', result, timelineMarkdown(result, machineDescription()));
   }
   for (const size of SEQUENCE_SIZES) {
     if (!want(size.scenario)) continue;

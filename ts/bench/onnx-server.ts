@@ -26,8 +26,8 @@ const FEATURES = 256;
 
 interface BenchServer {
   port: number;
-  /** Rows and executions so far (infernode only: the naive server does not batch). */
-  executions(): { rows: number; executions: number } | null;
+  /** Rows, executions and ONNX Runtime's run time (ns, all runs) so far (infernode only: the naive server does not batch). */
+  executions(): { rows: number; executions: number; inferNs: number } | null;
   stop(): Promise<unknown>;
 }
 
@@ -39,7 +39,8 @@ async function startInfernode(repository: string, model: string): Promise<BenchS
     port: triton.ports.http!,
     executions: () => {
       const s = triton.model(model).stats();
-      return { rows: s.inferenceCount, executions: s.executionCount };
+      const inferNs = s.batchStats.reduce((sum, b) => sum + b.computeInfer.ns, 0);
+      return { rows: s.inferenceCount, executions: s.executionCount, inferNs };
     },
     stop: () => triton.stop(),
   };

@@ -70,8 +70,6 @@ sequence_batching {
   ]
 }
 instance_group [ { count: 1, kind: KIND_CPU } ]
-# ONNX Runtime's workers spin between parallel sections by default: CPU the event loop needs.
-parameters { key: "session.intra_op.allow_spinning" value { string_value: "0" } }
 # The load generators share this machine's cores: compute threads at the JS thread's priority
 # (infernode's default lowers them, for the event loop's sake) so that the peer's ONNX Runtime,
 # at normal priority, is not favoured over ours by the clients' processes.

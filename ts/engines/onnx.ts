@@ -3,6 +3,7 @@
  * execution provider a model gets (TensorRT → CUDA → CPU, as its config asks and the host
  * allows, with a log line saying which), and the sessions, created off the event loop.
  */
+import { availableParallelism } from 'node:os';
 import { native, type OnnxLoadOptions, type OnnxModelHandle, type TensorRtLoadOptions } from '../native';
 import { InferenceServerError } from '../errors';
 
@@ -27,11 +28,31 @@ export interface OnnxEngineRequest {
   log?: (line: string) => void;
 }
 
+/**
+ * Where infernode's session defaults differ from ONNX Runtime's, for a config that does not set
+ * them (docs/repository.md, "Threads and session options"):
+ * - intra-op threads: the CPUs this process may use, shared among the model's instances. ONNX
+ *   Runtime's own default counts physical cores, and where it cannot read the topology (common
+ *   in VMs) it takes half the logical CPUs: one thread on a 2-vCPU machine, which doubled the
+ *   headline model's run time at concurrency 1 (bench/results/onnx.md). An explicit 0 still
+ *   means ONNX Runtime's default.
+ * - `session.intra_op.allow_spinning` "0": the workers share the cores with the event loop,
+ *   and a worker spinning after a run takes the CPU the next request's parsing needs
+ *   (measured 2.4× fewer requests/s at concurrency 1 with spinning on).
+ */
+export function onnxSessionDefaults(req: Pick<OnnxEngineRequest, 'instanceCount' | 'intraOpThreads' | 'sessionConfig'>,
+  cpus = availableParallelism()): Pick<OnnxLoadOptions, 'intraOpThreads' | 'sessionConfig'> {
+  return {
+    intraOpThreads: req.intraOpThreads ?? Math.max(1, Math.floor(cpus / Math.max(1, req.instanceCount))),
+    sessionConfig: { 'session.intra_op.allow_spinning': '0', ...req.sessionConfig },
+  };
+}
+
 /** Loads the sessions with the best provider allowed; KIND_GPU without CUDA is a load error. */
 export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxModelHandle> {
   const base: OnnxLoadOptions = {
-    intraOpThreads: req.intraOpThreads, interOpThreads: req.interOpThreads, deviceId: req.deviceId ?? 0,
-    sessionConfig: req.sessionConfig, computeThreadNice: req.computeThreadNice,
+    ...onnxSessionDefaults(req), interOpThreads: req.interOpThreads, deviceId: req.deviceId ?? 0,
+    computeThreadNice: req.computeThreadNice,
   };
   const gpuWanted = req.kind === 'KIND_GPU' || (req.kind === 'KIND_AUTO' && native().buildInfo().cudaDeviceCount > 0);
   const attempts: { name: string; options: OnnxLoadOptions }[] = [];

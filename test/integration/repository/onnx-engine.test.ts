@@ -5,7 +5,8 @@
  * (intra_op_thread_count, inter_op_thread_count, session.* entries, compute_thread_nice).
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { getPriority } from 'node:os';
+import { availableParallelism, getPriority } from 'node:os';
+import { onnxSessionDefaults } from '../../../ts/engines/onnx';
 import { toModelConfigJson } from '../../../ts/config/model-config-json';
 import { DEFAULT_COMPUTE_THREAD_NICE } from '../../../ts/repository/loader';
 import { native } from '../../../ts/native';
@@ -270,6 +271,34 @@ describe('session parameters', () => {
       const after = threadNices();
       expect(raised.filter(([tid]) => after.has(tid))).toEqual([]);
     }
+  });
+
+  test.each([1, 2])('without intra_op_thread_count, %i instance(s) share the CPUs: each session gets cpus ÷ count threads', async (count) => {
+    const cpus = availableParallelism();
+    const perSession = Math.max(1, Math.floor(cpus / count));
+    repo.onnx('m', 1, identityModel('FP32', [2]));
+    repo.config('m', `platform: "onnxruntime_onnx"\nmax_batch_size: 4\ninstance_group [ { count: ${count}, kind: KIND_CPU } ]`);
+    const before = threadNices();
+    const base = getPriority();
+    const triton = await serve();
+    const x = new NDArray('FP32', [1, 2], new Float32Array([3, 4]));
+    expect((await triton.infer('m', { INPUT0: x })).OUTPUT0.data).toEqual(x.data);
+    // Each instance: its own thread, and an ONNX Runtime pool of `perSession` (the caller
+    // plus perSession − 1 workers), all compute threads at the default nice increment.
+    const expected = count * perSession;
+    const computeThreads = () => [...threadNices()].filter(([tid, nice]) => !before.has(tid) && nice > base);
+    await waitFor(() => computeThreads().length >= expected, `${expected} compute threads`);
+    expect(computeThreads()).toHaveLength(expected);
+  });
+
+  test("infernode's session defaults: all the CPUs over the instances, no spinning; what the config sets wins", () => {
+    expect(onnxSessionDefaults({ instanceCount: 1 }, 16)).toEqual({
+      intraOpThreads: 16, sessionConfig: { 'session.intra_op.allow_spinning': '0' },
+    });
+    expect(onnxSessionDefaults({ instanceCount: 3 }, 16).intraOpThreads).toBe(5);
+    expect(onnxSessionDefaults({ instanceCount: 4 }, 2).intraOpThreads).toBe(1);
+    expect(onnxSessionDefaults({ instanceCount: 1, intraOpThreads: 0, sessionConfig: { 'session.intra_op.allow_spinning': '1' } }, 8))
+      .toEqual({ intraOpThreads: 0, sessionConfig: { 'session.intra_op.allow_spinning': '1' } });
   });
 
   test.each(['20', '-1', 'low'])('compute_thread_nice "%s" is refused, naming the parameter', async (value) => {
