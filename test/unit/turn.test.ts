@@ -7,17 +7,32 @@ import { TurnQueue } from '../../ts/server/turn';
 import { DisconnectSignal } from '../../ts/server/http/disconnect';
 
 describe('TurnQueue', () => {
-  test('calls of one turn start together in the check phase, in order', async () => {
+  test('idle, the first call starts at once; the calls after it in its turn start together in the check phase, in order', async () => {
     const turn = new TurnQueue();
     const started: number[] = [];
     const results = [1, 2, 3].map((n) => turn.run(async () => {
       started.push(n);
       return n * 10;
     }));
-    expect(started).toEqual([]);
+    expect(started).toEqual([1]);
     await new Promise((resolve) => setImmediate(resolve));
     expect(started).toEqual([1, 2, 3]);
     expect(await Promise.all(results)).toEqual([10, 20, 30]);
+  });
+
+  test('after a turn that started two or more calls, the next turn gathers from its first call; after a quiet turn, at once again', async () => {
+    const turn = new TurnQueue();
+    const started: string[] = [];
+    const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+    await Promise.all([turn.run(async () => { started.push('a1'); }), turn.run(async () => { started.push('a2'); })]);
+    await nextTurn();
+    const b = turn.run(async () => { started.push('b'); });  // the previous turn started two: b gathers
+    expect(started).toEqual(['a1', 'a2']);
+    await b;
+    expect(started).toEqual(['a1', 'a2', 'b']);
+    await nextTurn();
+    void turn.run(async () => { started.push('c'); });  // b's turn started one: c starts at once
+    expect(started).toEqual(['a1', 'a2', 'b', 'c']);
   });
 
   test('a call that throws or rejects fails alone', async () => {

@@ -51,10 +51,10 @@ function run(
       metadata: call.metadata, forwardPattern: o.forwardPattern, deadline: deadlineMs(call.getDeadline()), signal,
     });
     request.trace = trace;
-    return new Promise((resolve) => o.turns.submit(() => {
+    return o.turns.run(() => {
       trace?.mark('REQUEST_START');
-      resolve(o.ctx.inference.infer(request, decoupledRefusal));
-    }));
+      return o.ctx.inference.infer(request, decoupledRefusal);
+    });
   } catch (err) {
     return Promise.reject(err);
   }
