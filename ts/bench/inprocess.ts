@@ -3,6 +3,7 @@
  * callable directly (the floor). Reports per-request overhead at concurrency 1 without batching
  * and throughput at concurrency 1, 16 and 256 with batching on and off.
  */
+import { PerformanceObserver } from 'node:perf_hooks';
 import { Triton } from '../triton';
 import { NDArray } from '../tensor';
 import type { Request } from '../request';
@@ -11,6 +12,34 @@ import { runLoad, type LoadResult } from './load';
 export interface InProcessRow extends LoadResult {
   batching: boolean;
   meanBatchSize: number;
+  /** V8's pauses during the measured run: how many, their sum and the longest (ms). */
+  gc: GcPauses;
+}
+
+export interface GcPauses {
+  count: number;
+  totalMs: number;
+  maxMs: number;
+}
+
+/** Runs `work` while recording V8's garbage-collection pauses (perf_hooks 'gc' entries). */
+async function withGcPauses<T>(work: () => Promise<T>): Promise<[T, GcPauses]> {
+  const pauses: GcPauses = { count: 0, totalMs: 0, maxMs: 0 };
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      pauses.count++;
+      pauses.totalMs += entry.duration;
+      pauses.maxMs = Math.max(pauses.maxMs, entry.duration);
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  try {
+    const result = await work();
+    await new Promise((resolve) => setTimeout(resolve, 20));  // entries are delivered later, off a timer
+    return [result, pauses];
+  } finally {
+    observer.disconnect();
+  }
 }
 
 export interface InProcessResult {
@@ -49,11 +78,11 @@ export async function runInProcessBench(durationMs = 2000): Promise<InProcessRes
     const inputs = batching ? batched : single;
     for (const concurrency of [1, 16, 256]) {
       const before = triton.model(name).stats();
-      const result = await runLoad(() => triton.infer(name, inputs), concurrency, durationMs);
+      const [result, gc] = await withGcPauses(() => runLoad(() => triton.infer(name, inputs), concurrency, durationMs));
       const after = triton.model(name).stats();
       const executions = after.executionCount - before.executionCount;
       const inferences = after.inferenceCount - before.inferenceCount;
-      rows.push({ ...result, batching, meanBatchSize: executions ? inferences / executions : 0 });
+      rows.push({ ...result, batching, meanBatchSize: executions ? inferences / executions : 0, gc });
     }
   }
   await triton.stop();
