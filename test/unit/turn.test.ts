@@ -35,6 +35,25 @@ describe('TurnQueue', () => {
     expect(started).toEqual(['a1', 'a2', 'b', 'c']);
   });
 
+  test('a call started at once never settles before a gathered one whose work finished first (a stream keeps its order)', async () => {
+    const turn = new TurnQueue();
+    const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+    await Promise.all([turn.run(async () => 0), turn.run(async () => 0)]);  // a busy turn: the next gathers
+    await nextTurn();
+    let finishGathered!: () => void;
+    let finishAtOnce!: () => void;
+    const settled: string[] = [];
+    const gathered = turn.run(() => new Promise<void>((resolve) => { finishGathered = resolve; }))
+      .then(() => { settled.push('gathered'); });
+    await nextTurn();  // the gathered call started at its turn's end; that turn started one
+    const atOnce = turn.run(() => new Promise<void>((resolve) => { finishAtOnce = resolve; }))
+      .then(() => { settled.push('at once'); });
+    finishGathered();
+    finishAtOnce();
+    await Promise.all([gathered, atOnce]);
+    expect(settled).toEqual(['gathered', 'at once']);
+  });
+
   test('a call that throws or rejects fails alone', async () => {
     const turn = new TurnQueue();
     const thrown = turn.run((): Promise<number> => { throw new Error('sync'); });

@@ -53,15 +53,20 @@ export class TurnQueue {
    * settles as its promise does.
    */
   run<T>(start: () => Promise<T>): Promise<T> {
-    if (!this.#scheduled && this.#lastTurnSize <= 1) {
-      this.#startedAtOnce = 1;
-      this.#schedule();  // the turn's end, where it is counted; later calls of this turn gather
-      return callStart(start);
-    }
+    // Both ways settle through the same number of promise hops: the answers of one gRPC stream
+    // are written in the order they settle, and a sequence's responses must keep their order
+    // when one call started at once and the one before it had gathered.
     return new Promise<T>((resolve, reject) => {
-      this.submit(() => {
+      const call = (): void => {
         callStart(start).then(resolve, reject);
-      });
+      };
+      if (!this.#scheduled && this.#lastTurnSize <= 1) {
+        this.#startedAtOnce = 1;
+        this.#schedule();  // the turn's end, where it is counted; later calls of this turn gather
+        call();
+      } else {
+        this.submit(call);
+      }
     });
   }
 }
