@@ -50,6 +50,11 @@ function threadNices(): Map<string, number> {
   return nices;
 }
 
+/** Threads started since `before` that run below the JS thread's priority (`base`): compute threads. */
+function newComputeThreads(before: Map<string, number>, base: number): [string, number][] {
+  return [...threadNices()].filter(([tid, nice]) => !before.has(tid) && nice > base);
+}
+
 describe('reshape', () => {
   test('batched: clients send [6] and get [2]; the model sees [2, 3] and produces [2, 1]', async () => {
     repo.onnx('m', 1, rowSumModel(true));
@@ -109,9 +114,12 @@ describe('instance groups', () => {
   /**
    * Sends `requests` concurrently to a slow model (one request per execution: max_batch_size 0)
    * and measures how far its executions overlapped: the sum of their durations (Triton's compute
-   * statistics, each measured on its instance's thread) against the wall time of the whole. One
-   * instance at a time makes the sum at most the wall time; two at once make it well above. It
-   * also samples how many run at once (pending − queued), which a busy machine can miss.
+   * statistics, dispatch to completion) against the wall time of the whole. One instance at a
+   * time keeps the sum at most the wall time, whatever the machine does; above it, two ran at
+   * once (how far above depends on how much CPU the machine gives the instances: 1.14 with the
+   * suite and a CI run side by side on 2 cores, about 2 when idle). The executions are long
+   * (~50 ms idle) so that the JS thread's own delays around them weigh little. It also samples
+   * how many run at once (pending − queued), which a busy machine can miss.
    */
   async function overlap(triton: Triton, requests: number): Promise<{ sampledMax: number; busyOverWall: number }> {
     const model = triton.model('slow');
@@ -143,13 +151,17 @@ describe('instance groups', () => {
   }
 
   test('count 2: two sessions execute requests at the same time; count 1 never does', async () => {
-    repo.onnx('slow', 1, slowAddModel(5, 96, 48));
+    repo.onnx('slow', 1, slowAddModel(5, 96, 160));
     repo.config('slow', slowConfig('instance_group [ { count: 2, kind: KIND_CPU } ]'));
+    const before = threadNices();
+    const base = getPriority();
     let triton = await serve();
     expect(triton.model('slow').config.instanceGroup).toEqual([expect.objectContaining({ count: 2, kind: 'KIND_CPU' })]);
+    await waitFor(() => newComputeThreads(before, base).length >= 2, 'two instance threads');
+    expect(newComputeThreads(before, base)).toHaveLength(2);  // one intra-op thread each: no ONNX Runtime workers
     const two = await overlap(triton, 8);
     expect(two.sampledMax).toBeLessThanOrEqual(2);
-    expect(two.busyOverWall).toBeGreaterThan(1.3);  // 8 executions on 2 instances: ~2 when they overlap
+    expect(two.busyOverWall).toBeGreaterThan(1);
     expect(triton.model('slow').stats().executionCount).toBe(8);
     await triton.stop();
 
@@ -164,18 +176,17 @@ describe('instance groups', () => {
   });
 
   test('two groups add up: counts 1 + 2 make three sessions', async () => {
-    repo.onnx('slow', 1, slowAddModel(5, 96, 48));
+    repo.onnx('slow', 1, slowAddModel(5, 96, 160));
     repo.config('slow', slowConfig('instance_group [ { count: 1, kind: KIND_CPU }, { name: "more", count: 2, kind: KIND_CPU } ]'));
     const before = threadNices();
     const base = getPriority();
     const triton = await serve();
     // Three sessions: three instance threads (one intra-op thread each: no ONNX Runtime workers).
-    const instanceThreads = () => [...threadNices()].filter(([tid, nice]) => !before.has(tid) && nice > base);
-    await waitFor(() => instanceThreads().length >= 3, 'three instance threads');
-    expect(instanceThreads()).toHaveLength(3);
+    await waitFor(() => newComputeThreads(before, base).length >= 3, 'three instance threads');
+    expect(newComputeThreads(before, base)).toHaveLength(3);
     const three = await overlap(triton, 9);
     expect(three.sampledMax).toBeLessThanOrEqual(3);
-    expect(three.busyOverWall).toBeGreaterThan(1.3);  // they execute at the same time
+    expect(three.busyOverWall).toBeGreaterThan(1);  // they execute at the same time
   });
 
   test('KIND_AUTO (and no instance_group at all) resolves to KIND_CPU in the served config', async () => {
@@ -310,9 +321,8 @@ describe('session parameters', () => {
     // Each instance: its own thread, and an ONNX Runtime pool of `perSession` (the caller
     // plus perSession − 1 workers), all compute threads at the default nice increment.
     const expected = count * perSession;
-    const computeThreads = () => [...threadNices()].filter(([tid, nice]) => !before.has(tid) && nice > base);
-    await waitFor(() => computeThreads().length >= expected, `${expected} compute threads`);
-    expect(computeThreads()).toHaveLength(expected);
+    await waitFor(() => newComputeThreads(before, base).length >= expected, `${expected} compute threads`);
+    expect(newComputeThreads(before, base)).toHaveLength(expected);
   });
 
   test("infernode's session defaults: all the CPUs over the instances, no spinning; what the config sets wins", () => {
