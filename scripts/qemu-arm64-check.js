@@ -43,6 +43,26 @@ function ensureSysroot() {
   fs.rmSync(debs, { recursive: true, force: true });
 }
 
+// qemu-user gives the arm64 process the host's /proc/cpuinfo, in x86 form. ONNX Runtime's
+// cpuinfo (arm64 Linux) parses it while the library loads, then reads the host's sysfs cache
+// topology, and on some hosts dereferences NULL (SIGSEGV in dlopen; seen on a 2-vCPU AMD EPYC
+// VM, not on others). qemu's -L prefix is searched first for every absolute path the process
+// opens, so a cpuinfo of an arm64 machine (2 Neoverse N1 cores) in the sysroot is what it reads.
+const ARM64_CPUINFO = [0, 1].map((n) => `processor\t: ${n}
+BogoMIPS\t: 50.00
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp ssbs
+CPU implementer\t: 0x41
+CPU architecture: 8
+CPU variant\t: 0x3
+CPU part\t: 0xd0c
+CPU revision\t: 1
+`).join('\n');
+
+function writeCpuinfo() {
+  fs.mkdirSync(path.join(sysroot, 'proc'), { recursive: true });
+  fs.writeFileSync(path.join(sysroot, 'proc', 'cpuinfo'), ARM64_CPUINFO + '\n');
+}
+
 const CHECK = String.raw`
 'use strict';
 const path = require('node:path');
@@ -83,6 +103,7 @@ function main() {
   const release = JSON.parse(fs.readFileSync(path.join(root, 'dist', 'release.json'), 'utf8'));
   const file = (prefix) => path.join(root, 'dist', release.packages.find((p) => p.file.startsWith(prefix)).file);
   ensureSysroot();
+  writeCpuinfo();
   const project = fs.mkdtempSync(path.join(os.tmpdir(), 'infernode-arm64-'));
   fs.writeFileSync(path.join(project, 'package.json'), '{ "name": "arm64-check", "private": true }\n');
   sh('npm', ['install', '--no-audit', '--no-fund', file('infernode-0'), file('infernode-onnxruntime-linux-x64-')], { cwd: project, stdio: 'ignore' });
