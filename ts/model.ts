@@ -6,12 +6,12 @@
  * Ownership: `pending` holds every request (and so its input TypedArrays, which native code
  * reads as views) from enqueue until native code hands it back; only then is the entry removed.
  */
-import { InferenceServerError, invalidArg, toInferenceServerError, StatusCode } from './errors';
+import { InferenceServerError, clip, invalidArg, toInferenceServerError, StatusCode } from './errors';
 import type { NormalizedModelConfig, NormalizedSequenceBatching, NormalizedTensor } from './config/normalize';
 import { DEFAULT_EXIT_TIMEOUT_MS } from './config/defaults';
 import {
-  native, type Dispatch, type RateLimiter, type EnqueueInputs, type NativeModel, type NativeOutput, type NativeResponses,
-  type NativeSequence,
+  native, type Dispatch, type HandedBack, type RateLimiter, type EnqueueInputs, type NativeModel, type NativeOutput,
+  type NativeResponses, type NativeSequence,
 } from './native';
 import {
   DEFAULT_MAX_QUEUED_RESPONSES, ResponseSender, ResponseStream, driveDecoupled, type DecoupledSink,
@@ -81,6 +81,8 @@ export interface StreamOptions extends InferOptions {
 }
 
 interface PendingRequest {
+  /** The id native code knows the request by. */
+  id: number;
   request: Request;
   requestedOutputs: string[] | null;
   resolve: (outputs: Record<string, NDArray>) => void;
@@ -149,6 +151,16 @@ export class BoundModel {
   /** Sequence batcher models: its settings; state outputs are collected with `#stateOutputs`. */
   readonly #sequencing: NormalizedSequenceBatching | null;
   readonly #stateOutputs: NormalizedModelConfig | null;
+  /** The model's views (NativeModel.views()), which the counts pump() and completions answer with refer to. */
+  readonly #dispatchView: Float64Array;
+  readonly #completedIds: Float64Array;
+  readonly #completedCodes: Int32Array;
+  /** What enqueue reads of a request besides its data (EnqueueMeta): one array, reused, grown when a request needs more. */
+  #meta: Float64Array = new Float64Array(64);
+  /** Each declared input's index in config.inputs, as enqueue takes it. */
+  readonly #inputIndex: Map<string, number>;
+  /** [computeInferNs, computeOutputNs] of the batch being completed, reused (completeBatch reads it at once). */
+  readonly #timings = new Float64Array(2);
   #stopped = false;
   #pumpScheduled = false;
   #drained: (() => void) | null = null;
@@ -162,6 +174,7 @@ export class BoundModel {
     this.#strict = engine.kind === 'js' && engine.strict;
     this.#nativeEngine = engine.kind !== 'js';
     this.#outputNames = new Set(config.outputs.map((t) => t.name));
+    this.#inputIndex = new Map(config.inputs.map((t, i) => [t.name, i]));
     this.#sequencing = config.sequenceBatching ?? null;
     this.#stateOutputs = this.#sequencing && this.#sequencing.states.length > 0
       ? { ...config, outputs: this.#sequencing.states.map((st): NormalizedTensor => ({
@@ -175,6 +188,7 @@ export class BoundModel {
       engine.kind === 'onnx' ? engine.handle : undefined,
       rateLimiter,
     );
+    [this.#dispatchView, this.#completedIds, this.#completedCodes] = this.#native.views();
   }
 
   get name(): string {
@@ -254,6 +268,7 @@ export class BoundModel {
       const owned = options.inputsOwned === true;
       const data = this.#checkInputs(inputs, !owned && !this.#nativeEngine);
       const entry: PendingRequest = {
+        id,
         request: new Request(data, options.parameters ?? {}, requestedOutputs),
         requestedOutputs,
         resolve,
@@ -299,26 +314,46 @@ export class BoundModel {
     const checked: Record<string, NDArray> = copy ? {} : inputs;
     for (const name in inputs) {
       const arr = inputs[name];
-      const what = `input '${name}' for model '${this.config.name}'`;
-      if (!(arr instanceof NDArray)) throw invalidArg(`${what} must be an NDArray`);
+      // Only a refusal needs the label: not built per request.
+      const what = (): string => `input '${name}' for model '${this.config.name}'`;
+      if (!(arr instanceof NDArray)) throw invalidArg(`${what()} must be an NDArray`);
       checkTensorData(arr.dtype, arr.shape, arr.data, what);
       if (copy) checked[name] = copyNDArray(arr);
     }
     return checked;
   }
 
+  /**
+   * Queues a request natively: its shapes and options go in the reused meta array (EnqueueMeta),
+   * its data arrays as arguments, so Node-API reads no JS array or string per request.
+   */
   #enqueue(
     id: number, inputs: Record<string, NDArray>, options: InferOptions, copyInNative: boolean, sequence?: NativeSequence,
   ): void {
-    const flat: EnqueueInputs = [];
+    const data: ArrayBufferView[] = [];
+    let meta = this.#meta;
+    let at = 5;
     for (const name in inputs) {
+      const index = this.#inputIndex.get(name);
+      if (index === undefined) throw invalidArg(`unexpected inference input '${clip(name)}' for model '${this.config.name}'`);
       const arr = inputs[name];
-      const data = arr.dtype === 'BYTES' ? serializeBytes(arr.data as Uint8Array[]) : (arr.data as ArrayBufferView);
-      flat.push(name, dataTypeCode(arr.dtype), arr.shape, data);
+      const shape = arr.shape;
+      if (at + 3 + shape.length > meta.length) meta = this.#meta = growMeta(meta, at + 3 + shape.length);
+      meta[at] = index;
+      meta[at + 1] = dataTypeCode(arr.dtype);
+      meta[at + 2] = shape.length;
+      for (let d = 0; d < shape.length; d++) meta[at + 3 + d] = shape[d];
+      at += 3 + shape.length;
+      data.push(arr.dtype === 'BYTES' ? serializeBytes(arr.data as Uint8Array[]) : (arr.data as ArrayBufferView));
     }
+    meta[0] = data.length;
+    meta[1] = options.priority ?? 0;
+    meta[2] = options.timeoutMicroseconds ?? 0;
+    meta[3] = copyInNative ? 1 : 0;
+    meta[4] = options.instance ?? -1;
     if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', `model '${this.config.name}' is not ready: it was stopped`);
-    this.#native.enqueue(
-      id, flat, options.priority ?? 0, options.timeoutMicroseconds ?? 0, copyInNative, sequence, options.instance ?? -1);
+    if (data.length === 1) this.#native.enqueue(id, meta, sequence, data[0]);
+    else this.#native.enqueue(id, meta, sequence, ...data);
   }
 
   #watchAbort(id: number, signal: CancelSignal): void {
@@ -364,24 +399,32 @@ export class BoundModel {
     this.#pumpScheduled = false;
     if (this.#stopped && this.#pending.size === 0) return;
     let dispatch: Dispatch | undefined;
-    while ((dispatch = this.#native.pump())) this.#run(dispatch[0], dispatch[1], dispatch.subarray(2));
+    while ((dispatch = this.#native.pump()) !== undefined) {
+      const ids = typeof dispatch === 'number' ? this.#dispatchView : dispatch;
+      const end = typeof dispatch === 'number' ? 2 + dispatch : dispatch.length;
+      this.#run(ids[0], ids[1], this.#entriesOf(ids, 2, end));
+    }
   };
 
   /** The batcher thread dispatched a batch to `instance` (through the channel). */
   #execute(instance: number, token: number, ids: Float64Array): void {
-    this.#run(instance, token, ids);
+    this.#run(instance, token, this.#entriesOf(ids, 0, ids.length));
+  }
+
+  /** The pending requests of ids[from, to); undefined for a sequence model's null row (id 0, READY = 0). */
+  #entriesOf(ids: Float64Array, from: number, to: number): (PendingRequest | undefined)[] {
+    const entries: (PendingRequest | undefined)[] = [];
+    for (let i = from; i < to; i++) entries.push(this.#pending.get(ids[i]));
+    return entries;
   }
 
   /** Runs one batch's callable; its completion is reported to native code. Never throws. */
-  #run(instance: number, token: number, ids: Float64Array): void {
-    // Sequence models: an id of 0 is a null row (READY = 0), which has no entry.
-    const entries: (PendingRequest | undefined)[] = [];
-    for (const id of ids) entries.push(this.#pending.get(id));
+  #run(instance: number, token: number, entries: (PendingRequest | undefined)[]): void {
     const requests = this.#sequencing
       ? this.#sequenceRequests(instance, token, entries)
       : entries.map((e) => e!.request);
     if (this.config.decoupled) {
-      this.#runDecoupled(instance, token, Array.from(ids), entries, requests);
+      this.#runDecoupled(instance, token, entries, requests);
       return;
     }
     const context: TritonContext = {
@@ -456,8 +499,10 @@ export class BoundModel {
       }
     }
     // compute_infer = the callable, compute_output = collecting its outputs (Triton's stats).
-    const timings = new Float64Array([(inferred - started) * 1e6, (performance.now() - inferred) * 1e6]);
-    let released: NativeResponses | null;
+    const timings = this.#timings;
+    timings[0] = (inferred - started) * 1e6;
+    timings[1] = (performance.now() - inferred) * 1e6;
+    let released: HandedBack | null;
     if (failure) {
       const err = toInferenceServerError(failure);
       released = this.#native.completeBatch(instance, token, StatusCode[err.code], err.message, timings);
@@ -508,9 +553,7 @@ export class BoundModel {
    * sends through `request.responseSender`) goes to its request's stream as it comes; each
    * request ends on its own (finishRequest), whenever its iteration or its sender ends it.
    */
-  #runDecoupled(
-    instance: number, token: number, ids: number[], entries: (PendingRequest | undefined)[], requests: Request[],
-  ): void {
+  #runDecoupled(instance: number, token: number, entries: (PendingRequest | undefined)[], requests: Request[]): void {
     const context: TritonContext = {
       modelConfig: this.config, instanceIndex: instance, isCancelled: (index = 0) => sink.closed(index),
     };
@@ -522,13 +565,13 @@ export class BoundModel {
     const sink: DecoupledSink = {
       send: (i, value) => {
         const entry = entries[i];
-        if (entry) this.#sendResponse(ids[i], entry, value);
+        if (entry) this.#sendResponse(entry, value);
       },
       end: (i, error) => {
         const entry = entries[i];
         if (ended[i] !== undefined || !entry) return;
         ended[i] = error;
-        if (executed) this.#finishOpen(ids[i], entry, error);
+        if (executed) this.#finishOpen(entry, error);
       },
       closed: (i) => ended[i] !== undefined || (entries[i]?.settled ?? true),
     };
@@ -556,7 +599,9 @@ export class BoundModel {
         if (outcome !== null) [codes[i], messages[i]] = outcome;
         else open[i] = requests[i].rescheduled ? RELEASE_RESCHEDULE : RELEASE_OPEN;
       });
-      const timings = new Float64Array([(performance.now() - started) * 1e6, 0]);
+      const timings = this.#timings;
+      timings[0] = (performance.now() - started) * 1e6;
+      timings[1] = 0;
       const released = this.#native.completeBatch(instance, token, codes, messages, timings, open);
       this.#schedulePump();
       if (released) this.#settle(released);
@@ -578,23 +623,23 @@ export class BoundModel {
   }
 
   /** An open request ended after its batch executed: hand it back natively, then settle it. */
-  #finishOpen(id: number, entry: PendingRequest, error: InferenceServerError | null): void {
+  #finishOpen(entry: PendingRequest, error: InferenceServerError | null): void {
     const [code, message] = this.#outcome(entry, error) ?? [0, ''];
-    const released = this.#native.finishRequest(id, code, message);
+    const released = this.#native.finishRequest(entry.id, code, message);
     if (released) this.#settle(released);
   }
 
   /** One response of a decoupled request, to its stream; a bad one or a full stream cancels the request. */
-  #sendResponse(id: number, entry: PendingRequest, value: unknown): void {
+  #sendResponse(entry: PendingRequest, value: unknown): void {
     let outputs: Record<string, NDArray>;
     try {
       outputs = collectOutputs(this.config, [value], [this.#rowsOf(entry.request)], this.#strict)[0];
     } catch (err) {
-      this.#cancel(id, toInferenceServerError(err));
+      this.#cancel(entry.id, toInferenceServerError(err));
       return;
     }
     if (!entry.stream!.push(this.#pick(entry, outputs))) {
-      this.#cancel(id, new InferenceServerError('UNAVAILABLE', `request for model '${this.config.name}' was cancelled: ` +
+      this.#cancel(entry.id, new InferenceServerError('UNAVAILABLE', `request for model '${this.config.name}' was cancelled: ` +
         `its reader fell more than ${entry.stream!.maxQueued} responses behind (maxQueuedResponses)`));
     }
   }
@@ -606,9 +651,18 @@ export class BoundModel {
   }
 
   /** Native code handed requests back: resolve or reject each. Never throws. */
-  #settle(responses: NativeResponses, error?: InferenceServerError): void {
-    const [ids, codes, messages, outputs] = responses;
-    for (let i = 0; i < ids.length; i++) {
+  #settle(responses: HandedBack, error?: InferenceServerError): void {
+    let ids = this.#completedIds;
+    let codes = this.#completedCodes;
+    let messages: NativeResponses[2];
+    let outputs: NativeResponses[3];
+    let count: number;
+    if (typeof responses === 'number') count = responses;
+    else {
+      [ids, codes, messages, outputs] = responses;
+      count = ids.length;
+    }
+    for (let i = 0; i < count; i++) {
       const entry = this.#pending.get(ids[i]);
       if (!entry) continue;
       this.#pending.delete(ids[i]);
@@ -661,4 +715,11 @@ export class BoundModel {
     const failed = this.#native.stop();
     if (failed) this.#settle(failed);
   }
+}
+
+/** A copy of `meta` with room for at least `length` numbers. */
+function growMeta(meta: Float64Array, length: number): Float64Array {
+  const grown = new Float64Array(Math.max(length, meta.length * 2));
+  grown.set(meta);
+  return grown;
 }

@@ -67,10 +67,12 @@ export interface OnnxLoadOptions {
 }
 
 /**
- * `[instance, token, ...requestIds]`: a batch the scheduler dispatched on the main thread to a
- * JS instance (no batcher-thread hop); the caller must run it and then call completeBatch.
+ * A batch the scheduler dispatched on the main thread to a JS instance (no batcher-thread
+ * hop); the caller must run it and then call completeBatch. `[instance, token, ...requestIds]`:
+ * a count of request ids when they are in the model's dispatch view (`views()[0]`), or an array
+ * of its own when they did not fit there.
  */
-export type Dispatch = Float64Array;
+export type Dispatch = number | Float64Array;
 
 export interface NativeDuration {
   count: number;
@@ -134,9 +136,9 @@ export interface PinnedMemoryStats {
 }
 
 /**
- * The inputs of one request, flat: `[name, dtypeCode, shape, data, name, ...]` (one array per
- * request instead of four). `data` is a TypedArray or Buffer, read in place; BYTES are
- * serialized (4-byte little-endian length before each element).
+ * Tensors as a flat list, `[name, dtypeCode, shape, data, name, ...]` (completeBatch's state
+ * outputs). `data` is a TypedArray or Buffer, read in place; BYTES are serialized (4-byte
+ * little-endian length before each element).
  */
 export type EnqueueInputs = (string | number | number[] | ArrayBufferView)[];
 
@@ -144,11 +146,25 @@ export type EnqueueInputs = (string | number | number[] | ArrayBufferView)[];
 export type NativeSequence = [id: bigint | string, flags: number];
 
 /**
+ * Requests native code handed back: their count when every one succeeded without native
+ * outputs (their ids and codes are then in the model's views, `views()[1]` and `[2]`), else
+ * NativeResponses.
+ */
+export type HandedBack = number | NativeResponses;
+
+/**
+ * Per request, what `enqueue` reads besides the data arrays, in a Float64Array the caller
+ * reuses: `[inputCount, priority, timeoutUs, copyInputs (0/1), instance (-1: any), then per
+ * input: its index in config.inputs, dtype code, rank, ...dims]`.
+ */
+export type EnqueueMeta = Float64Array;
+
+/**
  * Backed by cpp/napi/native_model.{h,cc}. Every method runs on the main thread.
  *
- * The typed arrays of a Dispatch and of NativeResponses (small ones) are views over scratch
- * memory of the model that its next pump() or completion overwrites: read them at once, and
- * copy what must outlive the next call into the model.
+ * A Dispatch or HandedBack that is a count refers to the model's views (`views()`), scratch
+ * memory that its next pump() or completion overwrites: read them at once, and copy what must
+ * outlive the next call into the model.
  */
 export interface NativeModel {
   /**
@@ -158,10 +174,9 @@ export interface NativeModel {
    * then change or be transferred); without it they are read in place, and the caller keeps
    * them alive and unchanged until the request is handed back.
    */
-  enqueue(
-    id: number, inputs: EnqueueInputs, priority: number, timeoutMicroseconds: number, copyInputs?: boolean,
-    sequence?: NativeSequence, instance?: number,
-  ): void;
+  enqueue(id: number, meta: EnqueueMeta, sequence: NativeSequence | undefined, ...data: ArrayBufferView[]): void;
+  /** The scratch views counts refer to: [dispatch, completed ids, completed codes] (read them at once). */
+  views(): [dispatch: Float64Array, ids: Float64Array, codes: Int32Array];
   /**
    * Dispatches the batch the batcher would send now to an idle JS instance, on this thread;
    * undefined when none can go now (the batcher thread then handles any queue delay).
@@ -175,7 +190,7 @@ export interface NativeModel {
   completeBatch(
     instance: number, token: number, code: number, message: string, timings?: Float64Array, release?: Uint8Array,
     states?: (EnqueueInputs | undefined)[],
-  ): NativeResponses | null;
+  ): HandedBack | null;
   /**
    * Per request. `release` per request: 0 ended; 1 open (decoupled: not ended yet — it stays
    * pending, and is handed back by its finishRequest() instead); 2 reschedule (iterative
@@ -185,7 +200,7 @@ export interface NativeModel {
   completeBatch(
     instance: number, token: number, codes: Int32Array, messages: string[], timings?: Float64Array,
     release?: Uint8Array, states?: (EnqueueInputs | undefined)[],
-  ): NativeResponses | null;
+  ): HandedBack | null;
   /**
    * Sequence models: per request of the batch in flight on `instance` (its `token`), the inputs
    * the scheduler added — control inputs and implicit state, or every input of a READY = 0 null
@@ -193,18 +208,18 @@ export interface NativeModel {
    */
   addedInputs(instance: number, token: number): Record<string, NativeOutput>[];
   /** A request completeBatch left open ended (0 = its final response was sent): its response. */
-  finishRequest(id: number, code: number, message: string): NativeResponses | null;
+  finishRequest(id: number, code: number, message: string): HandedBack | null;
   /** Removes a queued request: its CANCELLED response, or null when it already left the queue. */
-  cancel(id: number): NativeResponses | null;
+  cancel(id: number): HandedBack | null;
   /** Queued requests are sent without waiting for the queue delay; new ones are refused. */
   drain(): void;
   /** Joins the batcher thread; returns the failures of everything still queued or executing. */
-  stop(): NativeResponses | null;
+  stop(): HandedBack | null;
   stats(): NativeModelStats;
 }
 
 export type ExecuteCallback = (instance: number, token: number, ids: Float64Array) => void;
-export type CompleteCallback = (responses: NativeResponses) => void;
+export type CompleteCallback = (responses: HandedBack) => void;
 
 export interface NativeModelConstructor {
   /**

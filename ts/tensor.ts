@@ -156,35 +156,42 @@ function kindOf(value: unknown): string {
   return typeof value;
 }
 
+/** "what: " for a refusal's message; '' without a label. Request paths pass a function, read only when refusing. */
+function labelPrefix(what: string | (() => string) | undefined): string {
+  const label = typeof what === 'function' ? what() : what;
+  return label ? `${label}: ` : '';
+}
+
 /**
  * Checks that `data` can hold a `dtype` tensor of `shape` as it is, without reinterpreting
  * bits: the TypedArray must be the datatype's own kind (an Int32Array is not FP32 data, even
  * though its byte size fits), BYTES must be an array of Uint8Arrays, and the element count must
  * match the shape (a buffer transferred or detached since has length 0). `what` names the
- * tensor in the INVALID_ARG message ("input 'x' for model 'm'"); without it the message names
- * the datatype alone.
+ * tensor in the INVALID_ARG message ("input 'x' for model 'm'"; a function is called only to
+ * refuse); without it the message names the datatype alone.
  */
-export function checkTensorData(dtype: DataType, shape: readonly number[], data: unknown, what?: string): void {
-  const prefix = what ? `${what}: ` : '';
+export function checkTensorData(
+  dtype: DataType, shape: readonly number[], data: unknown, what?: string | (() => string),
+): void {
   if (dtype === 'BYTES') {
-    if (!Array.isArray(data)) throw invalidArg(`${prefix}BYTES data must be an array of Uint8Arrays, got ${kindOf(data)}`);
+    if (!Array.isArray(data)) throw invalidArg(`${labelPrefix(what)}BYTES data must be an array of Uint8Arrays, got ${kindOf(data)}`);
     for (const item of data) {
       if (!(item instanceof Uint8Array)) {
-        throw invalidArg(`${prefix}BYTES elements must be Uint8Arrays (or Buffers), got ${kindOf(item)}`);
+        throw invalidArg(`${labelPrefix(what)}BYTES elements must be Uint8Arrays (or Buffers), got ${kindOf(item)}`);
       }
     }
   } else {
     const Ctor = ARRAY_TYPE[dtype];
-    if (Ctor === undefined) throw invalidArg(`${prefix}unknown datatype '${dtype}', expected one of ${DATA_TYPES.join(', ')}`);
+    if (Ctor === undefined) throw invalidArg(`${labelPrefix(what)}unknown datatype '${dtype}', expected one of ${DATA_TYPES.join(', ')}`);
     if (!(data instanceof Ctor)) {
-      throw invalidArg(`${prefix}${dtype} data must be a ${Ctor.name}, got ${kindOf(data)}; ` +
+      throw invalidArg(`${labelPrefix(what)}${dtype} data must be a ${Ctor.name}, got ${kindOf(data)}; ` +
         `convert it (e.g. ${Ctor.name}.from(data)) or declare the datatype that matches the array`);
     }
   }
   const expected = elementCount(shape);
   const length = (data as TensorData).length;
   if (length !== expected) {
-    throw invalidArg(`${prefix}${dtype} tensor of shape [${shape.join(',')}] needs ${expected} elements, got ${length}` +
+    throw invalidArg(`${labelPrefix(what)}${dtype} tensor of shape [${shape.join(',')}] needs ${expected} elements, got ${length}` +
       (length === 0 ? ' (was its buffer transferred or detached?)' : ''));
   }
 }

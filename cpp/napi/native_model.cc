@@ -1,6 +1,8 @@
 #include "napi/native_model.h"
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -94,9 +96,31 @@ const char* ArrayTypeName(napi_typedarray_type type) {
   return index < sizeof(kNames) / sizeof(kNames[0]) ? kNames[index] : "TypedArray";
 }
 
-// Reads one input of enqueue() from its flat argument list: name, dtype code, shape, data
-// (a TypedArray or Buffer of the datatype's own kind, read as a view: BoundModel keeps it
-// alive, and owns it or a copy of it, until the request is handed back).
+// Points `in` at `data`: a TypedArray (or Buffer) of the datatype's own kind, read as a view
+// (BoundModel keeps it alive, and owns it or a copy of it, until the request is handed back).
+// A view of another kind would be read as different bits, even when its byte size fits.
+void InputDataFromJs(Napi::Env env, napi_value data, InputTensor* in) {
+  napi_typedarray_type type;
+  size_t length = 0;
+  void* bytes = nullptr;
+  napi_value buffer;
+  size_t offset = 0;
+  if (napi_get_typedarray_info(env, data, &type, &length, &bytes, &buffer, &offset) != napi_ok) {
+    ThrowStatus(env, InvalidArg("data of input '" + in->name + "' must be a TypedArray or Buffer"));
+  }
+  if (type != ArrayTypeFor(in->dtype)) {
+    ThrowStatus(env, InvalidArg(std::string("data of input '") + in->name + "' is a " + ArrayTypeName(type) +
+                                ", but its datatype " + DataTypeName(in->dtype) + " needs a " +
+                                ArrayTypeName(ArrayTypeFor(in->dtype))));
+  }
+  // `bytes` already points at the view's first element; the byte length follows from the type.
+  static constexpr size_t kElementSize[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8, 2};
+  const size_t index = static_cast<size_t>(type);
+  in->data = static_cast<const uint8_t*>(bytes);
+  in->byte_size = length * (index < sizeof(kElementSize) / sizeof(kElementSize[0]) ? kElementSize[index] : 1);
+}
+
+// Reads one tensor from a flat list: name, dtype code, shape, data (completeBatch's states).
 InputTensor InputFromJs(Napi::Env env, const Napi::Array& args, uint32_t at) {
   InputTensor in;
   in.name = args.Get(at).As<Napi::String>().Utf8Value();
@@ -105,53 +129,38 @@ InputTensor InputFromJs(Napi::Env env, const Napi::Array& args, uint32_t at) {
   const uint32_t rank = dims.Length();
   in.shape.resize(rank);
   for (uint32_t d = 0; d < rank; ++d) in.shape[d] = dims.Get(d).As<Napi::Number>().Int64Value();
-  napi_value data = args.Get(at + 3);
-  napi_typedarray_type type;
-  size_t length = 0;
-  void* bytes = nullptr;
-  napi_value buffer;
-  size_t offset = 0;
-  bool is_typed = false;
-  napi_is_typedarray(env, data, &is_typed);
-  if (!is_typed || napi_get_typedarray_info(env, data, &type, &length, &bytes, &buffer, &offset) != napi_ok) {
-    ThrowStatus(env, InvalidArg("data of input '" + in.name + "' must be a TypedArray or Buffer"));
-  }
-  if (type != ArrayTypeFor(in.dtype)) {
-    ThrowStatus(env, InvalidArg(std::string("data of input '") + in.name + "' is a " + ArrayTypeName(type) +
-                                ", but its datatype " + DataTypeName(in.dtype) + " needs a " +
-                                ArrayTypeName(ArrayTypeFor(in.dtype))));
-  }
-  // `bytes` already points at the view's first element; the byte length follows from the type.
-  static constexpr size_t kElementSize[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8, 2};
-  const size_t index = static_cast<size_t>(type);
-  in.data = static_cast<const uint8_t*>(bytes);
-  in.byte_size = length * (index < sizeof(kElementSize) / sizeof(kElementSize[0]) ? kElementSize[index] : 1);
+  InputDataFromJs(env, args.Get(at + 3), &in);
   return in;
 }
 
 // Dispatches and completions of up to this many elements are written into a model's scratch
-// ArrayBuffers; JS gets a fresh typed-array view over them. A view costs V8 no backing store
-// (malloc, registration, sweeping), which was a large share of a request's cost. Safe because
+// ArrayBuffers, which JS views once (views()), and JS gets their count: no typed array, array
+// or property is made per call, which was a large share of a request's cost. Safe because
 // BoundModel reads each one synchronously, before anything that could write it again: #pump
 // turns a dispatch's ids into entries before running the batch, #settle reads a completion
-// without calling into native code. Larger ones get their own buffer.
+// without calling into native code. Larger ones get buffers of their own.
 constexpr size_t kScratchElements = 1024;
 
 template <typename T>
-Napi::TypedArrayOf<T> ScratchView(Napi::Env env, Napi::Reference<Napi::ArrayBuffer>* scratch, size_t count) {
-  if (count > kScratchElements) return Napi::TypedArrayOf<T>::New(env, count);
-  if (scratch->IsEmpty()) *scratch = Napi::Persistent(Napi::ArrayBuffer::New(env, kScratchElements * sizeof(T)));
-  return Napi::TypedArrayOf<T>::New(env, count, scratch->Value(), 0);
+T* ScratchData(const Napi::Reference<Napi::ArrayBuffer>& scratch) {
+  return static_cast<T*>(scratch.Value().Data());
 }
 
-// [instance, token, id...]: a batch dispatched on the main thread, for JS to execute now.
-Napi::Value DispatchToJs(Napi::Env env, const InlineDispatch& dispatch, Napi::Reference<Napi::ArrayBuffer>* scratch) {
+// A batch dispatched on the main thread, for JS to execute now: the count of its request ids,
+// with [instance, token, id...] in the dispatch scratch; a Float64Array of them when they do
+// not fit; undefined when no batch goes now.
+Napi::Value DispatchToJs(Napi::Env env, const InlineDispatch& dispatch,
+                         const Napi::Reference<Napi::ArrayBuffer>& scratch) {
   if (dispatch.instance < 0) return env.Undefined();
-  Napi::Float64Array out = ScratchView<double>(env, scratch, dispatch.request_ids.size() + 2);
+  const size_t n = dispatch.request_ids.size();
+  const bool fits = n + 2 <= kScratchElements;
+  Napi::Float64Array own;
+  double* out = fits ? ScratchData<double>(scratch) : (own = Napi::Float64Array::New(env, n + 2)).Data();
   out[0] = dispatch.instance;
   out[1] = static_cast<double>(dispatch.token);
-  for (size_t i = 0; i < dispatch.request_ids.size(); ++i) out[i + 2] = static_cast<double>(dispatch.request_ids[i]);
-  return out;
+  for (size_t i = 0; i < n; ++i) out[i + 2] = static_cast<double>(dispatch.request_ids[i]);
+  if (fits) return Napi::Number::New(env, static_cast<double>(n));
+  return own;
 }
 
 }  // namespace
@@ -162,8 +171,9 @@ Napi::Function NativeModel::Define(Napi::Env env) {
       {InstanceMethod<&NativeModel::Enqueue>("enqueue"), InstanceMethod<&NativeModel::CompleteBatch>("completeBatch"),
        InstanceMethod<&NativeModel::FinishRequest>("finishRequest"),
        InstanceMethod<&NativeModel::AddedInputs>("addedInputs"), InstanceMethod<&NativeModel::Cancel>("cancel"),
-       InstanceMethod<&NativeModel::Pump>("pump"), InstanceMethod<&NativeModel::Drain>("drain"),
-       InstanceMethod<&NativeModel::Stop>("stop"), InstanceMethod<&NativeModel::Stats>("stats")});
+       InstanceMethod<&NativeModel::Pump>("pump"), InstanceMethod<&NativeModel::Views>("views"),
+       InstanceMethod<&NativeModel::Drain>("drain"), InstanceMethod<&NativeModel::Stop>("stop"),
+       InstanceMethod<&NativeModel::Stats>("stats")});
 }
 
 NativeModel::NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeModel>(info) {
@@ -174,6 +184,9 @@ NativeModel::NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Nati
   ModelConfig config = ModelConfigFromJs(info[0].As<Napi::Object>());
   on_execute_ = Napi::Persistent(info[1].As<Napi::Function>());
   on_complete_ = Napi::Persistent(info[2].As<Napi::Function>());
+  dispatch_scratch_ = Napi::Persistent(Napi::ArrayBuffer::New(env, kScratchElements * sizeof(double)));
+  ids_scratch_ = Napi::Persistent(Napi::ArrayBuffer::New(env, kScratchElements * sizeof(double)));
+  codes_scratch_ = Napi::Persistent(Napi::ArrayBuffer::New(env, kScratchElements * sizeof(int32_t)));
   channel_ = std::make_unique<JsChannel>(env, this);
   pool_ = std::make_unique<BufferPool>(MakeDefaultHostAllocator(), kPoolCacheBytes);
   // This thread pumps (NativeModel::Pump, once per turn of the event loop): JS instances get
@@ -225,6 +238,26 @@ void NativeModel::StopAll() {
 
 namespace {
 
+// A JS number as napi_get_value_int64 reads it: NaN is 0, out of range saturates.
+int64_t SaturatedInt64(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  if (v < -9223372036854775808.0) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
+int32_t SaturatedInt32(double v) {
+  return static_cast<int32_t>(std::clamp<int64_t>(SaturatedInt64(v), INT32_MIN, INT32_MAX));
+}
+
+// A JS number as napi_get_value_uint32 reads it (ECMAScript ToUint32: modulo 2^32).
+uint32_t JsToUint32(double v) {
+  if (!std::isfinite(v)) return 0;
+  double wrapped = std::fmod(std::trunc(v), 4294967296.0);
+  if (wrapped < 0) wrapped += 4294967296.0;
+  return static_cast<uint32_t>(wrapped);
+}
+
 // Replaces the input's view of JS memory with a pooled copy the request owns: the caller may
 // then transfer, free or change its array while native threads read the copy.
 void CopyInput(Napi::Env env, BufferPool* pool, InputTensor* in) {
@@ -252,24 +285,49 @@ void SequenceFromJs(Napi::Env env, const Napi::Array& sequence, InferenceRequest
 
 }  // namespace
 
+// enqueue(id, meta, sequence?, data...): `meta` (a Float64Array the caller reuses) holds
+// [inputCount, priority, timeoutUs, copyInputs, instance, then per input: index into the
+// config's inputs, dtype code, rank, dims...]; each input's data is an argument of its own.
+// No JS array or string is read per request: an element read through Node-API costs a
+// property lookup, and this is the in-process path's hottest call (docs/architecture.md).
 Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  // enqueue(id, [name, dtypeCode, shape, data, ...], priority, timeoutUs, copyInputs, sequence?, instance?)
+  const ModelConfig& config = scheduler_->Config();
+  Napi::Float64Array meta = info[1].As<Napi::Float64Array>();
+  const double* m = meta.Data();
+  const size_t meta_length = meta.ElementLength();
+  if (meta_length < 5 || !(m[0] >= 0 && m[0] + 3 <= static_cast<double>(info.Length()))) {
+    throw Napi::TypeError::New(env, "enqueue(id, meta, sequence, ...data): meta too short or data missing");
+  }
   auto request = std::make_unique<InferenceRequest>();
   request->id = static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value());
-  Napi::Array inputs = info[1].As<Napi::Array>();
-  const uint32_t count = inputs.Length() / 4;
-  const bool copy_inputs = info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();
-  request->inputs.reserve(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    request->inputs.push_back(InputFromJs(env, inputs, i * 4));
-    if (copy_inputs) CopyInput(env, pool_.get(), &request->inputs.back());
+  const auto count = static_cast<size_t>(m[0]);
+  // As Node-API's number conversions read them: priority ToUint32, the others saturated.
+  request->priority = JsToUint32(m[1]);
+  request->timeout_us = static_cast<uint64_t>(SaturatedInt64(m[2]));
+  const bool copy_inputs = m[3] != 0;
+  request->instance = SaturatedInt32(m[4]);
+  request->inputs.resize(count);
+  size_t at = 5;
+  for (size_t i = 0; i < count; ++i) {
+    if (at + 3 > meta_length) throw Napi::TypeError::New(env, "enqueue: meta ends inside an input");
+    const int64_t index = SaturatedInt64(m[at]);
+    const int64_t rank = SaturatedInt64(m[at + 2]);
+    if (index < 0 || static_cast<size_t>(index) >= config.inputs.size() || rank < 0 ||
+        static_cast<size_t>(rank) > meta_length - at - 3) {
+      throw Napi::TypeError::New(env, "enqueue: bad input index or rank in meta");
+    }
+    InputTensor& in = request->inputs[i];
+    in.name = config.inputs[static_cast<size_t>(index)].name;
+    in.dtype = DataTypeFromCode(SaturatedInt32(m[at + 1]));
+    in.shape.resize(static_cast<size_t>(rank));
+    for (size_t d = 0; d < in.shape.size(); ++d) in.shape[d] = SaturatedInt64(m[at + 3 + d]);
+    at += 3 + in.shape.size();
+    InputDataFromJs(env, info[3 + i], &in);
+    if (copy_inputs) CopyInput(env, pool_.get(), &in);
   }
-  request->priority = info[2].IsNumber() ? info[2].As<Napi::Number>().Uint32Value() : 0;
-  request->timeout_us = info[3].IsNumber() ? static_cast<uint64_t>(info[3].As<Napi::Number>().Int64Value()) : 0;
-  if (info[5].IsArray()) SequenceFromJs(env, info[5].As<Napi::Array>(), request.get());
-  if (info[6].IsNumber()) request->instance = info[6].As<Napi::Number>().Int32Value();
-  if (stopped_) ThrowStatus(env, Unavailable("model '" + scheduler_->Config().name + "' is stopped"));
+  if (info[2].IsArray()) SequenceFromJs(env, info[2].As<Napi::Array>(), request.get());
+  if (stopped_) ThrowStatus(env, Unavailable("model '" + config.name + "' is stopped"));
   Status status = scheduler_->Enqueue(request);
   if (!status.IsOk()) ThrowStatus(env, status);
   if (outstanding_++ == 0) channel_->Ref(env);
@@ -399,7 +457,7 @@ Napi::Value NativeModel::Pump(const Napi::CallbackInfo& info) {
   if (stopped_) return env.Undefined();
   InlineDispatch dispatch;
   scheduler_->Pump(&dispatch);
-  return DispatchToJs(env, dispatch, &dispatch_scratch_);
+  return DispatchToJs(env, dispatch, dispatch_scratch_);
 }
 
 Napi::Value NativeModel::Drain(const Napi::CallbackInfo& info) {
@@ -433,19 +491,37 @@ void NativeModel::OnResponses(Napi::Env env, std::vector<InferenceResponse> resp
   if (batch.IsObject()) on_complete_.Call({batch});
 }
 
-// [ids: Float64Array, codes: Int32Array, messages?, outputs?]: an array, not an object, so
-// no property names are made per completion; the sparse messages and outputs arrays exist only
+// Handed-back requests, for #settle: their count, with ids and codes in the completion
+// scratch, when none failed or carries outputs (the usual answer of a JS model); otherwise
+// [ids: Float64Array, codes: Int32Array, messages?, outputs?], an array rather than an object
+// (no property names per completion), whose sparse messages and outputs arrays exist only
 // when an entry has one (failures; outputs of native engines).
 Napi::Value NativeModel::ResponsesToJs(Napi::Env env, std::vector<InferenceResponse> responses) {
   if (responses.empty()) return env.Null();
   const size_t n = responses.size();
-  Napi::Float64Array ids = ScratchView<double>(env, &ids_scratch_, n);
-  Napi::Int32Array codes = ScratchView<int32_t>(env, &codes_scratch_, n);
-  Napi::Value messages = env.Undefined();
-  Napi::Value outputs = env.Undefined();
+  outstanding_ -= static_cast<int64_t>(n);
+  if (outstanding_ <= 0) {
+    outstanding_ = 0;
+    channel_->Unref(env);
+  }
+  bool plain = n <= kScratchElements;
+  for (size_t i = 0; plain && i < n; ++i) plain = responses[i].status.IsOk() && responses[i].outputs.empty();
+  Napi::Float64Array own_ids;
+  Napi::Int32Array own_codes;
+  if (!plain) {
+    own_ids = Napi::Float64Array::New(env, n);
+    own_codes = Napi::Int32Array::New(env, n);
+  }
+  double* ids = plain ? ScratchData<double>(ids_scratch_) : own_ids.Data();
+  int32_t* codes = plain ? ScratchData<int32_t>(codes_scratch_) : own_codes.Data();
   for (size_t i = 0; i < n; ++i) {
     ids[i] = static_cast<double>(responses[i].request_id);
     codes[i] = static_cast<int32_t>(responses[i].status.Code());
+  }
+  if (plain) return Napi::Number::New(env, static_cast<double>(n));
+  Napi::Value messages = env.Undefined();
+  Napi::Value outputs = env.Undefined();
+  for (size_t i = 0; i < n; ++i) {
     if (!responses[i].status.IsOk()) {
       if (messages.IsUndefined()) messages = Napi::Array::New(env);
       messages.As<Napi::Array>().Set(static_cast<uint32_t>(i), responses[i].status.Message());
@@ -455,16 +531,22 @@ Napi::Value NativeModel::ResponsesToJs(Napi::Env env, std::vector<InferenceRespo
       outputs.As<Napi::Array>().Set(static_cast<uint32_t>(i), OutputsToJs(env, responses[i].outputs));
     }
   }
-  outstanding_ -= static_cast<int64_t>(n);
-  if (outstanding_ <= 0) {
-    outstanding_ = 0;
-    channel_->Unref(env);
-  }
   Napi::Array out = Napi::Array::New(env, 4);
-  out.Set(uint32_t{0}, ids);
-  out.Set(uint32_t{1}, codes);
+  out.Set(uint32_t{0}, own_ids);
+  out.Set(uint32_t{1}, own_codes);
   out.Set(uint32_t{2}, messages);
   out.Set(uint32_t{3}, outputs);
+  return out;
+}
+
+Napi::Value NativeModel::Views(const Napi::CallbackInfo& info) {
+  // views(): [dispatch: Float64Array, completedIds: Float64Array, completedCodes: Int32Array]
+  // over the scratch buffers pump() and the completions write when they answer with a count.
+  Napi::Env env = info.Env();
+  Napi::Array out = Napi::Array::New(env, 3);
+  out.Set(uint32_t{0}, Napi::Float64Array::New(env, kScratchElements, dispatch_scratch_.Value(), 0));
+  out.Set(uint32_t{1}, Napi::Float64Array::New(env, kScratchElements, ids_scratch_.Value(), 0));
+  out.Set(uint32_t{2}, Napi::Int32Array::New(env, kScratchElements, codes_scratch_.Value(), 0));
   return out;
 }
 

@@ -36,11 +36,13 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
   Napi::Value AddedInputs(const Napi::CallbackInfo& info);
   Napi::Value Cancel(const Napi::CallbackInfo& info);
   Napi::Value Pump(const Napi::CallbackInfo& info);
+  Napi::Value Views(const Napi::CallbackInfo& info);
   Napi::Value Drain(const Napi::CallbackInfo& info);
   Napi::Value Stop(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
 
-  // Converts handed-back responses to [ids, codes, messages?, outputs?] and updates outstanding_.
+  // Converts handed-back responses to their count (in the scratch) or [ids, codes, messages?,
+  // outputs?], and updates outstanding_.
   Napi::Value ResponsesToJs(Napi::Env env, std::vector<InferenceResponse> responses);
   void StopAll();
   static void CleanupHook(NativeModel* self);
@@ -55,7 +57,7 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
   Napi::FunctionReference on_execute_;
   Napi::FunctionReference on_complete_;
   Napi::Env::CleanupHook<void (*)(NativeModel*), NativeModel> cleanup_hook_;
-  // Memory behind the views pump() and the completions hand to JS (see ScratchView).
+  // Memory behind the views pump() and the completions hand to JS (views(); see ScratchData).
   Napi::Reference<Napi::ArrayBuffer> dispatch_scratch_;
   Napi::Reference<Napi::ArrayBuffer> ids_scratch_;
   Napi::Reference<Napi::ArrayBuffer> codes_scratch_;

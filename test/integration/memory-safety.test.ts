@@ -147,7 +147,8 @@ describe('a TypedArray of another kind is refused, not reinterpreted (item 3)', 
     try {
       let caught: unknown;
       try {
-        model.enqueue(1, ['IN', 11, [1, 4], new Int32Array(4)], 0, 0);
+        // meta: one input, priority 0, no timeout, no copy, any instance; input 0 (IN), FP32 (11), shape [1, 4]
+        model.enqueue(1, new Float64Array([1, 0, 0, 0, -1, 0, 11, 2, 1, 4]), undefined, new Int32Array(4));
       } catch (err) {
         caught = err;
       }
