@@ -6,6 +6,7 @@
  * Ownership: `pending` holds every request (and so its input TypedArrays, which native code
  * reads as views) from enqueue until native code hands it back; only then is the entry removed.
  */
+import { performance } from 'node:perf_hooks';
 import { InferenceServerError, clip, invalidArg, toInferenceServerError, StatusCode } from './errors';
 import type { NormalizedModelConfig, NormalizedSequenceBatching, NormalizedTensor } from './config/normalize';
 import { DEFAULT_EXIT_TIMEOUT_MS } from './config/defaults';
@@ -126,6 +127,8 @@ export type ModelEngine =
   | { kind: 'onnx'; handle: object };
 
 let nextRequestId = 1;
+
+const RESOLVED = Promise.resolve();
 
 /** Views over a native engine's outputs (no copy: the ArrayBuffers are native memory). */
 function nativeOutputsToArrays(outputs: Record<string, NativeOutput>, model: string): Record<string, NDArray> {
@@ -392,7 +395,9 @@ export class BoundModel {
   #schedulePump(): void {
     if (this.#pumpScheduled) return;
     this.#pumpScheduled = true;
-    queueMicrotask(this.#pump);
+    // A reaction of a settled promise: a microtask, as queueMicrotask would make, without the
+    // AsyncResource and bound function Node's queueMicrotask creates per call.
+    void RESOLVED.then(this.#pump);
   }
 
   readonly #pump = (): void => {

@@ -52,11 +52,20 @@ function checkStrict(config: NormalizedModelConfig, spec: NormalizedTensor | und
   }
 }
 
+/** Each config's declared outputs by name, made once per config (configs are not changed once normalized). */
+const outputSpecs = new WeakMap<NormalizedModelConfig, Map<string, NormalizedTensor>>();
+
+function outputSpec(config: NormalizedModelConfig, name: string): NormalizedTensor | undefined {
+  let specs = outputSpecs.get(config);
+  if (!specs) outputSpecs.set(config, specs = new Map(config.outputs.map((o) => [o.name, o])));
+  return specs.get(name);
+}
+
 /** One output value → NDArray of the declared dtype. */
 function toOutput(
   config: NormalizedModelConfig, name: string, value: unknown, rows: number, strict: boolean,
 ): NDArray {
-  const spec = config.outputs.find((o) => o.name === name);
+  const spec = outputSpec(config, name);
   let arr: NDArray;
   if (value instanceof NDArray) {
     arr = value;
@@ -99,7 +108,9 @@ export function collectOutputs(
       throw modelError(config, `result ${i} must be an object of outputs, got ${outputs === null ? 'null' : typeof outputs}`);
     }
     const converted: Record<string, NDArray> = {};
-    for (const [name, value] of Object.entries(outputs)) converted[name] = toOutput(config, name, value, rows[i], strict);
+    for (const name in outputs) {
+      if (Object.prototype.hasOwnProperty.call(outputs, name)) converted[name] = toOutput(config, name, outputs[name], rows[i], strict);
+    }
     return converted;
   });
 }

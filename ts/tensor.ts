@@ -15,9 +15,11 @@ export const DATA_TYPES = [
 
 export type DataType = (typeof DATA_TYPES)[number];
 
-/** Triton's `TYPE_*` enum value for a datatype (shared with `cpp/core/datatype.h`). */
+const DATA_TYPE_CODES = new Map<string, number>(DATA_TYPES.map((name, i) => [name, i + 1]));
+
+/** Triton's `TYPE_*` enum value for a datatype (shared with `cpp/core/datatype.h`); 0 for an unknown name. */
 export function dataTypeCode(dtype: DataType): number {
-  return DATA_TYPES.indexOf(dtype) + 1;
+  return DATA_TYPE_CODES.get(dtype) ?? 0;
 }
 
 export type TypedArray =

@@ -41,6 +41,12 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
   Napi::Value Stop(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
 
+  // enqueue, pump and completeBatch as own functions of the JS object (see CallLinked).
+  struct Link;
+  template <Napi::Value (NativeModel::*Method)(const Napi::CallbackInfo&)>
+  static Napi::Value CallLinked(const Napi::CallbackInfo& info);
+  void AttachLinkedMethods(Napi::Env env, Napi::Object self);
+
   // Converts handed-back responses to their count (in the scratch) or [ids, codes, messages?,
   // outputs?], and updates outstanding_.
   Napi::Value ResponsesToJs(Napi::Env env, std::vector<InferenceResponse> responses);
@@ -61,6 +67,7 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
   Napi::Reference<Napi::ArrayBuffer> dispatch_scratch_;
   Napi::Reference<Napi::ArrayBuffer> ids_scratch_;
   Napi::Reference<Napi::ArrayBuffer> codes_scratch_;
+  std::shared_ptr<Link> link_;  // shared with the linked functions; nulled when this model is destroyed
   int64_t outstanding_ = 0;
   bool stopped_ = false;
 };

@@ -19,16 +19,17 @@ const TensorConfig* FindInput(const ModelConfig& config, const std::string& name
 
 // Shape and byte-size checks of one input; `rows` gets its batch dim (batching models).
 Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const InputTensor& in, int64_t* rows) {
-  const std::string label = InputLabel(config, in.name);
+  // Only a refusal needs the label: not built per request.
+  const auto label = [&] { return InputLabel(config, in.name); };
   if (in.dtype != spec.dtype) {
-    return InvalidArg(std::string("unexpected datatype ") + DataTypeName(in.dtype) + " for " + label + ", expected " +
+    return InvalidArg(std::string("unexpected datatype ") + DataTypeName(in.dtype) + " for " + label() + ", expected " +
                       DataTypeName(spec.dtype));
   }
   const bool batching = config.max_batch_size > 0;
   Shape dims = in.shape;
   if (batching) {
     if (in.shape.empty()) {
-      return InvalidArg("unexpected shape for " + label + ": missing the batch dimension, expected [-1" +
+      return InvalidArg("unexpected shape for " + label() + ": missing the batch dimension, expected [-1" +
                         (spec.dims.empty() ? "" : ",") + ShapeToString(spec.dims).substr(1));
     }
     *rows = in.shape[0];
@@ -39,30 +40,30 @@ Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const 
     if (batching) expected.insert(expected.begin(), -1);
     // Triton's text; when the shape is one sample without its batch axis, say so.
     const bool one_sample = batching && ShapeMatches(spec.dims, in.shape);
-    return InvalidArg(
-        "unexpected shape for " + label + ". Expected " + ShapeToString(expected) + ", got " + ClippedShape(in.shape) +
-        (one_sample
-             ? " (one sample without the batch dimension: give it shape [1," + ShapeToString(in.shape).substr(1) + ")"
-             : ""));
+    return InvalidArg("unexpected shape for " + label() + ". Expected " + ShapeToString(expected) + ", got " +
+                      ClippedShape(in.shape) +
+                      (one_sample ? " (one sample without the batch dimension: give it shape [1," +
+                                        ShapeToString(in.shape).substr(1) + ")"
+                                  : ""));
   }
   int64_t count = 0;
   Status s = ElementCount(in.shape, &count);
-  if (!s.IsOk()) return InvalidArg(s.Message() + " for " + label);
+  if (!s.IsOk()) return InvalidArg(s.Message() + " for " + label());
   if (in.dtype == DataType::kBytes) {
     int64_t found = 0;
     s = CountSerializedBytes(in.data, in.byte_size, &found);
-    if (!s.IsOk()) return InvalidArg(s.Message() + " in " + label);
+    if (!s.IsOk()) return InvalidArg(s.Message() + " in " + label());
     if (found != count) {
-      return InvalidArg("expected " + std::to_string(count) + " string elements for " + label + ", got " +
+      return InvalidArg("expected " + std::to_string(count) + " string elements for " + label() + ", got " +
                         std::to_string(found));
     }
     return Status::Success();
   }
   uint64_t expected_bytes = 0;
   s = ByteSize(in.dtype, in.shape, &expected_bytes);
-  if (!s.IsOk()) return InvalidArg(s.Message() + " for " + label);
+  if (!s.IsOk()) return InvalidArg(s.Message() + " for " + label());
   if (expected_bytes != in.byte_size) {
-    return InvalidArg("input byte size mismatch for " + label + ": expected " + std::to_string(expected_bytes) +
+    return InvalidArg("input byte size mismatch for " + label() + ": expected " + std::to_string(expected_bytes) +
                       " bytes for shape " + ClippedShape(in.shape) + ", got " + std::to_string(in.byte_size));
   }
   return Status::Success();

@@ -162,6 +162,15 @@ describe('a TypedArray of another kind is refused, not reinterpreted (item 3)', 
   });
 });
 
+test('enqueue, pump and completeBatch kept after their model was collected throw instead of reaching freed memory', () => {
+  const script = path.join(__dirname, 'fixtures', 'linked-methods-after-gc.js');
+  const child = spawnSync(process.execPath, ['--expose-gc', script], { encoding: 'utf8', timeout: 20_000 });
+  expect(child.status).toBe(0);
+  const result = JSON.parse(child.stdout.trim()) as { collected: boolean; errors: (string | null)[] };
+  expect(result.collected).toBe(true);
+  expect(result.errors).toEqual(Array(3).fill('NativeModel: the model was collected'));
+});
+
 describe('every accepted request settles when a model stops (item 5)', () => {
   test('an ONNX batch finishing while stop() joins the instances answers its requests', async () => {
     repo.onnx('slow', 1, slowAddModel(1, 256, 24));
