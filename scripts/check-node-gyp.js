@@ -38,11 +38,18 @@ const config = {
   instanceGroup: [{ count: 1, kind: 'KIND_CPU' }], maxQueueSizeHardLimit: 16,
 };
 const model = new addon.NativeModel(config, () => {}, () => {});
-model.enqueue(1, ['IN', 11, [2], new Float32Array(2)], 0, 0);
+// enqueue's meta (ts/native.ts EnqueueMeta): one input, config index 0, FP32 (11), 8 bytes, shape [2];
+// a JS engine's input is passed without data.
+model.enqueue(1, new Float64Array([1, 0, 0, 0, -1, 0, 11, 8, 1, 2]), undefined, undefined);
+const [dispatchView, idsView, codesView] = model.views();
 const dispatch = model.pump();
-if (!dispatch || dispatch[2] !== 1) throw new Error('the request was not dispatched');
-const done = model.completeBatch(dispatch[0], dispatch[1], 0, '');
-if (!done || done[0][0] !== 1 || done[1][0] !== 0) throw new Error('the request did not complete');
+// A dispatch is a count of request ids in views()[0] ([instance, token, ...ids]) or an array.
+const ids = typeof dispatch === 'number' ? Array.from(dispatchView.subarray(2, 2 + dispatch)) : dispatch?.slice(2);
+if (!ids || ids.length !== 1 || ids[0] !== 1) throw new Error('the request was not dispatched');
+const [instance, token] = typeof dispatch === 'number' ? dispatchView : dispatch;
+const done = model.completeBatch(instance, token, 0, '');
+const [doneIds, doneCodes] = typeof done === 'number' ? [idsView.subarray(0, done), codesView.subarray(0, done)] : done;
+if (doneIds[0] !== 1 || doneCodes[0] !== 0) throw new Error('the request did not complete');
 model.stop();
 fs.rmSync(work, { recursive: true, force: true });
 console.log('node-gyp build: compiled, loaded, served one request (CPU-only)');

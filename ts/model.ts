@@ -162,8 +162,6 @@ export class BoundModel {
   #meta: Float64Array = new Float64Array(64);
   /** Each declared input's index in config.inputs, as enqueue takes it. */
   readonly #inputIndex: Map<string, number>;
-  /** [computeInferNs, computeOutputNs] of the batch being completed, reused (completeBatch reads it at once). */
-  readonly #timings = new Float64Array(2);
   #stopped = false;
   #pumpScheduled = false;
   #drained: (() => void) | null = null;
@@ -328,12 +326,13 @@ export class BoundModel {
 
   /**
    * Queues a request natively: its shapes and options go in the reused meta array (EnqueueMeta),
-   * its data arrays as arguments, so Node-API reads no JS array or string per request.
+   * its data arrays as arguments, so Node-API reads no JS array or string per request. A JS
+   * engine's inputs are read by JS only: native code gets their byte sizes, not their data.
    */
   #enqueue(
     id: number, inputs: Record<string, NDArray>, options: InferOptions, copyInNative: boolean, sequence?: NativeSequence,
   ): void {
-    const data: ArrayBufferView[] = [];
+    const data: (ArrayBufferView | undefined)[] = [];
     let meta = this.#meta;
     let at = 5;
     for (const name in inputs) {
@@ -341,13 +340,16 @@ export class BoundModel {
       if (index === undefined) throw invalidArg(`unexpected inference input '${clip(name)}' for model '${this.config.name}'`);
       const arr = inputs[name];
       const shape = arr.shape;
-      if (at + 3 + shape.length > meta.length) meta = this.#meta = growMeta(meta, at + 3 + shape.length);
+      if (at + 4 + shape.length > meta.length) meta = this.#meta = growMeta(meta, at + 4 + shape.length);
+      const bytes = arr.dtype === 'BYTES' ? (this.#nativeEngine ? serializeBytes(arr.data as Uint8Array[]) : undefined)
+        : (arr.data as ArrayBufferView);
       meta[at] = index;
       meta[at + 1] = dataTypeCode(arr.dtype);
-      meta[at + 2] = shape.length;
-      for (let d = 0; d < shape.length; d++) meta[at + 3 + d] = shape[d];
-      at += 3 + shape.length;
-      data.push(arr.dtype === 'BYTES' ? serializeBytes(arr.data as Uint8Array[]) : (arr.data as ArrayBufferView));
+      meta[at + 2] = bytes ? bytes.byteLength : -1;
+      meta[at + 3] = shape.length;
+      for (let d = 0; d < shape.length; d++) meta[at + 4 + d] = shape[d];
+      at += 4 + shape.length;
+      data.push(this.#nativeEngine ? bytes : undefined);
     }
     meta[0] = data.length;
     meta[1] = options.priority ?? 0;
@@ -504,18 +506,17 @@ export class BoundModel {
       }
     }
     // compute_infer = the callable, compute_output = collecting its outputs (Triton's stats).
-    const timings = this.#timings;
-    timings[0] = (inferred - started) * 1e6;
-    timings[1] = (performance.now() - inferred) * 1e6;
+    const inferNs = (inferred - started) * 1e6;
+    const outputNs = (performance.now() - inferred) * 1e6;
     let released: HandedBack | null;
     if (failure) {
       const err = toInferenceServerError(failure);
-      released = this.#native.completeBatch(instance, token, StatusCode[err.code], err.message, timings);
+      released = this.#native.completeBatch(instance, token, StatusCode[err.code], err.message, inferNs, outputNs);
     } else if (this.#sequencing) {
       const release = new Uint8Array(requests.map((r) => (r.rescheduled ? RELEASE_RESCHEDULE : 0)));
-      released = this.#native.completeBatch(instance, token, 0, '', timings, release, states);
+      released = this.#native.completeBatch(instance, token, 0, '', inferNs, outputNs, release, states);
     } else {
-      released = this.#native.completeBatch(instance, token, 0, '', timings);
+      released = this.#native.completeBatch(instance, token, 0, '', inferNs, outputNs);
     }
     this.#schedulePump();
     if (released) this.#settle(released);
@@ -604,10 +605,8 @@ export class BoundModel {
         if (outcome !== null) [codes[i], messages[i]] = outcome;
         else open[i] = requests[i].rescheduled ? RELEASE_RESCHEDULE : RELEASE_OPEN;
       });
-      const timings = this.#timings;
-      timings[0] = (performance.now() - started) * 1e6;
-      timings[1] = 0;
-      const released = this.#native.completeBatch(instance, token, codes, messages, timings, open);
+      const inferNs = (performance.now() - started) * 1e6;
+      const released = this.#native.completeBatch(instance, token, codes, messages, inferNs, 0, open);
       this.#schedulePump();
       if (released) this.#settle(released);
     };

@@ -155,7 +155,9 @@ export type HandedBack = number | NativeResponses;
 /**
  * Per request, what `enqueue` reads besides the data arrays, in a Float64Array the caller
  * reuses: `[inputCount, priority, timeoutUs, copyInputs (0/1), instance (-1: any), then per
- * input: its index in config.inputs, dtype code, rank, ...dims]`.
+ * input: its index in config.inputs, dtype code, byte size, rank, ...dims]`. A JS engine's
+ * inputs are passed without data (undefined): native code then has their byte size only
+ * (-1 for BYTES, whose elements JS counted) and never reads them.
  */
 export type EnqueueMeta = Float64Array;
 
@@ -174,7 +176,7 @@ export interface NativeModel {
    * then change or be transferred); without it they are read in place, and the caller keeps
    * them alive and unchanged until the request is handed back.
    */
-  enqueue(id: number, meta: EnqueueMeta, sequence: NativeSequence | undefined, ...data: ArrayBufferView[]): void;
+  enqueue(id: number, meta: EnqueueMeta, sequence: NativeSequence | undefined, ...data: (ArrayBufferView | undefined)[]): void;
   /** The scratch views counts refer to: [dispatch, completed ids, completed codes] (read them at once). */
   views(): [dispatch: Float64Array, ids: Float64Array, codes: Int32Array];
   /**
@@ -184,12 +186,12 @@ export interface NativeModel {
   pump(): Dispatch | undefined;
   /**
    * Reports a batch done; returns the responses releasable now (preserve_ordering may hold
-   * some). `timings` = [computeInferNs, computeOutputNs] as the caller measured them (compute
-   * input is the rest of the batch's time). The caller promises to call pump() soon.
+   * some). `inferNs` and `outputNs`: compute infer and compute output as the caller measured
+   * them (compute input is the rest of the batch's time). The caller promises to call pump() soon.
    */
   completeBatch(
-    instance: number, token: number, code: number, message: string, timings?: Float64Array, release?: Uint8Array,
-    states?: (EnqueueInputs | undefined)[],
+    instance: number, token: number, code: number, message: string, inferNs?: number, outputNs?: number,
+    release?: Uint8Array, states?: (EnqueueInputs | undefined)[],
   ): HandedBack | null;
   /**
    * Per request. `release` per request: 0 ended; 1 open (decoupled: not ended yet — it stays
@@ -198,7 +200,7 @@ export interface NativeModel {
    * per request the state outputs it produced, which native code keeps for the next step.
    */
   completeBatch(
-    instance: number, token: number, codes: Int32Array, messages: string[], timings?: Float64Array,
+    instance: number, token: number, codes: Int32Array, messages: string[], inferNs?: number, outputNs?: number,
     release?: Uint8Array, states?: (EnqueueInputs | undefined)[],
   ): HandedBack | null;
   /**
@@ -348,6 +350,12 @@ export interface Addon {
    * Not cryptographic (cpp/core/hash128.h); the response cache key (ts/cache/key.ts).
    */
   hash128(parts: readonly (string | ArrayBufferView)[]): string;
+  /**
+   * A view whose one element counts the iterations of this environment's event loop: it changes
+   * once per turn, just before the loop polls, so every I/O callback of a turn and the
+   * setImmediate callbacks after them read the same value (cpp/napi/loop_turns.h).
+   */
+  loopTurns(): Float64Array;
   /** Sets the process-wide pinned budget when given (bytes), and returns its statistics. */
   pinnedMemory(limitBytes?: number): PinnedMemoryStats;
   /**

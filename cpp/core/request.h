@@ -21,11 +21,14 @@ namespace infernode {
 struct InputTensor {
   std::string name;
   DataType dtype = DataType::kInvalid;
-  Shape shape;  // full shape, batch axis included when the model batches
-  const uint8_t* data = nullptr;
+  Shape shape;                    // full shape, batch axis included when the model batches
+  const uint8_t* data = nullptr;  // null when data_in_js
   uint64_t byte_size = 0;
   std::shared_ptr<const void> owner;  // keeps `data` alive when it is a copy; may be null
   bool implicit = false;              // added by the sequence batcher (control or state input)
+  // A JS engine's input: its data stays in JS, which checked its datatype and counted its
+  // elements; native code has its shape and byte size only (napi/native_model.cc, Enqueue).
+  bool data_in_js = false;
 };
 
 // A sequence's correlation id: an unsigned integer or a string; 0 / "" = not in a sequence.
@@ -72,6 +75,8 @@ struct OutputTensor {
   DataType dtype = DataType::kInvalid;
   Shape shape;
   std::shared_ptr<const void> owner;
+  // Null for a JS engine's input: JS holds its data and counted its elements; native code has
+  // only its byte size (napi/native_model.cc, Enqueue).
   const uint8_t* data = nullptr;
   uint64_t byte_size = 0;  // BYTES: serialized (4-byte length before each element)
 };

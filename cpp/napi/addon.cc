@@ -8,6 +8,7 @@
 #include "napi/copy_bandwidth_function.h"
 #include "napi/gpu_metrics_function.h"
 #include "napi/hash128_function.h"
+#include "napi/loop_turns.h"
 #include "napi/native_model.h"
 #include "napi/onnx_loader.h"
 #include "napi/rate_limiter_object.h"
@@ -69,6 +70,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("loadOnnxModel", Napi::Function::New<LoadOnnxModel>(env, "loadOnnxModel"));
   exports.Set("onnxRuntimeInfo", Napi::Function::New<OnnxRuntimeInfo>(env, "onnxRuntimeInfo"));
   exports.Set("hash128", Napi::Function::New<Hash128Function>(env, "hash128"));
+  exports.Set("loopTurns", Napi::Function::New<LoopTurnsFunction>(env, "loopTurns"));
   exports.Set("pinnedMemory", Napi::Function::New<PinnedMemory>(env, "pinnedMemory"));
   exports.Set("readGpuMetrics", Napi::Function::New<ReadGpuMetricsFunction>(env, "readGpuMetrics"));
   exports.Set("gpuMetricsUnavailable",

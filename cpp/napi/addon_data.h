@@ -1,5 +1,5 @@
 // Per-environment addon state (the addon also loads in worker threads): the JS error class
-// and the constructors, and the environment's NVML (GPU metrics). Owned by the Napi::Env as
+// and the constructors, the environment's NVML (GPU metrics) and its loop-turn count. Owned by the Napi::Env as
 // instance data.
 #pragma once
 
@@ -12,6 +12,8 @@
 
 namespace infernode {
 
+struct LoopTurns;  // napi/loop_turns.cc
+
 struct AddonData {
   Napi::FunctionReference error_class;  // ts/errors.ts InferenceServerError, set by init()
   Napi::FunctionReference native_model;
@@ -21,6 +23,8 @@ struct AddonData {
   // readGpuMetrics() (napi/gpu_metrics_function.cc); shared with the pool thread of a read in
   // flight, so NVML closes when both are done.
   std::shared_ptr<GpuMetricsSource> gpu_metrics = std::make_shared<GpuMetricsSource>();
+  // loopTurns(): started by its first call; freed by its handle's close at the environment's cleanup.
+  LoopTurns* loop_turns = nullptr;
 };
 
 }  // namespace infernode

@@ -324,9 +324,11 @@ void SequenceFromJs(Napi::Env env, const Napi::Array& sequence, InferenceRequest
 
 // enqueue(id, meta, sequence?, data...): `meta` (a Float64Array the caller reuses) holds
 // [inputCount, priority, timeoutUs, copyInputs, instance, then per input: index into the
-// config's inputs, dtype code, rank, dims...]; each input's data is an argument of its own.
-// No JS array or string is read per request: an element read through Node-API costs a
+// config's inputs, dtype code, byte size, rank, dims...]; each input's data is an argument of
+// its own. No JS array or string is read per request: an element read through Node-API costs a
 // property lookup, and this is the in-process path's hottest call (docs/architecture.md).
+// A JS engine's inputs are read by JS only, so BoundModel passes no data for them (undefined):
+// such an input is data_in_js, its byte size meta's, and JS has checked its elements.
 Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const ModelConfig& config = scheduler_->Config();
@@ -347,19 +349,26 @@ Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   request->inputs.resize(count);
   size_t at = 5;
   for (size_t i = 0; i < count; ++i) {
-    if (at + 3 > meta_length) throw Napi::TypeError::New(env, "enqueue: meta ends inside an input");
+    if (at + 4 > meta_length) throw Napi::TypeError::New(env, "enqueue: meta ends inside an input");
     const int64_t index = SaturatedInt64(m[at]);
-    const int64_t rank = SaturatedInt64(m[at + 2]);
+    const int64_t rank = SaturatedInt64(m[at + 3]);
     if (index < 0 || static_cast<size_t>(index) >= config.inputs.size() || rank < 0 ||
-        static_cast<size_t>(rank) > meta_length - at - 3) {
+        static_cast<size_t>(rank) > meta_length - at - 4) {
       throw Napi::TypeError::New(env, "enqueue: bad input index or rank in meta");
     }
     InputTensor& in = request->inputs[i];
     in.name = config.inputs[static_cast<size_t>(index)].name;
     in.dtype = DataTypeFromCode(SaturatedInt32(m[at + 1]));
+    const int64_t byte_size = SaturatedInt64(m[at + 2]);
     in.shape.resize(static_cast<size_t>(rank));
-    for (size_t d = 0; d < in.shape.size(); ++d) in.shape[d] = SaturatedInt64(m[at + 3 + d]);
-    at += 3 + in.shape.size();
+    for (size_t d = 0; d < in.shape.size(); ++d) in.shape[d] = SaturatedInt64(m[at + 4 + d]);
+    at += 4 + in.shape.size();
+    if (info[3 + i].IsUndefined()) {
+      if (copy_inputs) throw Napi::TypeError::New(env, "enqueue: copyInputs needs every input's data");
+      in.byte_size = byte_size > 0 ? static_cast<uint64_t>(byte_size) : 0;
+      in.data_in_js = true;
+      continue;
+    }
     InputDataFromJs(env, info[3 + i], &in);
     if (copy_inputs) CopyInput(env, pool_.get(), &in);
   }
@@ -373,18 +382,20 @@ Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
 
 namespace {
 
-// [inferNs, outputNs] as the JS instance measured them, when given; compute_input is the rest
-// of the batch's dispatch-to-completion time.
-BatchTimings TimingsFromJs(const Napi::Value& value) {
+// inferNs and outputNs as the JS instance measured them, when given; compute_input is the rest
+// of the batch's dispatch-to-completion time. Two numbers rather than an array: reading a
+// typed array through Node-API costs several times more.
+BatchTimings TimingsFromJs(const Napi::Value& infer_ns, const Napi::Value& output_ns) {
   BatchTimings timings;
-  if (!value.IsTypedArray()) return timings;
-  Napi::Float64Array t = value.As<Napi::Float64Array>();
-  if (t.ElementLength() < 2) return timings;
-  auto ns = [](double v) { return v > 0 ? static_cast<uint64_t>(v) : uint64_t{0}; };
+  if (!infer_ns.IsNumber() || !output_ns.IsNumber()) return timings;
+  auto ns = [](const Napi::Value& v) {
+    const double d = v.As<Napi::Number>().DoubleValue();
+    return d > 0 ? static_cast<uint64_t>(std::min(d, 1.8e19)) : uint64_t{0};
+  };
   timings.measured = true;
   timings.input_is_remainder = true;
-  timings.infer_ns = ns(t[0]);
-  timings.output_ns = ns(t[1]);
+  timings.infer_ns = ns(infer_ns);
+  timings.output_ns = ns(output_ns);
   return timings;
 }
 
@@ -415,10 +426,11 @@ std::vector<std::vector<OutputTensor>> StateOutputsFromJs(Napi::Env env, const N
 }  // namespace
 
 Napi::Value NativeModel::CompleteBatch(const Napi::CallbackInfo& info) {
-  // completeBatch(instance, token, code, message, timings?, release?, states?) for the whole
-  // batch, or completeBatch(instance, token, codes: Int32Array, messages: string[], ...) per
-  // request; `release` (Uint8Array): per request 0 ended, 1 open (decoupled, not ended yet),
-  // 2 reschedule (iterative sequence); `states`: per request its state outputs (sequence models).
+  // completeBatch(instance, token, code, message, inferNs?, outputNs?, release?, states?) for
+  // the whole batch, or completeBatch(instance, token, codes: Int32Array, messages: string[],
+  // ...) per request; `release` (Uint8Array): per request 0 ended, 1 open (decoupled, not ended
+  // yet), 2 reschedule (iterative sequence); `states`: per request its state outputs (sequence
+  // models).
   Napi::Env env = info.Env();
   const uint32_t instance = info[0].As<Napi::Number>().Uint32Value();
   const uint64_t token = static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value());
@@ -435,16 +447,16 @@ Napi::Value NativeModel::CompleteBatch(const Napi::CallbackInfo& info) {
     statuses.emplace_back(code, code == StatusCode::kSuccess ? "" : info[3].ToString().Utf8Value());
   }
   std::vector<Release> release;
-  if (info[5].IsTypedArray()) {
-    Napi::Uint8Array open = info[5].As<Napi::Uint8Array>();
+  if (info[6].IsTypedArray()) {
+    Napi::Uint8Array open = info[6].As<Napi::Uint8Array>();
     for (size_t i = 0; i < open.ElementLength(); ++i)
       release.push_back(static_cast<Release>(std::min<uint8_t>(open[i], 2)));
   }
   std::vector<std::vector<OutputTensor>> states;
-  if (info[6].IsArray()) states = StateOutputsFromJs(env, info[6].As<Napi::Array>());
+  if (info[7].IsArray()) states = StateOutputsFromJs(env, info[7].As<Napi::Array>());
   if (stopped_) return env.Null();
-  return ResponsesToJs(env, scheduler_->CompleteBatch(instance, token, std::move(statuses), TimingsFromJs(info[4]),
-                                                      release, std::move(states)));
+  return ResponsesToJs(env, scheduler_->CompleteBatch(instance, token, std::move(statuses),
+                                                      TimingsFromJs(info[4], info[5]), release, std::move(states)));
 }
 
 Napi::Value NativeModel::FinishRequest(const Napi::CallbackInfo& info) {

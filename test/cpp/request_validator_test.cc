@@ -190,6 +190,25 @@ TEST(ValidatorRejectsTruncatedBytes) {
   ExpectInvalid(Validate(config, {Strings("s", {1, 1}, short_length)}), "s");
 }
 
+TEST(ValidatorTrustsJsCountsOnlyForInputsWhoseDataStaysInJs) {
+  // A JS engine's input carries no bytes: its elements were counted by JS, its byte size is checked.
+  const ModelConfig strings = Model(8, {Spec("s", DataType::kBytes, {2})});
+  InputTensor in_js = Strings("s", {1, 2}, {});
+  in_js.data = nullptr;
+  in_js.data_in_js = true;
+  EXPECT_TRUE(Validate(strings, {in_js}).IsOk());
+  // Bytes that are not JS's are walked, a null pointer included.
+  InputTensor absent = Strings("s", {1, 2}, {});
+  absent.data = nullptr;
+  ExpectInvalid(Validate(strings, {absent}), "s");
+  InputTensor fixed = Tensor("x", DataType::kFp32, {1, 3});
+  fixed.data = nullptr;
+  fixed.data_in_js = true;
+  EXPECT_TRUE(Validate(SimpleModel(), {fixed}).IsOk());
+  fixed.byte_size = 8;  // the byte size JS reported must still match the shape
+  ExpectInvalid(Validate(SimpleModel(), {fixed}), "x");
+}
+
 TEST(ValidatorRejectsBatchSizeAboveMax) {
   const Status status = Validate(SimpleModel(), {Tensor("x", DataType::kFp32, {9, 3})});
   ExpectInvalid(status, "");

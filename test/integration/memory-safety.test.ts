@@ -147,8 +147,8 @@ describe('a TypedArray of another kind is refused, not reinterpreted (item 3)', 
     try {
       let caught: unknown;
       try {
-        // meta: one input, priority 0, no timeout, no copy, any instance; input 0 (IN), FP32 (11), shape [1, 4]
-        model.enqueue(1, new Float64Array([1, 0, 0, 0, -1, 0, 11, 2, 1, 4]), undefined, new Int32Array(4));
+        // meta: one input, priority 0, no timeout, no copy, any instance; input 0 (IN), FP32 (11), 16 bytes, shape [1, 4]
+        model.enqueue(1, new Float64Array([1, 0, 0, 0, -1, 0, 11, 16, 2, 1, 4]), undefined, new Int32Array(4));
       } catch (err) {
         caught = err;
       }

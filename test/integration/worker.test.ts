@@ -88,6 +88,7 @@ test('a worker loads the addon, serves through NativeModel (inline, batcher thre
   const { result } = (await w.next('result')) as unknown as { result: Record<string, any> };
   expect(await w.exited).toBe(0);
 
+  expect(result.turnsAdvanced).toBe(1);
   expect(result.inlineBatches).toEqual([[1, 2, 3, 4], [5, 6]]);
   const inline = result.inlineResponses as { id: number; code: number; message?: string }[];
   expect(inline.filter((r) => r.id <= 6).map((r) => [r.id, r.code])).toEqual([[1, 0], [2, 0], [3, 0], [4, 0], [5, 0], [6, 0]]);

@@ -5,6 +5,27 @@
  */
 import { TurnQueue } from '../../ts/server/turn';
 import { DisconnectSignal } from '../../ts/server/http/disconnect';
+import { native } from '../../ts/native';
+
+describe('loopTurns (the event loop\'s iteration count TurnQueue reads)', () => {
+  const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+  test('is one number for a whole callback and grows by one per turn of the loop', async () => {
+    const turns = native().loopTurns();
+    await nextTurn();
+    const first = turns[0];
+    expect(turns[0]).toBe(first);  // no iteration passes within one callback
+    await nextTurn();
+    expect(turns[0]).toBe(first + 1);
+    await nextTurn();
+    expect(turns[0]).toBe(first + 2);
+  });
+
+  test('is shared: every view of the environment reads the same count', async () => {
+    await nextTurn();
+    expect(native().loopTurns()[0]).toBe(native().loopTurns()[0]);
+  });
+});
 
 describe('TurnQueue', () => {
   test('idle, the first call starts at once; the calls after it in its turn start together in the check phase, in order', async () => {
@@ -52,6 +73,20 @@ describe('TurnQueue', () => {
     finishAtOnce();
     await Promise.all([gathered, atOnce]);
     expect(settled).toEqual(['gathered', 'at once']);
+  });
+
+  test('a call started at once schedules nothing: no setImmediate per call at low load', async () => {
+    const turn = new TurnQueue();
+    await new Promise((resolve) => setImmediate(resolve));
+    const spy = jest.spyOn(global, 'setImmediate');
+    try {
+      await turn.run(async () => 1);
+      expect(spy).not.toHaveBeenCalled();
+      void turn.run(async () => 2);  // a second call in the same turn gathers: one setImmediate
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   test('a call that throws or rejects fails alone', async () => {

@@ -47,6 +47,12 @@ export interface InProcessResult {
   directCallMeanUs: number;
   overheadUsAtConcurrency1: number;
   rows: InProcessRow[];
+  /**
+   * Batching on, concurrency 256, in a Triton that also serves HTTP, gRPC and metrics: the
+   * gRPC frontend's protobuf descriptors enlarge the old generation, and V8 then promotes far
+   * more of the young one (see inProcessMarkdown).
+   */
+  withFrontends: InProcessRow;
 }
 
 const identity = (requests: Request[]) => requests.map((r) => ({ OUT: r.data.IN }));
@@ -61,8 +67,35 @@ function bindIdentity(triton: Triton, name: string, batching: boolean): void {
   });
 }
 
+/** A Triton for the scenario: an embedding one (no frontends), or one serving them too on free ports. */
+function benchTriton(frontends: boolean): Triton {
+  return new Triton({
+    config: frontends
+      ? { httpAddress: '127.0.0.1', httpPort: 0, grpcAddress: '127.0.0.1', grpcPort: 0, metricsPort: 0, logInfo: false }
+      : { allowHttp: false, allowGrpc: false, allowMetrics: false },
+  });
+}
+
+/** Batching on, concurrency 256, in a Triton that serves its frontends as well. */
+async function withFrontendsRow(durationMs: number): Promise<InProcessRow> {
+  const triton = benchTriton(true);
+  bindIdentity(triton, 'identity_batched', true);
+  await triton.run();
+  try {
+    const inputs = { IN: new NDArray('FP32', [1, 4], new Float32Array([1, 2, 3, 4])) };
+    const before = triton.model('identity_batched').stats();
+    const [result, gc] = await withGcPauses(() => runLoad(() => triton.infer('identity_batched', inputs), 256, durationMs));
+    const after = triton.model('identity_batched').stats();
+    const executions = after.executionCount - before.executionCount;
+    return { ...result, batching: true, meanBatchSize: executions ? (after.inferenceCount - before.inferenceCount) / executions : 0, gc };
+  } finally {
+    await triton.stop();
+  }
+}
+
 export async function runInProcessBench(durationMs = 2000): Promise<InProcessResult> {
-  const triton = new Triton();
+  // The embedding configuration: a service that calls triton.infer() and serves nothing else.
+  const triton = benchTriton(false);
   bindIdentity(triton, 'identity_batched', true);
   bindIdentity(triton, 'identity', false);
   await triton.run();
@@ -92,5 +125,6 @@ export async function runInProcessBench(durationMs = 2000): Promise<InProcessRes
     directCallMeanUs: direct.meanUs,
     overheadUsAtConcurrency1: c1.meanUs - direct.meanUs,
     rows,
+    withFrontends: await withFrontendsRow(durationMs),
   };
 }

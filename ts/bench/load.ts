@@ -1,6 +1,13 @@
 /**
  * A closed-loop load generator shared by the bench scenarios: `concurrency` workers each issue
  * the next request as soon as the previous one settles, for a fixed duration.
+ *
+ * Latencies go into a log-scale histogram of fixed size (1 % wide buckets, HdrHistogram's
+ * idea), updated in the loop itself, not into a list of every sample: a list of hundreds of
+ * thousands of numbers (a JS array grown by push(), or a large Float64Array) kept V8's
+ * incremental marking busy, under which the young generation promoted ~40 times more, and the
+ * collector's pauses then measured the load generator rather than the server (Node 20, an
+ * identity model at concurrency 256: 5 MB promoted in 2.3 s without a list, 230 MB with one).
  */
 import { performance } from 'node:perf_hooks';
 
@@ -15,9 +22,25 @@ export interface LoadResult {
   meanUs: number;
 }
 
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+/** Bucket i holds latencies in [GROWTH^i - 1, GROWTH^(i+1) - 1) µs; the last one everything above (~7 min). */
+const GROWTH = 1.01;
+const BUCKETS = 2700;
+const PER_LOG = 1 / Math.log(GROWTH);
+
+function bucketOf(us: number): number {
+  return Math.min(BUCKETS - 1, Math.floor(Math.log1p(us) * PER_LOG));
+}
+
+/** The latency at percentile `p` of the histogram: the middle of its bucket (within 0.5 %). */
+function percentile(histogram: Float64Array, count: number, p: number): number {
+  if (count === 0) return 0;
+  const rank = Math.min(count - 1, Math.floor((p / 100) * count));
+  let seen = 0;
+  for (let i = 0; i < BUCKETS; i++) {
+    seen += histogram[i];
+    if (seen > rank) return (GROWTH ** i + GROWTH ** (i + 1)) / 2 - 1;
+  }
+  return GROWTH ** BUCKETS - 1;
 }
 
 /** Runs `call` from `concurrency` workers for `durationMs` (after `warmupMs` unmeasured). */
@@ -28,7 +51,9 @@ export async function runLoad(
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (performance.now() < warmEnd) await call();
   }));
-  const latencies: number[] = [];
+  const histogram = new Float64Array(BUCKETS);
+  let count = 0;
+  let sum = 0;
   let errors = 0;
   const start = performance.now();
   const end = start + durationMs;
@@ -37,23 +62,25 @@ export async function runLoad(
       const t0 = performance.now();
       try {
         await call();
-        latencies.push((performance.now() - t0) * 1000);
       } catch {
         errors++;
+        continue;
       }
+      const us = (performance.now() - t0) * 1000;
+      histogram[bucketOf(us)]++;
+      sum += us;
+      count++;
     }
   }));
   const seconds = (performance.now() - start) / 1000;
-  const sorted = Float64Array.from(latencies).sort();
-  const sum = latencies.reduce((a, b) => a + b, 0);
   return {
     concurrency,
-    requests: latencies.length,
+    requests: count,
     errors,
     seconds,
-    requestsPerSecond: latencies.length / seconds,
-    p50Us: percentile(sorted, 50),
-    p99Us: percentile(sorted, 99),
-    meanUs: latencies.length ? sum / latencies.length : 0,
+    requestsPerSecond: count / seconds,
+    p50Us: percentile(histogram, count, 50),
+    p99Us: percentile(histogram, count, 99),
+    meanUs: count ? sum / count : 0,
   };
 }

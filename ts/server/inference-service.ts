@@ -85,29 +85,58 @@ export class InferenceService {
    * One request, one answer. `decoupledRefusal`: the text a frontend that cannot stream answers
    * for a decoupled model (Triton's, per endpoint), with UNSUPPORTED.
    */
-  async infer(call: InferenceCall, decoupledRefusal?: string): Promise<InferenceAnswer> {
-    const model = resolveModel(this.triton, call.modelName, call.modelVersion);
-    if (decoupledRefusal && model.config.decoupled) throw new InferenceServerError('UNSUPPORTED', decoupledRefusal);
-    const requested = call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null;
-    const hold = this.#holdOutputRegions(requested);
+  infer(call: InferenceCall, decoupledRefusal?: string): Promise<InferenceAnswer> {
+    // One promise per request, no async function: this is every HTTP and gRPC inference's path.
+    let model: BoundModel;
+    let requested: OutputRequest[] | null;
+    let hold: RegionHold | null;
+    let results: Promise<Record<string, NDArray>>;
     try {
-      const started = this.onSuccess ? performance.now() : 0;
-      const inputs = this.#inputsOf(call, model);
-      // The model receives the tensors as queued: both of Triton's input activities show them.
-      call.trace?.tensors('TENSOR_QUEUE_INPUT', call.inputs);
-      call.trace?.tensors('TENSOR_BACKEND_INPUT', call.inputs);
-      const results = await model.infer(inputs, this.#optionsOf(call, requested));
-      if (this.onSuccess) this.onSuccess(model, performance.now() - started);
-      call.trace?.tensors('TENSOR_BACKEND_OUTPUT', Object.entries(results).map(([name, tensor]) => ({ name, tensor })));
-      return this.#answer(call, model, requested, results);
-    } finally {
-      hold.release();
+      model = resolveModel(this.triton, call.modelName, call.modelVersion);
+      if (decoupledRefusal && model.config.decoupled) throw new InferenceServerError('UNSUPPORTED', decoupledRefusal);
+      requested = call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null;
+      hold = this.#holdOutputRegions(requested);
+      try {
+        results = this.#start(call, model, requested);
+      } catch (err) {
+        hold?.release();
+        throw err;
+      }
+    } catch (err) {
+      return Promise.reject(err);
     }
+    return results.then((outputs) => {
+      try {
+        return this.#answer(call, model, requested, outputs);
+      } finally {
+        hold?.release();
+      }
+    }, (err: unknown) => {
+      hold?.release();
+      throw err;
+    });
   }
 
-  /** The regions the request's outputs go to stay registered until it is answered. */
-  #holdOutputRegions(requested: OutputRequest[] | null): RegionHold {
-    return this.sharedMemory.hold(requested?.flatMap((o) => (o.shm ? [o.shm.region] : [])) ?? []);
+  /** Queues the request on its model; the outputs as the model returns them. */
+  #start(call: InferenceCall, model: BoundModel, requested: OutputRequest[] | null): Promise<Record<string, NDArray>> {
+    const inputs = this.#inputsOf(call, model);
+    // The model receives the tensors as queued: both of Triton's input activities show them.
+    call.trace?.tensors('TENSOR_QUEUE_INPUT', call.inputs);
+    call.trace?.tensors('TENSOR_BACKEND_INPUT', call.inputs);
+    const queued = model.infer(inputs, this.#optionsOf(call, requested));
+    if (!this.onSuccess && !call.trace) return queued;
+    const started = this.onSuccess ? performance.now() : 0;
+    return queued.then((results) => {
+      if (this.onSuccess) this.onSuccess(model, performance.now() - started);
+      call.trace?.tensors('TENSOR_BACKEND_OUTPUT', Object.entries(results).map(([name, tensor]) => ({ name, tensor })));
+      return results;
+    });
+  }
+
+  /** The regions the request's outputs go to stay registered until it is answered; null when none are named. */
+  #holdOutputRegions(requested: OutputRequest[] | null): RegionHold | null {
+    if (!requested || !requested.some((o) => o.shm)) return null;
+    return this.sharedMemory.hold(requested.flatMap((o) => (o.shm ? [o.shm.region] : [])));
   }
 
   /** True when `name` (and version) is a decoupled model; false for anything else, unknown names included. */
@@ -132,13 +161,13 @@ export class InferenceService {
     try {
       responses = this.#open(call, model, requested);
     } catch (err) {
-      hold.release();
+      hold?.release();
       throw err;
     }
     try {
       for await (const results of responses) yield this.#answer(call, model, requested, results);
     } finally {
-      hold.release();
+      hold?.release();
       await responses.return();
     }
   }
@@ -185,7 +214,7 @@ export class InferenceService {
   }
 
   #answer(call: InferenceCall, model: BoundModel, requested: OutputRequest[] | null, results: Record<string, NDArray>): InferenceAnswer {
-    const order = requested ?? model.config.outputs.map((t) => ({ name: t.name }) as OutputRequest);
+    const order = requested ?? allOutputsOf(model.config);
     const outputs: AnsweredOutput[] = [];
     for (const request of order) {
       const tensor = results[request.name];
@@ -195,18 +224,17 @@ export class InferenceService {
   }
 
   #shape(model: BoundModel, tensor: NDArray, request: OutputRequest, listed: boolean): AnsweredOutput {
-    const what = `output '${request.name}' of model '${model.name}'`;
     let data = tensor;
     if (request.classification !== undefined) {
       const labels = model.config.outputs.find((t) => t.name === request.name)?.labels;
-      data = classify(tensor, request.classification, model.config.maxBatchSize > 0, labels, what);
+      data = classify(tensor, request.classification, model.config.maxBatchSize > 0, labels, outputLabel(model, request));
     }
     const answered: AnsweredOutput = {
       name: request.name, datatype: data.dtype, shape: data.shape, data, request: listed ? request : undefined,
     };
     if (request.shm) {
       const bytes = tensorToBytes(data);
-      this.sharedMemory.write(request.shm, bytes, what);
+      this.sharedMemory.write(request.shm, bytes, outputLabel(model, request));
       answered.data = null;
       answered.shm = { ...request.shm, byteSize: bytes.byteLength };
     }
@@ -214,15 +242,33 @@ export class InferenceService {
   }
 }
 
+/** How a message names an output: "output 'y' of model 'm'". */
+function outputLabel(model: BoundModel, request: OutputRequest): string {
+  return `output '${request.name}' of model '${model.name}'`;
+}
+
+/** Every declared output, in config order: what a request that lists none gets (made once per config). */
+const allOutputs = new WeakMap<BoundModel['config'], readonly OutputRequest[]>();
+
+function allOutputsOf(config: BoundModel['config']): readonly OutputRequest[] {
+  let order = allOutputs.get(config);
+  if (!order) allOutputs.set(config, order = config.outputs.map((t) => ({ name: t.name })));
+  return order;
+}
+
 function checkRequestedOutputs(outputs: OutputRequest[], model: string): OutputRequest[] {
-  const seen = new Set<string>();
-  for (const o of outputs) {
+  // A request lists a few outputs: a scan costs less than a Set, which only long lists need.
+  const seen = outputs.length > 8 ? new Set<string>() : null;
+  for (let i = 0; i < outputs.length; i++) {
+    const o = outputs[i];
     if (typeof o.name !== 'string') throw invalidArg(`requested outputs of model '${model}' need a name`);
-    if (seen.has(o.name)) throw invalidArg(`output '${o.name}' already exists in request (model '${model}')`);
+    if (seen ? seen.has(o.name) : outputs.findIndex((other) => other.name === o.name) < i) {
+      throw invalidArg(`output '${o.name}' already exists in request (model '${model}')`);
+    }
+    seen?.add(o.name);
     if (o.shm && (o.classification !== undefined || o.binaryData)) {
       throw invalidArg(`output '${o.name}' of model '${model}' cannot combine shared_memory_region with binary_data or classification`);
     }
-    seen.add(o.name);
   }
   return outputs;
 }

@@ -17,35 +17,55 @@
  * its first call, which the instance takes alone while the rest gather (a native instance is
  * busy with it anyway). "In flight" would be the wrong signal: a JS model answers within the
  * callback's microtasks, so nothing is ever in flight at the next callback and no batch would form.
+ *
+ * Which turn a call arrives in is read from the loop's iteration count (native loopTurns(), a
+ * number in shared memory), so a call that starts at once schedules nothing: a setImmediate per
+ * call only to learn where its turn ended cost more than the rest of the frontend at
+ * concurrency 1.
  */
+import { native } from '../native';
+
+let loopTurns: Float64Array | null = null;
+
+/** The event loop's iteration count (one view per environment, made on first use). */
+function currentTurn(): number {
+  return (loopTurns ??= native().loopTurns())[0];
+}
+
 export class TurnQueue {
   #calls: (() => void)[] = [];
   #scheduled = false;
-  /** Calls this turn started at once (0 or 1), counted with the gathered ones when it ends. */
-  #startedAtOnce = 0;
-  /** How many calls the previous turn started. */
+  /** The turn the latest call arrived in, and how many calls arrived in it. */
+  #turn = -1;
+  #turnSize = 0;
+  /** How many calls the turn with calls before `#turn` had. */
   #lastTurnSize = 0;
 
   readonly #flush = (): void => {
     this.#scheduled = false;
     const calls = this.#calls;
     this.#calls = [];
-    this.#lastTurnSize = this.#startedAtOnce + calls.length;
-    this.#startedAtOnce = 0;
     for (const call of calls) call();
   };
 
-  #schedule(): void {
+  /** Counts a call in its turn; true when it may start at once (the first of a turn after a quiet one). */
+  #count(): boolean {
+    const turn = currentTurn();
+    if (turn !== this.#turn) {
+      this.#lastTurnSize = this.#turnSize;
+      this.#turn = turn;
+      this.#turnSize = 0;
+    }
+    return this.#turnSize++ === 0 && this.#lastTurnSize <= 1;
+  }
+
+  /** Runs `task` with the other tasks of this turn, in the check phase. */
+  submit(task: () => void): void {
+    this.#calls.push(task);
     if (!this.#scheduled) {
       this.#scheduled = true;
       setImmediate(this.#flush);
     }
-  }
-
-  /** Runs `task` with the other tasks of this turn. */
-  submit(task: () => void): void {
-    this.#calls.push(task);
-    this.#schedule();
   }
 
   /**
@@ -60,13 +80,8 @@ export class TurnQueue {
       const call = (): void => {
         callStart(start).then(resolve, reject);
       };
-      if (!this.#scheduled && this.#lastTurnSize <= 1) {
-        this.#startedAtOnce = 1;
-        this.#schedule();  // the turn's end, where it is counted; later calls of this turn gather
-        call();
-      } else {
-        this.submit(call);
-      }
+      if (this.#count()) call();
+      else this.submit(call);
     });
   }
 }

@@ -70,10 +70,15 @@ export function parseHeaderLength(value: string | string[] | undefined, bodyLeng
   if (!(n <= INT32_MAX)) {
     throw invalidArg(`Unable to parse Inference-Header-Content-Length '${text}': expected an integer between 0 and ${INT32_MAX}`);
   }
+  checkHeaderLength(n, bodyLength);
+  return n;
+}
+
+/** INVALID_ARG when an Inference-Header-Content-Length of `n` bytes does not fit the body read. */
+export function checkHeaderLength(n: number, bodyLength: number): void {
   if (n > bodyLength) {
     throw invalidArg(`Unable to parse Inference-Header-Content-Length: ${n} is larger than the request body of ${bodyLength} bytes`);
   }
-  return n;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

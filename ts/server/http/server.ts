@@ -67,9 +67,10 @@ function dispatch(
 ): void {
   inflight.count++;
   const call: HttpCall = { ctx, req, res, params: {}, settings };
-  // The one 'close' listener of a request: it ends the in-flight count and cancels the
-  // request's work when the client went away before the answer.
-  res.once('close', () => {
+  // The one 'close' listener of a request ('close' comes once; `on` spares once's wrapper): it
+  // ends the in-flight count and cancels the request's work when the client went away before
+  // the answer.
+  res.on('close', () => {
     if (call.disconnect && !res.writableFinished) call.disconnect.abort();
     if (--inflight.count === 0) inflight.onIdle?.();
   });

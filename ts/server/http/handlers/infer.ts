@@ -12,7 +12,7 @@ import { exitingRefusal } from '../../exiting';
 import type { Trace } from '../../trace';
 import { readBody } from '../body';
 import type { HttpCall } from '../call';
-import { decodeInferRequest, parseHeaderLength } from '../infer-request';
+import { checkHeaderLength, decodeInferRequest, parseHeaderLength } from '../infer-request';
 import { encodeInferResponse } from '../infer-response';
 import { DisconnectSignal } from '../disconnect';
 import { sendBody } from '../respond';
@@ -44,7 +44,7 @@ async function serve(call: HttpCall, modelName: string, trace: Trace | null): Pr
   const { ctx, req, res, params, settings } = call;
   const headerLength = parseHeaderLength(req.headers['inference-header-content-length']);
   const body = await readBody(req, settings.maxInputSize, headerLength ?? 0);
-  if (headerLength !== null) parseHeaderLength(req.headers['inference-header-content-length'], body.length);
+  if (headerLength !== null) checkHeaderLength(headerLength, body.length);
   const decoded = decodeInferRequest(body, headerLength, {
     modelName, modelVersion: params.version, rawHeaders: req.rawHeaders, sources: settings.sources,
   });
