@@ -156,6 +156,8 @@ export class BoundModel {
   readonly #stateOutputs: NormalizedModelConfig | null;
   /** The model's views (NativeModel.views()), which the counts pump() and completions answer with refer to. */
   readonly #dispatchView: Float64Array;
+  /** [1 when the last completeBatch left requests queued: a pump() must follow it]. */
+  readonly #pumpOwed: Int32Array;
   readonly #completedIds: Float64Array;
   readonly #completedCodes: Int32Array;
   /** What enqueue reads of a request besides its data (EnqueueMeta): one array, reused, grown when a request needs more. */
@@ -189,7 +191,7 @@ export class BoundModel {
       engine.kind === 'onnx' ? engine.handle : undefined,
       rateLimiter,
     );
-    [this.#dispatchView, this.#completedIds, this.#completedCodes] = this.#native.views();
+    [this.#dispatchView, this.#completedIds, this.#completedCodes, this.#pumpOwed] = this.#native.views();
   }
 
   get name(): string {
@@ -518,7 +520,7 @@ export class BoundModel {
     } else {
       released = this.#native.completeBatch(instance, token, 0, '', inferNs, outputNs);
     }
-    this.#schedulePump();
+    if (this.#pumpOwed[0] !== 0) this.#schedulePump();
     if (released) this.#settle(released);
   }
 
@@ -607,7 +609,7 @@ export class BoundModel {
       });
       const inferNs = (performance.now() - started) * 1e6;
       const released = this.#native.completeBatch(instance, token, codes, messages, inferNs, 0, open);
-      this.#schedulePump();
+      if (this.#pumpOwed[0] !== 0) this.#schedulePump();
       if (released) this.#settle(released);
     };
     Promise.resolve(result).then((value) => {

@@ -177,8 +177,12 @@ export interface NativeModel {
    * them alive and unchanged until the request is handed back.
    */
   enqueue(id: number, meta: EnqueueMeta, sequence: NativeSequence | undefined, ...data: (ArrayBufferView | undefined)[]): void;
-  /** The scratch views counts refer to: [dispatch, completed ids, completed codes] (read them at once). */
-  views(): [dispatch: Float64Array, ids: Float64Array, codes: Int32Array];
+  /**
+   * The scratch views counts refer to: [dispatch, completed ids, completed codes] (read them at
+   * once), and `pumpOwed[0]`, 1 when the last completeBatch left requests queued (the caller
+   * must then call pump() soon; 0: nothing queued, no pump owed).
+   */
+  views(): [dispatch: Float64Array, ids: Float64Array, codes: Int32Array, pumpOwed: Int32Array];
   /**
    * Dispatches the batch the batcher would send now to an idle JS instance, on this thread;
    * undefined when none can go now (the batcher thread then handles any queue delay).
@@ -187,7 +191,8 @@ export interface NativeModel {
   /**
    * Reports a batch done; returns the responses releasable now (preserve_ordering may hold
    * some). `inferNs` and `outputNs`: compute infer and compute output as the caller measured
-   * them (compute input is the rest of the batch's time). The caller promises to call pump() soon.
+   * them (compute input is the rest of the batch's time). The caller promises to call pump() soon
+   * when `views()[3][0]` says one is owed.
    */
   completeBatch(
     instance: number, token: number, code: number, message: string, inferNs?: number, outputNs?: number,

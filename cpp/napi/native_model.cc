@@ -222,6 +222,7 @@ NativeModel::NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Nati
   dispatch_scratch_ = Napi::Persistent(Napi::ArrayBuffer::New(env, kScratchElements * sizeof(double)));
   ids_scratch_ = Napi::Persistent(Napi::ArrayBuffer::New(env, kScratchElements * sizeof(double)));
   codes_scratch_ = Napi::Persistent(Napi::ArrayBuffer::New(env, kScratchElements * sizeof(int32_t)));
+  flags_scratch_ = Napi::Persistent(Napi::ArrayBuffer::New(env, sizeof(int32_t)));
   channel_ = std::make_unique<JsChannel>(env, this);
   pool_ = std::make_unique<BufferPool>(MakeDefaultHostAllocator(), kPoolCacheBytes);
   // This thread pumps (NativeModel::Pump, once per turn of the event loop): JS instances get
@@ -454,9 +455,13 @@ Napi::Value NativeModel::CompleteBatch(const Napi::CallbackInfo& info) {
   }
   std::vector<std::vector<OutputTensor>> states;
   if (info[7].IsArray()) states = StateOutputsFromJs(env, info[7].As<Napi::Array>());
+  int32_t& pump_owed = ScratchData<int32_t>(flags_scratch_)[0];
+  pump_owed = 0;
   if (stopped_) return env.Null();
-  return ResponsesToJs(env, scheduler_->CompleteBatch(instance, token, std::move(statuses),
-                                                      TimingsFromJs(info[4], info[5]), release, std::move(states)));
+  std::vector<InferenceResponse> released = scheduler_->CompleteBatch(
+      instance, token, std::move(statuses), TimingsFromJs(info[4], info[5]), release, std::move(states));
+  pump_owed = scheduler_->PumpPending() ? 1 : 0;
+  return ResponsesToJs(env, std::move(released));
 }
 
 Napi::Value NativeModel::FinishRequest(const Napi::CallbackInfo& info) {
@@ -589,13 +594,15 @@ Napi::Value NativeModel::ResponsesToJs(Napi::Env env, std::vector<InferenceRespo
 }
 
 Napi::Value NativeModel::Views(const Napi::CallbackInfo& info) {
-  // views(): [dispatch: Float64Array, completedIds: Float64Array, completedCodes: Int32Array]
-  // over the scratch buffers pump() and the completions write when they answer with a count.
+  // views(): [dispatch: Float64Array, completedIds: Float64Array, completedCodes: Int32Array,
+  // pumpOwed: Int32Array(1)] over the scratch buffers pump() and the completions write when
+  // they answer with a count, and the flag completeBatch sets when a pump() must follow it.
   Napi::Env env = info.Env();
-  Napi::Array out = Napi::Array::New(env, 3);
+  Napi::Array out = Napi::Array::New(env, 4);
   out.Set(uint32_t{0}, Napi::Float64Array::New(env, kScratchElements, dispatch_scratch_.Value(), 0));
   out.Set(uint32_t{1}, Napi::Float64Array::New(env, kScratchElements, ids_scratch_.Value(), 0));
   out.Set(uint32_t{2}, Napi::Int32Array::New(env, kScratchElements, codes_scratch_.Value(), 0));
+  out.Set(uint32_t{3}, Napi::Int32Array::New(env, 1, flags_scratch_.Value(), 0));
   return out;
 }
 

@@ -67,6 +67,7 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
   Napi::Reference<Napi::ArrayBuffer> dispatch_scratch_;
   Napi::Reference<Napi::ArrayBuffer> ids_scratch_;
   Napi::Reference<Napi::ArrayBuffer> codes_scratch_;
+  Napi::Reference<Napi::ArrayBuffer> flags_scratch_;  // [pump owed after completeBatch]
   std::shared_ptr<Link> link_;  // shared with the linked functions; nulled when this model is destroyed
   int64_t outstanding_ = 0;
   bool stopped_ = false;

@@ -416,13 +416,20 @@ std::vector<InferenceResponse> ModelScheduler::Complete(uint32_t instance, uint6
     std::vector<InferenceResponse> responses;
     RecordCompletion(*batch, statuses, outputs, now, timings, FailureReason::kBackend, &responses, release);
     released = orderer_.Complete(batch->sequence, std::move(responses));
-    const bool pump_promised = PumpPromised(where);
+    // Nothing queued: nothing for a Pump() to dispatch, so the caller need not make one
+    // (PumpPending() tells it), and the batcher thread stays free to take the next arrival.
+    const bool pump_promised = PumpPromised(where) && source_->Size() > 0;
     pump_pending_ = pump_pending_ || pump_promised;
     wake = ThreadNeededLocked(pump_promised) || draining_;
   }
   if (wake) cv_.notify_one();
   grants.Deliver();
   return released;
+}
+
+bool ModelScheduler::PumpPending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pump_pending_;
 }
 
 void ModelScheduler::Drain() {

@@ -76,7 +76,8 @@ class ModelScheduler final : public BatchCompleter {
   // have not sent their final response and stay open (pending, outside the orderer) until
   // FinishOpen; iterative sequences' kReschedule ones go back to the source for another step.
   // `outputs` (JS engines: the state outputs of a sequence model; may be empty) per request.
-  // kCallerPumps: the caller's thread calls it (instances running there) and promises a Pump().
+  // kCallerPumps: the caller's thread calls it (instances running there) and promises a Pump()
+  // when PumpPending() says one is owed (something is queued).
   std::vector<InferenceResponse> CompleteBatch(uint32_t instance, uint64_t token, std::vector<Status> statuses,
                                                const BatchTimings& timings = BatchTimings{},
                                                const std::vector<Release>& release = {},
@@ -97,6 +98,11 @@ class ModelScheduler final : public BatchCompleter {
                                                           std::vector<Status> statuses,
                                                           std::vector<std::vector<OutputTensor>> outputs,
                                                           const BatchTimings& timings) override;
+
+  // kCallerPumps, caller's thread: whether a Pump() the caller promised (by an Enqueue or a
+  // CompleteBatch that left requests queued) has not run yet. Only that thread sets or clears
+  // it, so the answer holds until its next call.
+  bool PumpPending() const;
 
   // From now on queued requests are sent without waiting for the queue delay.
   void Drain();

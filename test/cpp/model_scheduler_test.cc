@@ -642,6 +642,42 @@ TEST(SchedulerPumpDispatchesToACallerThreadInstance) {
   EXPECT_EQ(Ids(scheduler.CompleteBatch(0, token, {Status()})), (Order{1, 2}));
 }
 
+TEST(SchedulerCallerPumpsOwesAPumpAfterACompletionOnlyWhileRequestsAreQueued) {
+  // kCallerPumps: a completion on the caller's thread promises a Pump() only when something is
+  // queued (PumpPending), so a lone request costs its caller no empty pump afterwards.
+  FakeSink sink;
+  Recorder recorder;
+  ModelScheduler scheduler(Config(1, {1}, 0), &sink, DispatchMode::kCallerPumps);
+  std::vector<std::unique_ptr<ModelInstance>> instances;
+  instances.push_back(std::make_unique<FakeInstance>(&recorder, Mode::kManual, true));
+  scheduler.Start(std::move(instances));
+  EXPECT_TRUE(!scheduler.PumpPending());
+  for (uint64_t id = 1; id <= 2; ++id) {
+    auto request = Req(id);
+    EXPECT_TRUE(scheduler.Enqueue(request).IsOk());
+  }
+  EXPECT_TRUE(scheduler.PumpPending());  // the enqueues promised one
+  InlineDispatch first;
+  scheduler.Pump(&first);
+  EXPECT_EQ(first.request_ids, (Order{1}));
+  EXPECT_TRUE(!scheduler.PumpPending());
+  EXPECT_EQ(Ids(scheduler.CompleteBatch(0, first.token, {Status()})), (Order{1}));
+  EXPECT_TRUE(scheduler.PumpPending());  // request 2 waits for it
+  InlineDispatch second;
+  scheduler.Pump(&second);
+  EXPECT_EQ(second.request_ids, (Order{2}));
+  EXPECT_EQ(Ids(scheduler.CompleteBatch(0, second.token, {Status()})), (Order{2}));
+  EXPECT_TRUE(!scheduler.PumpPending());  // nothing queued: no pump owed
+  // With no pump owed the batcher thread takes what arrives next from the caller's enqueue +
+  // pump as before: the contract is unchanged for arrivals.
+  auto third = Req(3);
+  EXPECT_TRUE(scheduler.Enqueue(third).IsOk());
+  InlineDispatch dispatch;
+  scheduler.Pump(&dispatch);
+  EXPECT_EQ(dispatch.request_ids, (Order{3}));
+  EXPECT_EQ(Ids(scheduler.CompleteBatch(0, dispatch.token, {Status()})), (Order{3}));
+}
+
 TEST(SchedulerCallerPumpsLeavesInstanceThreadCompletionsToTheBatcherThread) {
   // kCallerPumps: a completion on an instance's own thread (CompleteBatchWithOutputs, as the
   // ONNX engine reports) promises no Pump(), so the batcher thread must send the next batch.

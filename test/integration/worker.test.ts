@@ -90,6 +90,7 @@ test('a worker loads the addon, serves through NativeModel (inline, batcher thre
 
   expect(result.turnsAdvanced).toBe(1);
   expect(result.inlineBatches).toEqual([[1, 2, 3, 4], [5, 6]]);
+  expect(result.pumpOwed).toEqual([1, 0]);  // 5 and 6 still queued after the first; nothing after the second
   const inline = result.inlineResponses as { id: number; code: number; message?: string }[];
   expect(inline.filter((r) => r.id <= 6).map((r) => [r.id, r.code])).toEqual([[1, 0], [2, 0], [3, 0], [4, 0], [5, 0], [6, 0]]);
   expect(inline.find((r) => r.id === 7)).toEqual({ id: 7, code: 2, message: 'boom in worker' });
