@@ -21,6 +21,7 @@ import { collectOutputs } from './outputs';
 import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelStats } from './cache/model-cache';
 import type { ResponseCache } from './cache/response-cache';
 import { Request, type InferFunc, type Parameters, type TritonContext } from './request';
+import { PendingTable } from './pending-table';
 import {
   NDArray, checkTensorData, copyNDArray, dataTypeCode, deserializeBytes, elementCount, serializeBytes, typedArrayFor,
   type DataType,
@@ -149,7 +150,7 @@ export class BoundModel {
   readonly #funcs: InferFunc[];
   readonly #strict: boolean;
   readonly #nativeEngine: boolean;
-  readonly #pending = new Map<number, PendingRequest>();
+  readonly #pending = new PendingTable<PendingRequest>();
   readonly #outputNames: Set<string>;
   /** Sequence batcher models: its settings; state outputs are collected with `#stateOutputs`. */
   readonly #sequencing: NormalizedSequenceBatching | null;

@@ -48,9 +48,8 @@ export interface InProcessResult {
   overheadUsAtConcurrency1: number;
   rows: InProcessRow[];
   /**
-   * Batching on, concurrency 256, in a Triton that also serves HTTP, gRPC and metrics: the
-   * gRPC frontend's protobuf descriptors enlarge the old generation, and V8 then promotes far
-   * more of the young one (see inProcessMarkdown).
+   * Batching on, concurrency 256, in a Triton that also serves HTTP, gRPC and metrics: what an
+   * embedding service pays (nothing measurable) for serving the frontends beside.
    */
   withFrontends: InProcessRow;
 }
