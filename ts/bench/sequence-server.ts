@@ -30,13 +30,15 @@ export interface ServerReport {
   maxMs: number;
   /** Process CPU time (user + system) since start, µs. */
   cpuUs: number;
-  /** Rows and executions so far (infernode only: the naive server runs one row per run). */
-  executions: { rows: number; executions: number } | null;
+  /** Rows, executions and compute input / infer time (ns, all runs) so far (infernode only: the naive server runs one row per run). */
+  executions: Executions | null;
 }
+
+interface Executions { rows: number; executions: number; inputNs: number; inferNs: number }
 
 interface BenchServer {
   port: number;
-  executions(): { rows: number; executions: number } | null;
+  executions(): Executions | null;
   stop(): Promise<unknown>;
 }
 
@@ -50,7 +52,13 @@ async function startInfernode(repository: string): Promise<BenchServer> {
     port: triton.ports.grpc!,
     executions: () => {
       const s = triton.model(SEQUENCE_MODEL).stats();
-      return { rows: s.inferenceCount, executions: s.executionCount };
+      let inputNs = 0;
+      let inferNs = 0;
+      for (const b of s.batchStats) {
+        inputNs += b.computeInput.ns;
+        inferNs += b.computeInfer.ns;
+      }
+      return { rows: s.inferenceCount, executions: s.executionCount, inputNs, inferNs };
     },
     stop: () => triton.stop(),
   };
