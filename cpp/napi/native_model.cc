@@ -22,12 +22,19 @@ namespace {
 // Batch buffers a model keeps cached for reuse (its pool frees anything beyond).
 constexpr size_t kPoolCacheBytes = size_t{256} << 20;
 
-// Hands a native output to JS without a copy: an external ArrayBuffer whose finalizer drops
-// the output's owner (a pooled buffer returns to its pool). Runtimes that forbid external
-// buffers get a copy.
+// Outputs up to this size are copied into memory V8 owns rather than lent as external memory:
+// an external buffer costs a heap-allocated owner and a finalizer (a weak reference every GC
+// processes, then a native immediate that frees it), more than copying a few KiB; and the batch's
+// pooled output memory goes back to its pool once the responses are delivered instead of when
+// the last view of it is collected.
+constexpr size_t kCopiedOutputBytes = 4096;
+
+// Hands a native output to JS: above kCopiedOutputBytes without a copy, as an external
+// ArrayBuffer whose finalizer drops the output's owner (a pooled buffer returns to its pool);
+// smaller outputs, and every output where the runtime forbids external buffers, as a copy.
 Napi::Value OutputDataToJs(Napi::Env env, const OutputTensor& out) {
   napi_value result = nullptr;
-  if (out.byte_size > 0) {
+  if (out.byte_size > kCopiedOutputBytes) {
     auto* owner = new std::shared_ptr<const void>(out.owner);
     napi_status status = napi_create_external_arraybuffer(
         env, const_cast<uint8_t*>(out.data), out.byte_size,

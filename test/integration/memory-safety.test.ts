@@ -12,6 +12,7 @@ import { NDArray } from '../../ts/tensor';
 import type { Triton } from '../../ts/triton';
 import { expectRejects, expectThrows, inProcessTriton, waitFor } from './helpers';
 import { TempRepo, addConstModel, slowAddModel, startRepoTriton } from './repository/repo-helpers';
+import { identityModel } from '../../ts/tools/onnx/factories';
 
 let repo: TempRepo;
 let triton: Triton | undefined;
@@ -57,6 +58,36 @@ async function delayedIdentity(delayMs: number): Promise<Triton> {
 function transfer(buffer: ArrayBuffer): ArrayBuffer {
   return structuredClone(buffer, { transfer: [buffer] });
 }
+
+describe('outputs of a native engine belong to the caller once answered', () => {
+  // Outputs up to 4 KiB reach JS as copies, larger ones as views of the batch's pooled output
+  // memory (cpp/napi/native_model.cc): on both sides of that line, a held answer must keep its
+  // values while later batches of the same shape reuse the pool.
+  test.each([1000, 1024, 1025, 65_536])('FP32[%i]: held answers keep their values through later batches', async (n) => {
+    repo.onnx('ident', 1, identityModel('FP32', ['n']));
+    repo.config('ident', `
+      platform: "onnxruntime_onnx"
+      max_batch_size: 4
+      input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ -1 ] } ]
+      output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ -1 ] } ]
+      dynamic_batching { preferred_batch_size: [ 4 ], max_queue_delay_microseconds: 50000 }`);
+    triton = (await startRepoTriton(repo.root)).triton;
+    const t = triton;
+    const round = (base: number): Promise<Record<string, NDArray>[]> => Promise.all([0, 1, 2, 3].map((r) =>
+      t.infer('ident', { INPUT0: { data: Float32Array.from({ length: n }, (_, i) => base + r * n + i), shape: [1, n] } })));
+    const held = await round(0);
+    for (let k = 1; k <= 8; k++) await round(k * 1e6);
+    held.forEach(({ OUTPUT0 }, r) => {
+      expect(OUTPUT0.shape).toEqual([1, n]);
+      const data = OUTPUT0.data as Float32Array;
+      expect(data).toBeInstanceOf(Float32Array);
+      expect(data.length).toBe(n);
+      const wrong = data.findIndex((v, i) => v !== r * n + i);
+      expect(wrong).toBe(-1);
+    });
+    expect(t.model('ident').stats().executionCount).toBeLessThan(4 * 9);  // the rounds ran as batches
+  });
+});
 
 describe('inputs of a queued request belong to the request, not to the caller (item 2)', () => {
   test('ONNX: changing the caller array after infer() returns does not change the answer', async () => {
