@@ -69,7 +69,8 @@ export interface HttpSslOptions {
 const gzip = promisify(zlib.gzip);
 const deflate = promisify(zlib.deflate);
 
-function modelPath(name: string, version?: string): string {
+/** A model's route under /v2 (the version's when one is given). */
+export function modelPath(name: string, version?: string): string {
   return `/v2/models/${encodeURIComponent(name)}${version ? `/versions/${encodeURIComponent(version)}` : ''}`;
 }
 

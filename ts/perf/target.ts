@@ -6,13 +6,16 @@
  */
 import * as path from 'node:path';
 import { GrpcInferenceServerClient } from '../client/grpc';
-import { HttpInferenceServerClient } from '../client/http';
+import { HttpInferenceServerClient, modelPath } from '../client/http';
+import { encodeInferRequest } from '../client/http-infer';
+import { errorFromResponse } from '../client/http-transport';
 import type { InferenceServerClient, ModelMetadata } from '../client/types';
 import { toModelConfigJson } from '../config/model-config-json';
 import type { NDArray } from '../tensor';
 import { Triton } from '../triton';
 import { modelMetadata, statistics } from '../server/metadata';
 import { serverUrl, type PerfOptions } from './options';
+import { RawHttpPool } from './raw-http';
 
 export interface PerfTarget {
   /** How the report names it: "HTTP", "gRPC", "gRPC streaming", "in-process". */
@@ -38,6 +41,8 @@ class ClientTarget implements PerfTarget {
     private readonly model: string,
     private readonly version: string | undefined,
     private readonly send: (inputs: Record<string, NDArray>) => Promise<void>,
+    /** Closes what `send` holds besides the client. */
+    private readonly release: () => void = () => undefined,
   ) {}
 
   modelMetadata(): Promise<ModelMetadata> {
@@ -57,6 +62,7 @@ class ClientTarget implements PerfTarget {
   }
 
   close(): Promise<void> {
+    this.release();
     return this.client.close();
   }
 }
@@ -64,10 +70,33 @@ class ClientTarget implements PerfTarget {
 function httpTarget(o: PerfOptions): PerfTarget {
   const url = serverUrl(o);
   const client = new HttpInferenceServerClient(url.replace(/^http:\/\//, ''));
-  const send = async (inputs: Record<string, NDArray>): Promise<void> => {
-    await client.infer({ modelName: o.modelName, modelVersion: o.modelVersion, inputs });
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'http:') {
+    const send = async (inputs: Record<string, NDArray>): Promise<void> => {
+      await client.infer({ modelName: o.modelName, modelVersion: o.modelVersion, inputs });
+    };
+    return new ClientTarget('HTTP', url, client, o.modelName, o.modelVersion, send);
+  }
+  const pool = new RawHttpPool(parsed.hostname.replace(/^\[|\]$/g, ''), Number(parsed.port || 80));
+  const requestPath = parsed.pathname.replace(/\/+$/, '') + `${modelPath(o.modelName, o.modelVersion)}/infer`;
+  // Each input set is encoded once, as the client would encode it (binary tensors both ways).
+  const encoded = new WeakMap<Record<string, NDArray>, Buffer>();
+  const bytesOf = (inputs: Record<string, NDArray>): Buffer => {
+    let bytes = encoded.get(inputs);
+    if (!bytes) {
+      const { body, headers } = encodeInferRequest({ modelName: o.modelName, modelVersion: o.modelVersion, inputs }, true, true);
+      const head = Object.entries({ Host: parsed.host, ...headers, 'Content-Length': body.length })
+        .map(([k, v]) => `${k}: ${v}\r\n`).join('');
+      bytes = Buffer.concat([Buffer.from(`POST ${requestPath} HTTP/1.1\r\n${head}\r\n`, 'latin1'), body]);
+      encoded.set(inputs, bytes);
+    }
+    return bytes;
   };
-  return new ClientTarget('HTTP', url, client, o.modelName, o.modelVersion, send);
+  const send = async (inputs: Record<string, NDArray>): Promise<void> => {
+    const answer = await pool.send(bytesOf(inputs));
+    if (answer.status !== 200) throw errorFromResponse(answer);
+  };
+  return new ClientTarget('HTTP', url, client, o.modelName, o.modelVersion, send, () => pool.close());
 }
 
 function grpcTarget(o: PerfOptions): PerfTarget {
