@@ -17,6 +17,9 @@ import { InferenceServerError } from '../errors';
 import { ClientTimeoutError } from '../client/errors';
 import type { HttpResponse } from '../client/http-transport';
 
+/** How long one request waits for its answer: the HTTP client's default call deadline. */
+const ANSWER_TIMEOUT_MS = 60_000;
+
 const HEADER_END = Buffer.from('\r\n\r\n');
 const CRLF = Buffer.from('\r\n');
 
@@ -171,7 +174,7 @@ export class RawHttpPool {
   }
 
   /** Sends `request` (a whole HTTP/1.1 request, head and body) and resolves with its answer. */
-  async send(request: Buffer, timeoutMs = 60_000): Promise<HttpResponse> {
+  async send(request: Buffer, timeoutMs = ANSWER_TIMEOUT_MS): Promise<HttpResponse> {
     if (this.#closed) throw new InferenceServerError('UNAVAILABLE', 'the perf transport is closed');
     const connection = this.#idle.pop() ?? this.#open();
     const answer = await connection.send(request, timeoutMs);
