@@ -19,6 +19,7 @@ import { encodeInferResponse } from '../server/http/infer-response';
 import { sendBody, sendError } from '../server/http/respond';
 import { TurnQueue } from '../server/turn';
 import { Logger } from '../log';
+import { postRequest } from '../perf/raw-http';
 import type { LoadJob, LoadReport } from './http-load';
 
 export type WireFormat = 'json' | 'binary';
@@ -66,9 +67,7 @@ function bodyFor(format: WireFormat): { body: Buffer; headers: Record<string, st
 /** The complete request bytes the load generator replays. */
 function requestBytes(format: WireFormat): Buffer {
   const { body, headers } = bodyFor(format);
-  const head = Object.entries({ Host: '127.0.0.1', ...headers, 'Content-Length': body.length })
-    .map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  return Buffer.concat([Buffer.from(`POST /v2/models/${MODEL}/infer HTTP/1.1\r\n${head}\r\n`), body]);
+  return postRequest('127.0.0.1', `/v2/models/${MODEL}/infer`, headers, body);
 }
 
 /** The ceiling has no shared memory and knows its one model. */

@@ -23,6 +23,12 @@ const ANSWER_TIMEOUT_MS = 60_000;
 const HEADER_END = Buffer.from('\r\n\r\n');
 const CRLF = Buffer.from('\r\n');
 
+/** A whole HTTP/1.1 POST to send again and again: the head (Host, `headers`, Content-Length), then `body`. */
+export function postRequest(host: string, path: string, headers: Record<string, string | number>, body: Buffer): Buffer {
+  const lines = Object.entries({ Host: host, ...headers, 'Content-Length': body.length }).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  return Buffer.concat([Buffer.from(`POST ${path} HTTP/1.1\r\n${lines}\r\n`, 'latin1'), body]);
+}
+
 /** One parsed answer head: status, lower-cased headers, where the body starts. */
 interface Head {
   status: number;
@@ -71,12 +77,14 @@ class Connection {
   #pending: Buffer = Buffer.alloc(0);
   #head: Head | null = null;
   #waiting: { resolve: (r: HttpResponse) => void; reject: (e: Error) => void } | null = null;
+  #connected = false;
 
   constructor(host: string, port: number, private readonly origin: string, private readonly onGone: (c: Connection) => void) {
     this.socket = net.connect(port, host);
     this.socket.setNoDelay(true);
+    this.socket.once('connect', () => { this.#connected = true; });
     this.socket.on('data', (chunk: Buffer) => this.#onData(chunk));
-    this.socket.on('error', (err: NodeJS.ErrnoException) => this.#gone(this.#head === null && this.#pending.length === 0
+    this.socket.on('error', (err: NodeJS.ErrnoException) => this.#gone(!this.#connected
       ? new InferenceServerError('UNAVAILABLE', `cannot reach the server at ${this.origin}: ${err.code ?? err.message}`)
       : new InferenceServerError('UNAVAILABLE', `the connection to ${this.origin} failed before the whole answer arrived: ${err.message}`)));
     this.socket.on('close', () => this.#onClose());

@@ -15,7 +15,7 @@ import type { NDArray } from '../tensor';
 import { Triton } from '../triton';
 import { modelMetadata, statistics } from '../server/metadata';
 import { serverUrl, type PerfOptions } from './options';
-import { RawHttpPool } from './raw-http';
+import { RawHttpPool, postRequest } from './raw-http';
 
 export interface PerfTarget {
   /** How the report names it: "HTTP", "gRPC", "gRPC streaming", "in-process". */
@@ -85,9 +85,7 @@ function httpTarget(o: PerfOptions): PerfTarget {
     let bytes = encoded.get(inputs);
     if (!bytes) {
       const { body, headers } = encodeInferRequest({ modelName: o.modelName, modelVersion: o.modelVersion, inputs }, true, true);
-      const head = Object.entries({ Host: parsed.host, ...headers, 'Content-Length': body.length })
-        .map(([k, v]) => `${k}: ${v}\r\n`).join('');
-      bytes = Buffer.concat([Buffer.from(`POST ${requestPath} HTTP/1.1\r\n${head}\r\n`, 'latin1'), body]);
+      bytes = postRequest(parsed.host, requestPath, headers, body);
       encoded.set(inputs, bytes);
     }
     return bytes;
