@@ -259,11 +259,15 @@ FormedBatch SequenceSource::NextDirect(uint32_t instance, uint64_t now_ns, bool 
   like_copy->inputs = like_request.inputs;
   like_copy->batch_key = like_request.batch_key;
   const std::vector<StateValue> like_states = like->states;
+  // One null row is built per batch and copied for each idle slot: the copies share its zeroed,
+  // read-only buffers instead of each allocating and clearing its own.
+  std::unique_ptr<InferenceRequest> null_row;
   for (int32_t slot = 0; slot <= last_ready; ++slot) {
     const SequencePtr& s = slots[static_cast<size_t>(slot)];
     const bool usable = s && !s->queue.empty() && RowKey(*s) == key;
     if (!usable) {
-      auto row = inputs_.MakeNullRow(*like_copy, like_states);
+      if (!null_row) null_row = inputs_.MakeNullRow(*like_copy, like_states);
+      auto row = std::make_unique<InferenceRequest>(*null_row);
       row->enqueue_ns = now_ns;
       formed.requests.push_back(std::move(row));
       continue;
