@@ -29,10 +29,16 @@ struct DeviceResources {
   int previous_device = -1;
   void* destination = nullptr;
   cudaStream_t stream = nullptr;
+  cudaStream_t second = nullptr;  // streams == 2 only
+  cudaEvent_t fork = nullptr;     // stream → second, before each split copy
+  cudaEvent_t join = nullptr;     // second → stream, after it
   std::vector<cudaEvent_t> events;
 
   ~DeviceResources() {
     for (cudaEvent_t e : events) cudaEventDestroy(e);
+    if (join != nullptr) cudaEventDestroy(join);
+    if (fork != nullptr) cudaEventDestroy(fork);
+    if (second != nullptr) cudaStreamDestroy(second);
     if (stream != nullptr) cudaStreamDestroy(stream);
     if (destination != nullptr) cudaFree(destination);
     if (previous_device >= 0) cudaSetDevice(previous_device);
@@ -53,12 +59,34 @@ Status CheckRequest(const CopyBandwidthRequest& r, int devices) {
     return InvalidArg("copy bandwidth: iterations must be between 1 and " +
                       std::to_string(kMaxCopyBandwidthIterations) + ", got " + std::to_string(r.iterations));
   }
+  if (r.streams != 1 && r.streams != 2) {
+    return InvalidArg("copy bandwidth: streams must be 1 or 2, got " + std::to_string(r.streams));
+  }
   if (devices == 0) return Unavailable("host-to-device copy bandwidth cannot be measured: no CUDA device was found");
   if (r.device < 0 || r.device >= devices) {
     return InvalidArg("copy bandwidth: invalid CUDA device id " + std::to_string(r.device) + ": " +
                       std::to_string(devices) + " device(s) present");
   }
   return Status::Success();
+}
+
+// One timed copy: on `res.stream` alone, or split in halves over it and `res.second`, which
+// starts after everything before it on `res.stream` and is joined back before the copy ends.
+cudaError_t TimedCopy(const DeviceResources& res, const void* source, size_t bytes) {
+  if (res.second == nullptr) {
+    return cudaMemcpyAsync(res.destination, source, bytes, cudaMemcpyHostToDevice, res.stream);
+  }
+  const size_t half = bytes / 2;
+  cudaError_t err = cudaEventRecord(res.fork, res.stream);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(res.second, res.fork, 0);
+  if (err == cudaSuccess) err = cudaMemcpyAsync(res.destination, source, half, cudaMemcpyHostToDevice, res.stream);
+  if (err == cudaSuccess) {
+    err = cudaMemcpyAsync(static_cast<char*>(res.destination) + half, static_cast<const char*>(source) + half,
+                          bytes - half, cudaMemcpyHostToDevice, res.second);
+  }
+  if (err == cudaSuccess) err = cudaEventRecord(res.join, res.second);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(res.stream, res.join, 0);
+  return err;
 }
 
 }  // namespace copy_bandwidth_internal
@@ -99,6 +127,12 @@ Status MeasureCopyBandwidth(const CopyBandwidthRequest& request, CopyBandwidthRe
   if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaMalloc of " + std::to_string(bytes) + " bytes", err);
   err = cudaStreamCreateWithFlags(&res.stream, cudaStreamNonBlocking);
   if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaStreamCreate", err);
+  if (request.streams == 2) {
+    err = cudaStreamCreateWithFlags(&res.second, cudaStreamNonBlocking);
+    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&res.fork, cudaEventDisableTiming);
+    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&res.join, cudaEventDisableTiming);
+    if (err != cudaSuccess) return CudaFailure("copy bandwidth: the second stream and its events", err);
+  }
   res.events.resize(request.iterations + 1, nullptr);
   for (cudaEvent_t& e : res.events) {
     err = cudaEventCreate(&e);
@@ -106,14 +140,14 @@ Status MeasureCopyBandwidth(const CopyBandwidthRequest& request, CopyBandwidthRe
   }
 
   // One untimed copy (first-touch costs: the pinned mapping, the driver's staging buffers).
-  err = cudaMemcpyAsync(res.destination, source, bytes, cudaMemcpyHostToDevice, res.stream);
+  err = TimedCopy(res, source, bytes);
   if (err == cudaSuccess) err = cudaStreamSynchronize(res.stream);
   if (err != cudaSuccess) return CudaFailure("copy bandwidth: warm-up copy", err);
 
   // Copies back to back, an event between each two: event i+1 - event i is copy i.
   err = cudaEventRecord(res.events[0], res.stream);
   for (uint32_t i = 0; err == cudaSuccess && i < request.iterations; ++i) {
-    err = cudaMemcpyAsync(res.destination, source, bytes, cudaMemcpyHostToDevice, res.stream);
+    err = TimedCopy(res, source, bytes);
     if (err == cudaSuccess) err = cudaEventRecord(res.events[i + 1], res.stream);
   }
   if (err == cudaSuccess) err = cudaStreamSynchronize(res.stream);

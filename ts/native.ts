@@ -269,6 +269,11 @@ export interface CopyBandwidthOptions {
   /** Source: a block of a pinned BufferPool (true, the default) or malloc'ed pageable memory. */
   pinned?: boolean;
   deviceId?: number;
+  /**
+   * 1 (the default): each copy on one stream. 2: each copy split in halves on two streams, forked
+   * and joined around the copy (the timing includes both), so two copy engines overlap.
+   */
+  streams?: 1 | 2;
 }
 
 /** Host-to-device copy bandwidth, timed with CUDA events on a stream of its own. */
@@ -282,6 +287,7 @@ export interface CopyBandwidth {
   bestGbPerSecond: number;
   totalMs: number;
   deviceId: number;
+  streams: number;
   /** The device's name as CUDA reports it (what nvidia-smi shows), e.g. 'NVIDIA H100 80GB HBM3'. */
   deviceName: string;
 }

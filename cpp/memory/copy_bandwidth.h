@@ -17,6 +17,10 @@ struct CopyBandwidthRequest {
   uint32_t iterations = 0;  // timed copies (after one untimed warm-up copy)
   bool pinned = true;       // source: a pinned BufferPool block, else malloc'ed pageable memory
   int device = 0;
+  // 1: each copy on one stream. 2: each copy split in halves on two streams (forked from the
+  // first and joined back before the copy counts as done), so two of the device's copy engines
+  // can overlap their fixed per-copy cost; the timing includes the fork and join.
+  uint32_t streams = 1;
 };
 
 struct CopyBandwidthResult {

@@ -28,8 +28,9 @@ uint64_t WholeOption(Napi::Env env, const Napi::Object& options, const char* key
 Napi::Value MeasureCopyBandwidthFunction(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsObject()) {
-    ThrowStatus(env,
-                InvalidArg("measureCopyBandwidth({bytes, iterations, pinned, deviceId?}): options object expected"));
+    ThrowStatus(
+        env,
+        InvalidArg("measureCopyBandwidth({bytes, iterations, pinned, deviceId?, streams?}): options object expected"));
   }
   Napi::Object options = info[0].As<Napi::Object>();
   CopyBandwidthRequest request;
@@ -38,6 +39,7 @@ Napi::Value MeasureCopyBandwidthFunction(const Napi::CallbackInfo& info) {
   request.iterations =
       static_cast<uint32_t>(WholeOption(env, options, "iterations", 1, kMaxCopyBandwidthIterations, 10));
   request.device = static_cast<int>(WholeOption(env, options, "deviceId", 0, 1023, 0));
+  request.streams = static_cast<uint32_t>(WholeOption(env, options, "streams", 1, 2, 1));
   Napi::Value pinned = options.Get("pinned");
   if (!pinned.IsUndefined() && !pinned.IsBoolean())
     ThrowStatus(env, InvalidArg("measureCopyBandwidth: 'pinned' must be a boolean"));
@@ -54,6 +56,7 @@ Napi::Value MeasureCopyBandwidthFunction(const Napi::CallbackInfo& info) {
   out.Set("bestGbPerSecond", result.best_gb_per_second);
   out.Set("totalMs", result.total_ms);
   out.Set("deviceId", request.device);
+  out.Set("streams", request.streams);
   out.Set("deviceName", result.device_name);
   return out;
 }

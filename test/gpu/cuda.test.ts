@@ -34,7 +34,8 @@ describe('measureCopyBandwidth', () => {
   };
 
   test('bad options are INVALID_ARG, on every build', () => {
-    for (const options of [{ bytes: 0 }, { bytes: 1.5 }, { bytes: 2 ** 33 }, { bytes: 1024, iterations: 0 }, { bytes: 1024, pinned: 'yes' }]) {
+    for (const options of [{ bytes: 0 }, { bytes: 1.5 }, { bytes: 2 ** 33 }, { bytes: 1024, iterations: 0 }, { bytes: 1024, pinned: 'yes' },
+      { bytes: 1024, streams: 3 }, { bytes: 1024, streams: 0 }]) {
       expect(codeOf(() => native().measureCopyBandwidth(options as never))).toBe('INVALID_ARG');
     }
   });
@@ -55,5 +56,13 @@ describe('measureCopyBandwidth', () => {
       expect(r.deviceName.length).toBeGreaterThan(0);
     }
     expect(codeOf(() => native().measureCopyBandwidth({ bytes: 1024, deviceId: info.cudaDeviceCount }))).toBe('INVALID_ARG');
+  });
+
+  gpuTest('a copy split over two streams moves every byte, odd sizes included', () => {
+    for (const bytes of [1, 4097, (1 << 20) + 3]) {
+      const split = native().measureCopyBandwidth({ bytes, iterations: 3, pinned: true, streams: 2 });
+      expect(split).toMatchObject({ bytes, iterations: 3, source: 'pinned-pool', streams: 2 });
+      expect(split.gbPerSecond).toBeGreaterThan(0);
+    }
   });
 });

@@ -11,7 +11,9 @@
  * output as binary data, so the wire costs are the same.
  *
  * argv: mode, repository, model file (naive), model name (infernode's executions; default
- * mlp_bench, the gpu scenario serves others).
+ * mlp_bench, the gpu scenario serves others), and the naive server's execution provider
+ * (default 'cpu'; the gpu scenario asks for 'cuda', and a session that cannot get it fails the
+ * start with ONNX Runtime's reason instead of running on the CPU).
  *
  * IPC: the child sends {port} once listening; the parent sends 'reset' (clear the delay
  * histogram), 'report' (→ {p50Ms, p99Ms, maxMs, executions}) and 'stop'.
@@ -63,10 +65,10 @@ function inputOf(body: Buffer, headerLength: number): Float32Array {
   return floats;
 }
 
-async function startNaive(modelPath: string): Promise<BenchServer> {
+async function startNaive(modelPath: string, provider: string): Promise<BenchServer> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const ort = require('onnxruntime-node') as OrtModule;
-  const session = await ort.InferenceSession.create(modelPath);
+  const session = await ort.InferenceSession.create(modelPath, provider === 'cpu' ? {} : { executionProviders: [provider] });
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -98,10 +100,10 @@ async function startNaive(modelPath: string): Promise<BenchServer> {
 }
 
 async function main(): Promise<void> {
-  const [mode, repository, modelPath, model = 'mlp_bench'] = process.argv.slice(2);
+  const [mode, repository, modelPath, model = 'mlp_bench', provider = 'cpu'] = process.argv.slice(2);
   const delay = monitorEventLoopDelay({ resolution: 1 });
   delay.enable();
-  const server = mode === 'infernode' ? await startInfernode(repository, model) : await startNaive(modelPath);
+  const server = mode === 'infernode' ? await startInfernode(repository, model) : await startNaive(modelPath, provider);
   process.on('message', (message: string) => {
     if (message === 'reset') delay.reset();
     else if (message === 'report') {
@@ -118,5 +120,6 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   console.error(err);
-  process.exit(1);
+  // The parent reports why this server did not start (the gpu scenario's "Not run").
+  process.send!({ error: (err as Error).message ?? String(err) }, () => process.exit(1));
 });

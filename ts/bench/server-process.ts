@@ -1,7 +1,7 @@
 /**
  * A bench server in a child process of its own (its own event loop, CPU time and event-loop
- * delay), driven over IPC: the child sends `{ port }` once listening (or exits non-zero with its
- * reason on stderr); the parent asks with a string ('report' → one answer message), sends
+ * delay), driven over IPC: the child sends `{ port }` once listening (or `{ error }` with its
+ * reason and exits non-zero); the parent asks with a string ('report' → one answer message), sends
  * 'reset', and 'stop' (the child exits).
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -13,8 +13,12 @@ export class ServerProcess {
   static start(script: string, args: string[], what: string): Promise<ServerProcess> {
     const child = fork(script, args, { stdio: 'inherit' });
     return new Promise((resolve, reject) => {
-      child.once('message', (m: { port: number }) => resolve(new ServerProcess(child, m.port)));
-      child.once('exit', (code) => reject(new Error(`${what} exited with ${code} before listening (its reason is above)`)));
+      let reason = '';
+      child.once('message', (m: { port?: number; error?: string }) => {
+        if (m.port !== undefined) resolve(new ServerProcess(child, m.port));
+        else reason = m.error ?? '';
+      });
+      child.once('exit', (code) => reject(new Error(`${what} exited with ${code} before listening: ${reason || 'its reason is above'}`)));
     });
   }
 
