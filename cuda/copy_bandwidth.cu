@@ -3,6 +3,7 @@
 // are; the pageable one is malloc'ed and touched first, so page faults are not timed.
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -62,6 +63,9 @@ Status CheckRequest(const CopyBandwidthRequest& r, int devices) {
   if (r.streams != 1 && r.streams != 2) {
     return InvalidArg("copy bandwidth: streams must be 1 or 2, got " + std::to_string(r.streams));
   }
+  if (r.streams == 2 && r.caller != CallerPath::kNone) {
+    return InvalidArg("copy bandwidth: a caller buffer's path is measured on one stream; leave streams at 1");
+  }
   if (devices == 0) return Unavailable("host-to-device copy bandwidth cannot be measured: no CUDA device was found");
   if (r.device < 0 || r.device >= devices) {
     return InvalidArg("copy bandwidth: invalid CUDA device id " + std::to_string(r.device) + ": " +
@@ -89,14 +93,126 @@ cudaError_t TimedCopy(const DeviceResources& res, const void* source, size_t byt
   return err;
 }
 
+double GbPerSecond(uint64_t bytes, double ms) { return ms > 0 ? static_cast<double>(bytes) / 1e9 / (ms / 1e3) : 0; }
+
+// One copy of a caller's pageable buffer by `path`, synchronised: what a request with that
+// buffer waits for before its batch can run.
+cudaError_t CallerCopy(const DeviceResources& res, CallerPath path, void* caller, void* staging, size_t bytes) {
+  if (path == CallerPath::kStaged) {
+    std::memcpy(staging, caller, bytes);
+    cudaError_t err = cudaMemcpyAsync(res.destination, staging, bytes, cudaMemcpyHostToDevice, res.stream);
+    return err == cudaSuccess ? cudaStreamSynchronize(res.stream) : err;
+  }
+  cudaError_t err = cudaHostRegister(caller, bytes, cudaHostRegisterDefault);
+  if (err != cudaSuccess) return err;
+  err = cudaMemcpyAsync(res.destination, caller, bytes, cudaMemcpyHostToDevice, res.stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(res.stream);
+  const cudaError_t unregistered = cudaHostUnregister(caller);
+  return err == cudaSuccess ? unregistered : err;
+}
+
+// MeasureCopyBandwidth for request.caller != kNone: host-clock time of each whole CallerCopy.
+Status MeasureCallerCopies(const CopyBandwidthRequest& request, DeviceResources& res, CopyBandwidthResult* result) {
+  const size_t bytes = static_cast<size_t>(request.bytes);
+  std::unique_ptr<HostAllocator> pinned = MakePinnedAllocator();
+  if (!pinned) return Unavailable("copy bandwidth: pinned host memory is not available");
+  BufferPool pool(std::move(pinned), 0);
+  PooledBuffer staging;
+  RETURN_IF_ERROR(pool.Acquire(bytes, &staging));
+  constexpr size_t kPage = 4096;  // registration pins whole pages: the buffer starts on one
+  std::unique_ptr<void, FreeDeleter> caller(std::aligned_alloc(kPage, (bytes + kPage - 1) / kPage * kPage));
+  if (!caller)
+    return Unavailable("copy bandwidth: unable to allocate " + std::to_string(bytes) + " bytes of host memory");
+  std::memset(caller.get(), 0x5a, bytes);
+  cudaError_t err = CallerCopy(res, request.caller, caller.get(), staging.Data(), bytes);  // untimed
+  double total_ms = 0;
+  double best_ms = 0;
+  for (uint32_t i = 0; err == cudaSuccess && i < request.iterations; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    err = CallerCopy(res, request.caller, caller.get(), staging.Data(), bytes);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    total_ms += ms;
+    if (i == 0 || ms < best_ms) best_ms = ms;
+  }
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: caller buffer copies", err);
+  result->total_ms = total_ms;
+  result->gb_per_second = GbPerSecond(request.bytes * request.iterations, total_ms);
+  result->best_gb_per_second = GbPerSecond(request.bytes, best_ms);
+  result->source = request.caller == CallerPath::kStaged ? "staged-through-pool" : "registered-per-copy";
+  return Status::Success();
+}
+
+// The device side shared by every mode: the device selected, `bytes` of device memory, a stream.
+Status OpenDevice(const CopyBandwidthRequest& request, DeviceResources& res, CopyBandwidthResult* result) {
+  if (cudaGetDevice(&res.previous_device) != cudaSuccess) res.previous_device = -1;
+  cudaError_t err = cudaSetDevice(request.device);
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaSetDevice", err);
+  cudaDeviceProp props{};
+  err = cudaGetDeviceProperties(&props, request.device);
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaGetDeviceProperties", err);
+  result->device_name = props.name;
+  err = cudaMalloc(&res.destination, request.bytes);
+  if (err != cudaSuccess) {
+    return CudaFailure("copy bandwidth: cudaMalloc of " + std::to_string(request.bytes) + " bytes", err);
+  }
+  err = cudaStreamCreateWithFlags(&res.stream, cudaStreamNonBlocking);
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaStreamCreate", err);
+  if (request.streams == 2) {
+    err = cudaStreamCreateWithFlags(&res.second, cudaStreamNonBlocking);
+    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&res.fork, cudaEventDisableTiming);
+    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&res.join, cudaEventDisableTiming);
+    if (err != cudaSuccess) return CudaFailure("copy bandwidth: the second stream and its events", err);
+  }
+  return Status::Success();
+}
+
+// The copies alone from `source`, back to back, an event between each two (event i+1 - event i
+// is copy i), after one untimed copy (first-touch costs: the pinned mapping, staging buffers).
+Status TimeCopies(const CopyBandwidthRequest& request, DeviceResources& res, const void* source,
+                  CopyBandwidthResult* result) {
+  const size_t bytes = static_cast<size_t>(request.bytes);
+  res.events.resize(request.iterations + 1, nullptr);
+  for (cudaEvent_t& e : res.events) {
+    const cudaError_t created = cudaEventCreate(&e);
+    if (created != cudaSuccess) return CudaFailure("copy bandwidth: cudaEventCreate", created);
+  }
+  cudaError_t err = TimedCopy(res, source, bytes);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(res.stream);
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: warm-up copy", err);
+  err = cudaEventRecord(res.events[0], res.stream);
+  for (uint32_t i = 0; err == cudaSuccess && i < request.iterations; ++i) {
+    err = TimedCopy(res, source, bytes);
+    if (err == cudaSuccess) err = cudaEventRecord(res.events[i + 1], res.stream);
+  }
+  if (err == cudaSuccess) err = cudaStreamSynchronize(res.stream);
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: timed copies", err);
+  float total_ms = 0;
+  float best_ms = 0;
+  for (uint32_t i = 0; i < request.iterations; ++i) {
+    float ms = 0;
+    err = cudaEventElapsedTime(&ms, res.events[i], res.events[i + 1]);
+    if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaEventElapsedTime", err);
+    if (i == 0 || ms < best_ms) best_ms = ms;
+  }
+  err = cudaEventElapsedTime(&total_ms, res.events[0], res.events[request.iterations]);
+  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaEventElapsedTime", err);
+  result->total_ms = total_ms;
+  result->gb_per_second = GbPerSecond(request.bytes * request.iterations, total_ms);
+  result->best_gb_per_second = GbPerSecond(request.bytes, best_ms);
+  return Status::Success();
+}
+
 }  // namespace copy_bandwidth_internal
 using namespace copy_bandwidth_internal;  // NOLINT(build/namespaces): this file's own helpers
 
 Status MeasureCopyBandwidth(const CopyBandwidthRequest& request, CopyBandwidthResult* result) {
   RETURN_IF_ERROR(CheckRequest(request, CudaDeviceCount()));
-  const size_t bytes = static_cast<size_t>(request.bytes);
+  DeviceResources res;
+  RETURN_IF_ERROR(OpenDevice(request, res, result));
+  if (request.caller != CallerPath::kNone) return MeasureCallerCopies(request, res, result);
 
   // The source, filled so the copies move real data.
+  const size_t bytes = static_cast<size_t>(request.bytes);
   std::unique_ptr<BufferPool> pool;
   PooledBuffer block;
   std::unique_ptr<void, FreeDeleter> pageable;
@@ -110,66 +226,14 @@ Status MeasureCopyBandwidth(const CopyBandwidthRequest& request, CopyBandwidthRe
     source = block.Data();
   } else {
     pageable.reset(std::malloc(bytes));
-    if (!pageable)
+    if (!pageable) {
       return Unavailable("copy bandwidth: unable to allocate " + std::to_string(bytes) + " bytes of host memory");
+    }
     std::memset(pageable.get(), 0x5a, bytes);
     source = pageable.get();
   }
-
-  DeviceResources res;
-  if (cudaGetDevice(&res.previous_device) != cudaSuccess) res.previous_device = -1;
-  cudaError_t err = cudaSetDevice(request.device);
-  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaSetDevice", err);
-  cudaDeviceProp props{};
-  err = cudaGetDeviceProperties(&props, request.device);
-  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaGetDeviceProperties", err);
-  err = cudaMalloc(&res.destination, bytes);
-  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaMalloc of " + std::to_string(bytes) + " bytes", err);
-  err = cudaStreamCreateWithFlags(&res.stream, cudaStreamNonBlocking);
-  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaStreamCreate", err);
-  if (request.streams == 2) {
-    err = cudaStreamCreateWithFlags(&res.second, cudaStreamNonBlocking);
-    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&res.fork, cudaEventDisableTiming);
-    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&res.join, cudaEventDisableTiming);
-    if (err != cudaSuccess) return CudaFailure("copy bandwidth: the second stream and its events", err);
-  }
-  res.events.resize(request.iterations + 1, nullptr);
-  for (cudaEvent_t& e : res.events) {
-    err = cudaEventCreate(&e);
-    if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaEventCreate", err);
-  }
-
-  // One untimed copy (first-touch costs: the pinned mapping, the driver's staging buffers).
-  err = TimedCopy(res, source, bytes);
-  if (err == cudaSuccess) err = cudaStreamSynchronize(res.stream);
-  if (err != cudaSuccess) return CudaFailure("copy bandwidth: warm-up copy", err);
-
-  // Copies back to back, an event between each two: event i+1 - event i is copy i.
-  err = cudaEventRecord(res.events[0], res.stream);
-  for (uint32_t i = 0; err == cudaSuccess && i < request.iterations; ++i) {
-    err = TimedCopy(res, source, bytes);
-    if (err == cudaSuccess) err = cudaEventRecord(res.events[i + 1], res.stream);
-  }
-  if (err == cudaSuccess) err = cudaStreamSynchronize(res.stream);
-  if (err != cudaSuccess) return CudaFailure("copy bandwidth: timed copies", err);
-
-  float total_ms = 0;
-  float best_ms = 0;
-  for (uint32_t i = 0; i < request.iterations; ++i) {
-    float ms = 0;
-    err = cudaEventElapsedTime(&ms, res.events[i], res.events[i + 1]);
-    if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaEventElapsedTime", err);
-    if (i == 0 || ms < best_ms) best_ms = ms;
-  }
-  err = cudaEventElapsedTime(&total_ms, res.events[0], res.events[request.iterations]);
-  if (err != cudaSuccess) return CudaFailure("copy bandwidth: cudaEventElapsedTime", err);
-
-  const double gb = static_cast<double>(bytes) / 1e9;
-  result->total_ms = total_ms;
-  result->gb_per_second = total_ms > 0 ? gb * request.iterations / (total_ms / 1e3) : 0;
-  result->best_gb_per_second = best_ms > 0 ? gb / (best_ms / 1e3) : 0;
+  RETURN_IF_ERROR(TimeCopies(request, res, source, result));
   result->source = request.pinned ? "pinned-pool" : "pageable";
-  result->device_name = props.name;
   return Status::Success();
 }
 

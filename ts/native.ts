@@ -274,13 +274,19 @@ export interface CopyBandwidthOptions {
    * and joined around the copy (the timing includes both), so two copy engines overlap.
    */
   streams?: 1 | 2;
+  /**
+   * A caller's pageable buffer instead of `pinned`, each copy timed end to end on the host clock:
+   * 'staged' memcpy's it into a pinned pool block and copies that (what a batch does), 'registered'
+   * cudaHostRegister's it, copies, and unregisters (registering a buffer used once).
+   */
+  caller?: 'staged' | 'registered';
 }
 
 /** Host-to-device copy bandwidth, timed with CUDA events on a stream of its own. */
 export interface CopyBandwidth {
   bytes: number;
   iterations: number;
-  source: 'pinned-pool' | 'pageable';
+  source: 'pinned-pool' | 'pageable' | 'staged-through-pool' | 'registered-per-copy';
   /** Decimal GB/s over all timed copies back to back (total bytes ÷ total time). */
   gbPerSecond: number;
   /** Decimal GB/s of the fastest single copy. */

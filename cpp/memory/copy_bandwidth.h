@@ -12,6 +12,14 @@
 
 namespace infernode {
 
+// How a caller's buffer (pageable memory the server did not allocate: a JS ArrayBuffer, say)
+// reaches the device, each copy timed end to end on the host clock, setup included:
+// - kStaged: memcpy into a block of the pinned BufferPool, then one copy from it (what a batch
+//   does today: its rows are gathered into a pooled block);
+// - kRegistered: cudaHostRegister the buffer, copy from it, cudaHostUnregister (what "register
+//   large caller buffers" would do for a buffer used once).
+enum class CallerPath { kNone, kStaged, kRegistered };
+
 struct CopyBandwidthRequest {
   uint64_t bytes = 0;       // size of one copy
   uint32_t iterations = 0;  // timed copies (after one untimed warm-up copy)
@@ -21,6 +29,9 @@ struct CopyBandwidthRequest {
   // first and joined back before the copy counts as done), so two of the device's copy engines
   // can overlap their fixed per-copy cost; the timing includes the fork and join.
   uint32_t streams = 1;
+  // kNone: the source is `pinned` or pageable memory and only the copies are timed (CUDA events).
+  // Otherwise the source is pageable and each copy's whole path is timed (`pinned` is ignored).
+  CallerPath caller = CallerPath::kNone;
 };
 
 struct CopyBandwidthResult {
@@ -29,7 +40,7 @@ struct CopyBandwidthResult {
   // The fastest single copy.
   double best_gb_per_second = 0;
   double total_ms = 0;
-  std::string source;       // "pinned-pool" or "pageable"
+  std::string source;       // "pinned-pool", "pageable", "staged-through-pool" or "registered-per-copy"
   std::string device_name;  // cudaDeviceProp::name, e.g. "NVIDIA H100 80GB HBM3"
 };
 

@@ -30,7 +30,8 @@ Napi::Value MeasureCopyBandwidthFunction(const Napi::CallbackInfo& info) {
   if (!info[0].IsObject()) {
     ThrowStatus(
         env,
-        InvalidArg("measureCopyBandwidth({bytes, iterations, pinned, deviceId?, streams?}): options object expected"));
+        InvalidArg("measureCopyBandwidth({bytes, iterations?, pinned?, deviceId?, streams?, caller?}): options object "
+                   "expected"));
   }
   Napi::Object options = info[0].As<Napi::Object>();
   CopyBandwidthRequest request;
@@ -44,6 +45,13 @@ Napi::Value MeasureCopyBandwidthFunction(const Napi::CallbackInfo& info) {
   if (!pinned.IsUndefined() && !pinned.IsBoolean())
     ThrowStatus(env, InvalidArg("measureCopyBandwidth: 'pinned' must be a boolean"));
   request.pinned = pinned.IsUndefined() || pinned.As<Napi::Boolean>().Value();
+  Napi::Value caller = options.Get("caller");
+  const std::string path = caller.IsString() ? caller.As<Napi::String>().Utf8Value() : "";
+  if (!caller.IsUndefined() && path != "staged" && path != "registered") {
+    ThrowStatus(env, InvalidArg("measureCopyBandwidth: 'caller' must be 'staged' or 'registered'"));
+  }
+  if (path == "staged") request.caller = CallerPath::kStaged;
+  if (path == "registered") request.caller = CallerPath::kRegistered;
 
   CopyBandwidthResult result;
   Status status = MeasureCopyBandwidth(request, &result);

@@ -35,7 +35,7 @@ describe('measureCopyBandwidth', () => {
 
   test('bad options are INVALID_ARG, on every build', () => {
     for (const options of [{ bytes: 0 }, { bytes: 1.5 }, { bytes: 2 ** 33 }, { bytes: 1024, iterations: 0 }, { bytes: 1024, pinned: 'yes' },
-      { bytes: 1024, streams: 3 }, { bytes: 1024, streams: 0 }]) {
+      { bytes: 1024, streams: 3 }, { bytes: 1024, streams: 0 }, { bytes: 1024, caller: 'pinned' }, { bytes: 1024, caller: 1 }]) {
       expect(codeOf(() => native().measureCopyBandwidth(options as never))).toBe('INVALID_ARG');
     }
   });
@@ -56,6 +56,17 @@ describe('measureCopyBandwidth', () => {
       expect(r.deviceName.length).toBeGreaterThan(0);
     }
     expect(codeOf(() => native().measureCopyBandwidth({ bytes: 1024, deviceId: info.cudaDeviceCount }))).toBe('INVALID_ARG');
+  });
+
+  gpuTest('a caller buffer staged through the pool or registered per copy, odd sizes included', () => {
+    for (const bytes of [1, 4097, (1 << 20) + 3]) {
+      const staged = native().measureCopyBandwidth({ bytes, iterations: 3, caller: 'staged' });
+      const registered = native().measureCopyBandwidth({ bytes, iterations: 3, caller: 'registered' });
+      expect(staged).toMatchObject({ bytes, iterations: 3, source: 'staged-through-pool' });
+      expect(registered).toMatchObject({ bytes, iterations: 3, source: 'registered-per-copy' });
+      for (const r of [staged, registered]) expect(r.gbPerSecond).toBeGreaterThan(0);
+    }
+    expect(codeOf(() => native().measureCopyBandwidth({ bytes: 1024, caller: 'staged', streams: 2 }))).toBe('INVALID_ARG');
   });
 
   gpuTest('a copy split over two streams moves every byte, odd sizes included', () => {
