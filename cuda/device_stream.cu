@@ -7,6 +7,7 @@
 
 #include "memory/cuda_host.h"
 #include "memory/device_stream.h"
+#include "memory/half_cast.h"
 
 namespace infernode {
 
@@ -59,6 +60,11 @@ class CudaDeviceStream final : public DeviceStream {
     cudaError_t err = cudaSetDevice(device_);
     if (err == cudaSuccess) err = cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream_);
     return CudaStatus("copying outputs from the GPU", err);
+  }
+
+  Status Cast(void* dst, DataType dst_type, const void* src, DataType src_type, size_t count) override {
+    RETURN_IF_ERROR(CudaStatus("selecting the CUDA device", cudaSetDevice(device_)));
+    return LaunchHalfCast(stream_, dst, dst_type, src, src_type, count);
   }
 
   Status Record(DeviceMark mark) override {

@@ -4,12 +4,14 @@
 // the whole device. Device memory comes from CUDA's stream-ordered pool (cudaMallocAsync on this
 // stream; freed in stream order), which caches blocks between batches.
 // Created on the load worker; afterwards used only from its instance's thread.
-// Implemented in cuda/device_stream.cu; the CPU build (device_stream_none.cc) has none.
+// Implemented in cuda/device_stream.cu; the CPU build (device_stream_none.cc) has none, and its
+// casts' twin (half_cast_none.cc) answers UNAVAILABLE.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 
+#include "core/datatype.h"
 #include "core/status.h"
 
 namespace infernode {
@@ -56,6 +58,9 @@ class DeviceStream {
   // Asynchronous on this stream; the host side must stay valid until Synchronize returns.
   virtual Status CopyToDevice(void* device_dst, const void* host_src, size_t bytes) = 0;
   virtual Status CopyToHost(void* host_dst, const void* device_src, size_t bytes) = 0;
+  // Converts `count` elements of device memory between FP32 and FP16 / BF16 on this stream
+  // (the kernels of cuda/half_cast.cu, rounding as core/half_float.h does). Asynchronous.
+  virtual Status Cast(void* dst, DataType dst_type, const void* src, DataType src_type, size_t count) = 0;
   virtual Status Record(DeviceMark mark) = 0;
   // Waits for this stream alone.
   virtual Status Synchronize() = 0;

@@ -260,6 +260,8 @@ std::vector<std::unique_ptr<ModelInstance>> NativeModel::MakeInstances(Napi::Env
                                         " (a handle can be used once)");
   }
   for (auto& session : sessions) {
+    // FP16 / BF16 tensors the config serves as FP32 (the loader checked the pairs and logs them).
+    session->ServeConfigTypes(config);
     instances.push_back(
         std::make_unique<OnnxInstance>(std::move(session), &config, pool_.get(), scheduler_.get(), channel_.get()));
   }

@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/bytes_tensor.h"
+#include "core/half_float.h"
 #include "engines/onnx/onnx_session.h"
 #include "harness.h"
 
@@ -219,4 +221,142 @@ TEST(OnnxRunRejectsATruncatedStringInput) {
   const Status s = session->Run(inputs, 1, true, {}, &pool, &outputs);
   EXPECT_EQ(s.Code(), StatusCode::kInvalidArg);
   EXPECT_CONTAINS(s.Message(), "BYTES element 1");
+}
+
+namespace {
+
+// A config serving every tensor named in `inputs` / `outputs` as FP32.
+ModelConfig ServedFp32(const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+  ModelConfig config;
+  for (const std::string& name : inputs) config.inputs.push_back({name, DataType::kFp32, {-1}});
+  for (const std::string& name : outputs) config.outputs.push_back({name, DataType::kFp32, {-1}});
+  return config;
+}
+
+float ThroughHalf(float value) { return HalfBitsToFloat(FloatToHalfBits(value)); }
+
+std::vector<float> OutputFloats(const OutputTensor& out) {
+  std::vector<float> values(out.byte_size / 4);
+  if (!values.empty()) std::memcpy(values.data(), out.data, out.byte_size);
+  return values;
+}
+
+}  // namespace
+
+TEST(OnnxRunCastsFp32InputsAndOutputsOfAnFp16Model) {
+  std::unique_ptr<OnnxSession> session = LoadSession("add_sub_fp16.onnx");
+  if (!session) return;
+  const std::vector<std::string> cast =
+      session->ServeConfigTypes(ServedFp32({"INPUT0", "INPUT1"}, {"OUTPUT0", "OUTPUT1"}));
+  EXPECT_EQ(cast.size(), 4u);
+  if (!cast.empty()) EXPECT_CONTAINS(cast[0], "input 'INPUT0' (FP32 served, FP16 in the model)");
+  BufferPool pool(MakeAlignedAllocator(), 1 << 20);
+  // Three rows (an odd count): ties, overflow, subnormals; INPUT1 quarters keep the sums exact.
+  const std::vector<float> a = {1.0f + 1.0f / 2048,
+                                1.0f + 3.0f / 2048,
+                                65520.0f,
+                                5.96e-8f,
+                                6.1e-5f,
+                                0.1f,
+                                -2.5f,
+                                1000.3f,
+                                0.0f,
+                                -0.0f,
+                                2047.5f,
+                                3.0f};
+  const std::vector<float> b = {0, 0, 0, 0, 0, 0.25f, -1.75f, 0.125f, 0, 0, 0.5f, -3};
+  std::vector<GatheredInput> inputs;
+  inputs.push_back(Input(&pool, "INPUT0", DataType::kFp32, {3, 4}, Floats(a)));
+  inputs.push_back(Input(&pool, "INPUT1", DataType::kFp32, {3, 4}, Floats(b)));
+  std::vector<OutputTensor> outputs;
+  DeviceCopyTimes times;
+  const Status s = session->Run(inputs, 3, true, {}, &pool, &outputs, &times);
+  EXPECT_TRUE(s.IsOk());
+  EXPECT_EQ(outputs.size(), 2u);
+  if (outputs.size() != 2) return;
+  for (const OutputTensor& out : outputs) {
+    EXPECT_EQ(out.dtype, DataType::kFp32);
+    EXPECT_EQ(out.byte_size, 48u);
+    EXPECT_TRUE(out.shape == Shape({3, 4}));
+  }
+  const std::vector<float> sum = OutputFloats(outputs[0]);
+  const std::vector<float> diff = OutputFloats(outputs[1]);
+  int wrong = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (sum[i] != ThroughHalf(ThroughHalf(a[i]) + ThroughHalf(b[i]))) ++wrong;
+    if (diff[i] != ThroughHalf(ThroughHalf(a[i]) - ThroughHalf(b[i]))) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(sum[0], 1.0f);                                    // tie to even (down)
+  EXPECT_EQ(sum[1], 1.0f + 2.0f / 1024);                      // tie to even (up)
+  EXPECT_EQ(sum[2], std::numeric_limits<float>::infinity());  // overflow
+  EXPECT_EQ(sum[3], HalfBitsToFloat(0x0001));                 // the smallest subnormal
+  EXPECT_EQ(sum[4], HalfBitsToFloat(0x03ff));                 // the largest subnormal
+}
+
+TEST(OnnxRunCastsAnOutputOnnxRuntimeAllocated) {
+  std::unique_ptr<OnnxSession> session = LoadSession("identity_bf16_dynamic.onnx");
+  if (!session) return;
+  EXPECT_EQ(session->ServeConfigTypes(ServedFp32({"INPUT0"}, {"OUTPUT0"})).size(), 2u);
+  BufferPool pool(MakeAlignedAllocator(), 1 << 20);
+  const std::vector<float> x = {1.0f + 1.0f / 256, 1.0f + 3.0f / 256, -3.0f, 1e-40f, 3e38f};
+  std::vector<GatheredInput> inputs;
+  inputs.push_back(Input(&pool, "INPUT0", DataType::kFp32, {1, 5}, Floats(x)));
+  std::vector<OutputTensor> outputs;
+  EXPECT_TRUE(session->Run(inputs, 1, true, {}, &pool, &outputs).IsOk());
+  EXPECT_EQ(outputs.size(), 1u);
+  if (outputs.size() != 1) return;
+  EXPECT_EQ(outputs[0].dtype, DataType::kFp32);
+  EXPECT_TRUE(outputs[0].shape == Shape({1, 5}));
+  const std::vector<float> y = OutputFloats(outputs[0]);
+  EXPECT_EQ(y.size(), 5u);
+  for (size_t i = 0; i < y.size() && i < x.size(); ++i) EXPECT_EQ(y[i], Bfloat16BitsToFloat(FloatToBfloat16Bits(x[i])));
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[1], 1.0f + 4.0f / 256);
+}
+
+TEST(OnnxRunWithoutServedTypesPassesHalfThrough) {
+  std::unique_ptr<OnnxSession> session = LoadSession("add_sub_fp16.onnx");
+  if (!session) return;
+  // A config of the model's own types (auto-complete): nothing to cast.
+  ModelConfig config;
+  config.inputs.push_back({"INPUT0", DataType::kFp16, {4}});
+  EXPECT_TRUE(session->ServeConfigTypes(config).empty());
+  BufferPool pool(MakeAlignedAllocator(), 1 << 20);
+  const std::vector<uint16_t> one = {0x3c00, 0x3c00, 0x3c00, 0x3c00};
+  std::vector<uint8_t> bytes(8);
+  std::memcpy(bytes.data(), one.data(), 8);
+  std::vector<GatheredInput> inputs;
+  inputs.push_back(Input(&pool, "INPUT0", DataType::kFp16, {1, 4}, bytes));
+  inputs.push_back(Input(&pool, "INPUT1", DataType::kFp16, {1, 4}, bytes));
+  std::vector<OutputTensor> outputs;
+  EXPECT_TRUE(session->Run(inputs, 1, true, {}, &pool, &outputs).IsOk());
+  EXPECT_EQ(outputs.size(), 2u);
+  if (outputs.empty()) return;
+  EXPECT_EQ(outputs[0].dtype, DataType::kFp16);
+  EXPECT_EQ(outputs[0].byte_size, 8u);
+  uint16_t first = 0;
+  std::memcpy(&first, outputs[0].data, 2);
+  EXPECT_EQ(first, 0x4000);  // 1 + 1 = 2
+}
+
+TEST(OnnxRunReleasesCastBlocksWhenMemoryRunsOut) {
+  std::unique_ptr<OnnxSession> session = LoadSession("add_sub_fp16.onnx");
+  if (!session) return;
+  session->ServeConfigTypes(ServedFp32({"INPUT0", "INPUT1"}, {"OUTPUT0", "OUTPUT1"}));
+  for (int allowed = 0; allowed < 6; ++allowed) {
+    {
+      BufferPool inputs_pool(MakeAlignedAllocator(), 1 << 20);
+      // Blocks for the cast inputs and outputs run out at each point in turn.
+      BufferPool pool(std::make_unique<RationedAllocator>(allowed), 1 << 20);
+      std::vector<GatheredInput> inputs;
+      inputs.push_back(Input(&inputs_pool, "INPUT0", DataType::kFp32, {2, 4}, Floats(std::vector<float>(8, 1.5f))));
+      inputs.push_back(Input(&inputs_pool, "INPUT1", DataType::kFp32, {2, 4}, Floats(std::vector<float>(8, 0.5f))));
+      std::vector<OutputTensor> outputs;
+      const Status s = session->Run(inputs, 2, true, {}, &pool, &outputs);
+      EXPECT_EQ(s.Code(), StatusCode::kUnavailable);
+      EXPECT_TRUE(outputs.empty());
+    }
+    EXPECT_TRUE(!LeaksFound());
+  }
 }

@@ -1,7 +1,9 @@
 /**
  * ONNX models on ONNX Runtime's CUDA execution provider: the same model loaded as KIND_GPU and
  * KIND_CPU gives the same answers (within float tolerance) for single requests and for
- * dynamically batched ones, the served config says KIND_GPU, and the phases are timed.
+ * dynamically batched ones, the served config says KIND_GPU, and the phases are timed. FP16 and
+ * BF16 models served as TYPE_FP32 (cast kernels on the instance's stream on the GPU, host
+ * conversion on the CPU) give the same bits on both.
  * Needs a CUDA device and the CUDA provider library beside libonnxruntime.so (ONNXRUNTIME_ROOT,
  * docs/gpu.md); without a device every test here is skipped, and the suite says so.
  */
@@ -9,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { native } from '../../ts/native';
 import { NDArray } from '../../ts/tensor';
+import { addSubModel, identityModel } from '../../ts/tools/onnx';
 import type { Triton } from '../../ts/triton';
 import {
   TempRepo, addConstModel, randomFloats, rowSumModel, slowAddModel, startRepoTriton, type Served,
@@ -116,4 +119,70 @@ gpuTest('the TensorRT accelerator runs on TensorRT where it is installed, else o
   expect(fellBack.length).toBeLessThanOrEqual(1);
   const out = await triton.infer('trt', { INPUT0: new NDArray('FP32', [1, 16], new Float32Array(16).fill(2)) });
   expect(Array.from(out.OUTPUT0.data as Float32Array)).toEqual(new Array(16).fill(3));
+});
+
+/** `count` FP32 values for the cast tests: edge values first (overflow, subnormals, ties, -0, ±Inf, NaN), then spread over ±70000. */
+function castInputs(count: number, seed: number): Float32Array {
+  const edges = [65520, -65504, 5.96e-8, 2 ** -25, 3 * 2 ** -25, 6.1e-5, 1e-8, 1 + 2 ** -8, 1 + 3 * 2 ** -8, -0, Infinity, -Infinity, NaN, 1e30, 1e-40];
+  const out = randomFloats(count, seed).map((v, i) => (i % 3 === 0 ? (v - 0.5) * 140000 : (v - 0.5) * 16));
+  edges.slice(0, count).forEach((v, i) => { out[i] = v; });
+  return out;
+}
+
+/** Sends one request of `rows` rows to both twins and expects the same bits back, output by output. */
+async function compareExactly(triton: Triton, name: string, inputs: Record<string, NDArray>): Promise<void> {
+  const [gpu, cpu] = await Promise.all(['gpu', 'cpu'].map((kind) => triton.infer(`${name}_${kind}`, inputs)));
+  for (const output of Object.keys(cpu)) {
+    expect(gpu[output].dtype).toBe('FP32');
+    expect(gpu[output].shape).toEqual(cpu[output].shape);
+    // Same bits: compare the raw words (NaN payloads aside, which both keep as NaN).
+    const a = Array.from(gpu[output].data as Float32Array, (v) => (Number.isNaN(v) ? 'NaN' : Object.is(v, -0) ? '-0' : v));
+    const b = Array.from(cpu[output].data as Float32Array, (v) => (Number.isNaN(v) ? 'NaN' : Object.is(v, -0) ? '-0' : v));
+    expect(a).toEqual(b);
+  }
+}
+
+const FEATURES = [1, 7, 1023];
+const ROWS = [1, 3, 17, 257];
+
+/** Config lines serving `dtype` tensors of the model as TYPE_FP32. */
+function servedFp32(width: number, inputs: string[], outputs: string[]): string {
+  const tensors = (names: string[]) => names.map((n) => `{ name: "${n}", data_type: TYPE_FP32, dims: [ ${width} ] }`).join(', ');
+  return `max_batch_size: 512\ninput [ ${tensors(inputs)} ]\noutput [ ${tensors(outputs)} ]\n` +
+    'dynamic_batching { max_queue_delay_microseconds: 2000 }';
+}
+
+gpuTest('FP16 add/sub served as FP32: GPU casts and CPU casts agree bit for bit at odd rows and widths', async () => {
+  for (const width of FEATURES) twins(`half${width}`, addSubModel('FP16', [width]), servedFp32(width, ['INPUT0', 'INPUT1'], ['OUTPUT0', 'OUTPUT1']));
+  const triton = await serve();
+  expect(served!.logs.filter((l) => l.includes('serves FP32 for') && l.endsWith('converted on the GPU'))).toHaveLength(FEATURES.length);
+  for (const width of FEATURES) {
+    for (const rows of ROWS) {
+      // INPUT1 holds quarters: FP16 sums stay exact in FP32, so both providers round once.
+      const quarters = randomFloats(rows * width, rows + width).map((v) => Math.round((v - 0.5) * 32) / 4);
+      await compareExactly(triton, `half${width}`, {
+        INPUT0: new NDArray('FP32', [rows, width], castInputs(rows * width, rows * 31 + width)),
+        INPUT1: new NDArray('FP32', [rows, width], quarters),
+      });
+    }
+  }
+  const stats = triton.model('half7_gpu').stats();
+  expect(stats.computeInput.count).toBeGreaterThan(0);
+  expect(stats.computeOutput.count).toBeGreaterThan(0);
+});
+
+gpuTest('BF16 identity served as FP32: GPU and CPU agree bit for bit, single requests and dynamically batched', async () => {
+  for (const width of FEATURES) twins(`bf${width}`, identityModel('BF16', [width]), servedFp32(width, ['INPUT0'], ['OUTPUT0']));
+  const triton = await serve();
+  for (const width of FEATURES) {
+    for (const rows of ROWS) {
+      await compareExactly(triton, `bf${width}`, { INPUT0: new NDArray('FP32', [rows, width], castInputs(rows * width, rows + 7 * width)) });
+    }
+  }
+  // 17 one-row requests at once: merged into batches by the dynamic batcher on each twin.
+  const requests = Array.from({ length: 17 }, (_, i) => new NDArray('FP32', [1, 7], castInputs(7, 500 + i)));
+  const [gpu, cpu] = await Promise.all(['gpu', 'cpu'].map((kind) => Promise.all(requests.map((INPUT0) => triton.infer(`bf7_${kind}`, { INPUT0 })))));
+  for (let i = 0; i < requests.length; i++) {
+    expect(Array.from(gpu[i].OUTPUT0.data as Float32Array).map(String)).toEqual(Array.from(cpu[i].OUTPUT0.data as Float32Array).map(String));
+  }
 });

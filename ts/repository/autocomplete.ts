@@ -3,7 +3,8 @@
  * max_batch_size come from the model file when config.pbtxt leaves them out, and a derived
  * max_batch_size > 1 gets `dynamic_batching {}`. Works on the protobuf-JSON form of the config
  * (snake_case field names) before normalization. A config that contradicts the model file is an
- * INVALID_ARG load error naming the tensor.
+ * INVALID_ARG load error naming the tensor; the one datatype difference allowed is TYPE_FP32 for
+ * an FP16 or BF16 tensor (the server converts).
  */
 import { invalidArg } from '../errors';
 import type { OnnxTensorInfo } from '../native';
@@ -24,13 +25,35 @@ function allBatched(tensors: OnnxTensorInfo[]): boolean {
   return tensors.length > 0 && tensors.every((t) => t.dims.length >= 1 && t.dims[0] === -1);
 }
 
+/**
+ * Whether a config may serve `served` for a model tensor of `modelDtype`, converted on the way in
+ * and out (cpp/core/half_float.h; on a GPU by kernels on the instance's stream): TYPE_FP32 for
+ * an FP16 or BF16 tensor, nothing else.
+ */
+function isCastPair(served: string, modelDtype: string): boolean {
+  return served === 'TYPE_FP32' && (modelDtype === 'FP16' || modelDtype === 'BF16');
+}
+
+/**
+ * The tensors a completed config serves as FP32 while the model computes them in FP16 or BF16
+ * (for the load log), e.g. `input 'x' (FP16)`.
+ */
+export function castTensors(config: RawModelConfig, inputs: OnnxTensorInfo[], outputs: OnnxTensorInfo[]): string[] {
+  const cast = (kind: string, declared: ConfigTensor[] | undefined, actual: OnnxTensorInfo[]): string[] =>
+    (declared ?? []).flatMap((tensor) => {
+      const match = actual.find((t) => t.name === tensor.name);
+      return match && tensor.data_type && isCastPair(tensor.data_type, match.dtype) ? [`${kind} '${tensor.name}' (${match.dtype})`] : [];
+    });
+  return [...cast('input', config.input, inputs), ...cast('output', config.output, outputs)];
+}
+
 function checkAgainstModel(model: string, kind: string, declared: ConfigTensor[], actual: OnnxTensorInfo[], batching: boolean): void {
   for (const tensor of declared) {
     const match = actual.find((t) => t.name === tensor.name);
     if (!match) {
       throw invalidArg(`model '${model}': ${kind} '${tensor.name}' is not in the ONNX model (it has ${actual.map((t) => t.name).join(', ')})`);
     }
-    if (tensor.data_type && tensor.data_type !== tritonType(match.dtype)) {
+    if (tensor.data_type && tensor.data_type !== tritonType(match.dtype) && !isCastPair(tensor.data_type, match.dtype)) {
       throw invalidArg(`model '${model}': ${kind} '${tensor.name}' is declared ${tensor.data_type}, the ONNX model has ${tritonType(match.dtype)}`);
     }
     const modelDims = batching ? match.dims.slice(1) : match.dims;

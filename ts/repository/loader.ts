@@ -11,7 +11,7 @@ import type { NormalizedInstanceGroup, NormalizedModelConfig } from '../config/n
 import { loadOnnxEngine, type InstanceKind } from '../engines/onnx';
 import type { OnnxModelHandle, RateLimiter, TensorRtLoadOptions } from '../native';
 import { warmUp } from '../warmup';
-import { autoCompleteOnnxConfig, type RawModelConfig } from './autocomplete';
+import { autoCompleteOnnxConfig, castTensors, type RawModelConfig } from './autocomplete';
 import { precheckModelConfig, precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
 import { loadJsModel } from './js-model';
 import { loadEnsembleVersion, type StepModels } from '../ensemble/repository';
@@ -176,6 +176,11 @@ async function loadVersion(
     }
     const completed = autoCompleteOnnxConfig(dir.name, { backend: 'onnxruntime', ...raw }, handle.inputs, handle.outputs);
     const config = normalize(completed, dir, version, options);
+    const cast = castTensors(completed, handle.inputs, handle.outputs);
+    if (cast.length > 0) {
+      (options.log ?? ((line: string) => console.log(line)))(
+        `infernode: model '${dir.name}' serves FP32 for ${cast.join(', ')}: converted on the ${handle.provider === 'CPU' ? 'host' : 'GPU'}`);
+    }
     // The served config tells where the instances run (Triton prints the resolved kind).
     const resolved = handle.provider === 'CPU' ? 'KIND_CPU' : 'KIND_GPU';
     config.instanceGroup = config.instanceGroup.map((g) => ({ ...g, kind: resolved }));

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/model_config.h"
 #include "core/request.h"
 #include "engines/batch_inputs.h"
 #include "engines/onnx/ort_owned.h"
@@ -18,8 +19,11 @@ namespace infernode {
 
 struct OnnxTensorInfo {
   std::string name;
-  DataType dtype = DataType::kInvalid;
-  Shape dims;  // -1 for symbolic or unknown dims
+  DataType dtype = DataType::kInvalid;  // the model's
+  Shape dims;                           // -1 for symbolic or unknown dims
+  // The config's datatype when it serves this FP16 / BF16 tensor as FP32 (converted on the way
+  // in and out, see ServeConfigTypes); kInvalid when it serves the model's own type.
+  DataType served = DataType::kInvalid;
 };
 
 // The TensorRT accelerator's parameters (Triton's onnxruntime backend names them precision_mode,
@@ -30,7 +34,9 @@ struct TensorRtOptions {
   std::string engine_cache_path;  // empty: no engine cache
 };
 
-// Time a GPU batch spent copying, measured with CUDA events on the instance's stream.
+// Time a batch spent moving its inputs in and its outputs out, which Triton counts as compute
+// input and compute output: on a GPU the copies and casts, measured with CUDA events on the
+// instance's stream; on the CPU the host casts (zero without any).
 struct DeviceCopyTimes {
   uint64_t to_device_ns = 0;
   uint64_t to_host_ns = 0;
@@ -60,6 +66,13 @@ class OnnxSession {
 
   const std::vector<OnnxTensorInfo>& Inputs() const { return inputs_; }
   const std::vector<OnnxTensorInfo>& Outputs() const { return outputs_; }
+  // Serves FP32 for each FP16 / BF16 tensor the config declares TYPE_FP32 (inputs converted to
+  // the model's type before the run, outputs back to FP32 after it: on the host on the CPU, by
+  // kernels on the instance's stream on a GPU). Other mismatches are left alone: the loader
+  // (ts/repository/autocomplete.ts) refuses them. Called once, before the instance's thread
+  // starts; returns the cast tensors' names ("input 'x'", ...) for the load log.
+  std::vector<std::string> ServeConfigTypes(const ModelConfig& config);
+
   // Which execution provider the session got ("CPU", "CUDA", "TensorRT").
   const std::string& Provider() const { return provider_; }
 
@@ -72,7 +85,7 @@ class OnnxSession {
   // dimension is the batch's `rows`; without it, every variable dimension is left to ONNX Runtime.
   // On a GPU session the inputs are copied to device buffers and the known-shape outputs come
   // back from device buffers, all on the instance's stream; `device_times` (optional) gets how
-  // long those copies took on the device (zero on the CPU).
+  // long those copies took on the device, or the host casts on the CPU (ServeConfigTypes).
   Status Run(const std::vector<GatheredInput>& inputs, int64_t rows, bool batching,
              const std::vector<std::string>& wanted, BufferPool* pool, std::vector<OutputTensor>* outputs,
              DeviceCopyTimes* device_times = nullptr);
@@ -83,14 +96,53 @@ class OnnxSession {
   Status RunOnce(const std::vector<GatheredInput>& inputs, int64_t rows, bool batching,
                  const std::vector<std::string>& wanted, BufferPool* pool, std::vector<OutputTensor>* outputs,
                  DeviceCopyTimes* device_times);
+  // What one batch holds until Run returns: host blocks of a model's type (CPU casts) and device
+  // buffers (GPU sessions, freed in stream order after the stream is synchronised).
+  struct RunScratch {
+    std::vector<PooledBuffer> host;
+    std::vector<DeviceBuffer> device;
+    uint64_t cast_in_ns = 0;  // CPU sessions: time spent casting inputs, then outputs
+    uint64_t cast_out_ns = 0;
+  };
+  // One fetched output whose shape is known up front: `host` is what is served (the config's
+  // type); the model writes its own type into `model_host` (CPU cast) or `device` (GPU), and a
+  // GPU cast goes through `device_served` before the copy to `host`.
+  struct OutputSlot {
+    std::shared_ptr<PooledBuffer> host;
+    PooledBuffer model_host;
+    DeviceBuffer device;
+    DeviceBuffer device_served;
+    DataType model_type = DataType::kInvalid;
+    DataType served_type = DataType::kInvalid;
+    size_t count = 0;
+  };
+
+  const OnnxTensorInfo* FindInput(const std::string& name) const;
   Status MakeInputValue(const GatheredInput& input, OrtPtr<OrtValue>* value) const;
   // GPU sessions: the input copied into a device buffer (kept in `held` until the batch is done).
   Status MakeDeviceInputValue(const GatheredInput& input, std::vector<DeviceBuffer>* held,
                               OrtPtr<OrtValue>* value) const;
-  // GPU sessions: the known-shape outputs copied into their pooled host blocks, then one wait on
-  // the instance's stream (which also means the run's device buffers may be freed).
-  Status CopyOutputsToHost(const std::vector<DeviceBuffer>& device_outputs,
-                           const std::vector<std::shared_ptr<PooledBuffer>>& pooled, DeviceCopyTimes* times);
+  // An FP32 input of an FP16 / BF16 model tensor, converted into a block of the model's type:
+  // on the host (CPU) or after the copy to the device, by a kernel on the stream (GPU).
+  Status MakeCastInputValue(const GatheredInput& input, const OnnxTensorInfo& info, BufferPool* pool,
+                            RunScratch* scratch, OrtPtr<OrtValue>* value) const;
+  // An output whose shape is known up front, bound to a buffer of ours (see OutputSlot); others
+  // are left to ONNX Runtime (`value` stays null).
+  Status BindOutput(const OnnxTensorInfo& info, int64_t rows, bool batching, BufferPool* pool, OutputSlot* slot,
+                    OrtPtr<OrtValue>* value) const;
+  // CPU sessions: the model-typed outputs converted into their served blocks.
+  Status CastOutputsOnHost(std::vector<OutputSlot>* slots, RunScratch* scratch) const;
+  // An output ONNX Runtime allocated (host memory) whose config type differs: converted into a
+  // pooled block, which becomes its owner.
+  Status CastAllocatedOutput(DataType served, BufferPool* pool, RunScratch* scratch, OutputTensor* out) const;
+  // The run's outputs as served: our blocks where bound, ONNX Runtime's values (cast where served
+  // so) otherwise.
+  Status CollectOutputs(const std::vector<const OnnxTensorInfo*>& fetched, const std::vector<OutputSlot>& slots,
+                        std::vector<OrtPtr<OrtValue>>* values, BufferPool* pool, RunScratch* scratch,
+                        std::vector<OutputTensor>* outputs) const;
+  // GPU sessions: the known-shape outputs cast (where served so) and copied into their pooled
+  // host blocks, then one wait on the instance's stream (so the device buffers may be freed).
+  Status CopyOutputsToHost(const std::vector<OutputSlot>& slots, DeviceCopyTimes* times);
   Status ReadOutputValue(OrtValue* value, const std::string& name, std::shared_ptr<const void> owner,
                          OutputTensor* out) const;
 

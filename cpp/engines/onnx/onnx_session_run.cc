@@ -108,13 +108,18 @@ Status OnnxSession::ReadOutputValue(OrtValue* value, const std::string& name, st
   return Status::Success();
 }
 
-Status OnnxSession::CopyOutputsToHost(const std::vector<DeviceBuffer>& device_outputs,
-                                      const std::vector<std::shared_ptr<PooledBuffer>>& pooled,
-                                      DeviceCopyTimes* times) {
+Status OnnxSession::CopyOutputsToHost(const std::vector<OutputSlot>& slots, DeviceCopyTimes* times) {
+  // Casts count as compute output (as Triton counts conversions): they follow kComputed.
   RETURN_IF_ERROR(stream_->Record(DeviceMark::kComputed));
-  for (size_t i = 0; i < device_outputs.size(); ++i) {
-    if (device_outputs[i].Data() == nullptr) continue;
-    RETURN_IF_ERROR(stream_->CopyToHost(pooled[i]->Data(), device_outputs[i].Data(), device_outputs[i].Size()));
+  for (const OutputSlot& slot : slots) {
+    if (slot.device.Data() == nullptr) continue;
+    const DeviceBuffer* from = &slot.device;
+    if (slot.device_served.Data() != nullptr) {
+      RETURN_IF_ERROR(
+          stream_->Cast(slot.device_served.Data(), slot.served_type, slot.device.Data(), slot.model_type, slot.count));
+      from = &slot.device_served;
+    }
+    RETURN_IF_ERROR(stream_->CopyToHost(slot.host->Data(), from->Data(), from->Size()));
   }
   RETURN_IF_ERROR(stream_->Record(DeviceMark::kOutputsCopied));
   RETURN_IF_ERROR(stream_->Synchronize());
@@ -123,6 +128,39 @@ Status OnnxSession::CopyOutputsToHost(const std::vector<DeviceBuffer>& device_ou
     times->to_host_ns = stream_->ElapsedNs(DeviceMark::kComputed, DeviceMark::kOutputsCopied);
   }
   return Status::Success();
+}
+
+Status OnnxSession::BindOutput(const OnnxTensorInfo& info, int64_t rows, bool batching, BufferPool* pool,
+                               OutputSlot* slot, OrtPtr<OrtValue>* value) const {
+  Shape shape = info.dims;
+  if (info.dtype == DataType::kBytes || shape.empty()) return Status::Success();
+  // Only a batching model's first dimension is known to be the batch's rows.
+  if (batching && shape[0] == -1) shape[0] = rows;
+  uint64_t bytes = 0;
+  if (!ByteSize(info.dtype, shape, &bytes).IsOk()) return Status::Success();  // symbolic dims remain
+  slot->model_type = info.dtype;
+  slot->served_type = info.served == DataType::kInvalid ? info.dtype : info.served;
+  slot->count = static_cast<size_t>(bytes / DataTypeByteSize(info.dtype));
+  const bool cast = slot->served_type != slot->model_type && bytes > 0;
+  slot->host = std::make_shared<PooledBuffer>();
+  RETURN_IF_ERROR(pool->Acquire(slot->count * DataTypeByteSize(slot->served_type), slot->host.get()));
+  void* data = slot->host->Data();
+  const OrtMemoryInfo* where = cpu_memory_.get();
+  if (stream_ != nullptr && bytes > 0) {
+    // Computed into a device buffer, (cast and) copied back into the pooled (pinned) block.
+    RETURN_IF_ERROR(stream_->Allocate(bytes, &slot->device));
+    if (cast)
+      RETURN_IF_ERROR(stream_->Allocate(slot->count * DataTypeByteSize(slot->served_type), &slot->device_served));
+    data = slot->device.Data();
+    where = device_memory_.get();
+  } else if (cast) {
+    RETURN_IF_ERROR(pool->Acquire(bytes, &slot->model_host));
+    data = slot->model_host.Data();
+  }
+  return runtime_->Check(
+      runtime_->Api()->CreateTensorWithDataAsOrtValue(where, data, bytes, shape.data(), shape.size(),
+                                                      OnnxFromDataType(info.dtype), OutParam(*value)),
+      "output '" + info.name + "'");
 }
 
 Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, bool batching,
@@ -146,10 +184,7 @@ Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t ro
   // after the stream has been synchronised. Empty and BYTES tensors stay on the host: ONNX
   // Runtime moves them itself.
   const bool on_device = stream_ != nullptr;
-  std::vector<DeviceBuffer> device_buffers;
-  auto to_device = [on_device](DataType dtype, size_t bytes) {
-    return on_device && dtype != DataType::kBytes && bytes > 0;
-  };
+  RunScratch scratch;
   if (on_device) RETURN_IF_ERROR(stream_->Record(DeviceMark::kStart));
   std::vector<OrtPtr<OrtValue>> input_values;
   std::vector<const OrtValue*> input_raw;
@@ -157,9 +192,14 @@ Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t ro
   input_values.reserve(inputs.size());
   for (const GatheredInput& input : inputs) {
     input_values.emplace_back(api);
-    RETURN_IF_ERROR(to_device(input.dtype, input.buffer.Size())
-                        ? MakeDeviceInputValue(input, &device_buffers, &input_values.back())
-                        : MakeInputValue(input, &input_values.back()));
+    const OnnxTensorInfo* info = FindInput(input.name);
+    if (info != nullptr && info->served == input.dtype && info->dtype != input.dtype) {
+      RETURN_IF_ERROR(MakeCastInputValue(input, *info, pool, &scratch, &input_values.back()));
+    } else if (on_device && input.dtype != DataType::kBytes && input.buffer.Size() > 0) {
+      RETURN_IF_ERROR(MakeDeviceInputValue(input, &scratch.device, &input_values.back()));
+    } else {
+      RETURN_IF_ERROR(MakeInputValue(input, &input_values.back()));
+    }
     input_raw.push_back(input_values.back().get());
     input_names.push_back(input.name.c_str());
   }
@@ -173,33 +213,12 @@ Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t ro
   // owned by output_values from its creation, so any early return releases the ones made so far.
   std::vector<OrtPtr<OrtValue>> output_values;
   output_values.reserve(fetched.size());
-  std::vector<std::shared_ptr<PooledBuffer>> pooled(fetched.size());
-  std::vector<DeviceBuffer> device_outputs(fetched.size());
+  std::vector<OutputSlot> slots(fetched.size());
   std::vector<const char*> output_names;
   for (size_t i = 0; i < fetched.size(); ++i) {
-    const OnnxTensorInfo& info = *fetched[i];
     output_values.emplace_back(api);
-    output_names.push_back(info.name.c_str());
-    Shape shape = info.dims;
-    if (info.dtype == DataType::kBytes || shape.empty()) continue;
-    // Only a batching model's first dimension is known to be the batch's rows.
-    if (batching && shape[0] == -1) shape[0] = rows;
-    uint64_t bytes = 0;
-    if (!ByteSize(info.dtype, shape, &bytes).IsOk()) continue;  // symbolic dims remain
-    pooled[i] = std::make_shared<PooledBuffer>();
-    RETURN_IF_ERROR(pool->Acquire(bytes, pooled[i].get()));
-    void* data = pooled[i]->Data();
-    const OrtMemoryInfo* where = cpu_memory_.get();
-    if (to_device(info.dtype, bytes)) {
-      // Computed into a device buffer, copied back into the pooled (pinned) block after the run.
-      RETURN_IF_ERROR(stream_->Allocate(bytes, &device_outputs[i]));
-      data = device_outputs[i].Data();
-      where = device_memory_.get();
-    }
-    RETURN_IF_ERROR(
-        runtime_->Check(api->CreateTensorWithDataAsOrtValue(where, data, bytes, shape.data(), shape.size(),
-                                                            OnnxFromDataType(info.dtype), OutParam(output_values[i])),
-                        "output '" + info.name + "'"));
+    output_names.push_back(fetched[i]->name.c_str());
+    RETURN_IF_ERROR(BindOutput(*fetched[i], rows, batching, pool, &slots[i], &output_values[i]));
   }
   if (on_device) RETURN_IF_ERROR(stream_->Record(DeviceMark::kInputsCopied));
   // ONNX Runtime fills the null slots with values it allocates; they are adopted right after the
@@ -214,20 +233,39 @@ Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t ro
     if (output_values[i] == nullptr && output_raw[i] != nullptr) output_values[i].reset(output_raw[i]);
   }
   RETURN_IF_ERROR(status);
-  if (on_device) RETURN_IF_ERROR(CopyOutputsToHost(device_outputs, pooled, device_times));
+  RETURN_IF_ERROR(on_device ? CopyOutputsToHost(slots, device_times) : CastOutputsOnHost(&slots, &scratch));
+  RETURN_IF_ERROR(CollectOutputs(fetched, slots, &output_values, pool, &scratch, outputs));
+  if (device_times != nullptr) {
+    // CPU casts count as compute input and output, as the GPU's copies and casts do.
+    device_times->to_device_ns += scratch.cast_in_ns;
+    device_times->to_host_ns += scratch.cast_out_ns;
+  }
+  return Status::Success();
+}
+
+Status OnnxSession::CollectOutputs(const std::vector<const OnnxTensorInfo*>& fetched,
+                                   const std::vector<OutputSlot>& slots, std::vector<OrtPtr<OrtValue>>* values,
+                                   BufferPool* pool, RunScratch* scratch, std::vector<OutputTensor>* outputs) const {
+  const OrtApi* api = runtime_->Api();
   for (size_t i = 0; i < fetched.size(); ++i) {
-    if (output_values[i] == nullptr) continue;
-    OrtValue* value = output_values[i].get();
-    std::shared_ptr<const void> owner = pooled[i];
+    if ((*values)[i] == nullptr) continue;
+    OrtValue* value = (*values)[i].get();
+    std::shared_ptr<const void> owner = slots[i].host;
     if (!owner) {
       // Keep ONNX Runtime's own output alive for as long as any view of it exists.
-      owner = std::shared_ptr<OrtValue>(output_values[i].release(),
+      owner = std::shared_ptr<OrtValue>((*values)[i].release(),
                                         [api, session = session_](OrtValue* v) { api->ReleaseValue(v); });
     }
     OutputTensor out;
     RETURN_IF_ERROR(ReadOutputValue(value, fetched[i]->name, std::move(owner), &out));
-    // A device-bound output's value points at device memory: serve the host copy instead.
-    if (device_outputs[i].Data() != nullptr) out.data = pooled[i]->Data();
+    if (slots[i].host) {
+      // Our block holds what is served: the host copy of a device output, or the cast values.
+      out.dtype = slots[i].served_type;
+      out.data = slots[i].host->Data();
+      out.byte_size = slots[i].count * DataTypeByteSize(out.dtype);
+    } else if (fetched[i]->served != DataType::kInvalid && fetched[i]->served != out.dtype) {
+      RETURN_IF_ERROR(CastAllocatedOutput(fetched[i]->served, pool, scratch, &out));
+    }
     outputs->push_back(std::move(out));
   }
   return Status::Success();
