@@ -59,7 +59,8 @@ export interface OnnxLoadOptions {
   useTensorRt?: boolean;
   /** The TensorRT accelerator's parameters (useTensorRt). */
   tensorRt?: TensorRtLoadOptions;
-  deviceId?: number;
+  /** The GPU of each session (one entry per instance) when the options ask for CUDA or TensorRT. */
+  deviceIds?: number[];
   /** ONNX Runtime session config entries, e.g. { 'session.intra_op.allow_spinning': '0' }. */
   sessionConfig?: Record<string, string>;
   /** Nice increment of the instance threads and ONNX Runtime's pool threads (0 = unchanged). */

@@ -4,6 +4,7 @@
  * (a repository model's load, a bound model's run()).
  */
 import { readFileSync } from 'node:fs';
+import { instanceTotal } from './config/instances';
 import type { NormalizedModelConfig } from './config/normalize';
 import type { WarmupInput } from './config/types';
 import { InferenceServerError, invalidArg, toInferenceServerError } from './errors';
@@ -79,7 +80,7 @@ async function warmupRequest(model: BoundModel, inputs: Record<string, NDArray>,
  */
 export async function warmUp(model: BoundModel): Promise<void> {
   const config = model.config;
-  const instances = config.instanceGroup.reduce((n, g) => n + g.count, 0);
+  const instances = instanceTotal(config.instanceGroup);
   for (const warmup of config.modelWarmup) {
     try {
       const inputs: Record<string, NDArray> = {};

@@ -171,15 +171,28 @@ void SequenceFromJs(const Napi::Value& value, ModelConfig* config) {
   }
 }
 
-// A group's rateLimiter ({ resources: [{ name, count, global }], priority }, validated by
-// ts/config/rate-limiter.ts) for each of its instances, on the group's device (its first GPU;
-// CPU instances: device 0, as Triton).
-void RateLimitsFromJs(const Napi::Object& group, uint32_t count, std::vector<InstanceRateLimits>* out) {
-  InstanceRateLimits limits;
-  Napi::Value gpus = group.Get("gpus");
-  if (gpus.IsArray() && gpus.As<Napi::Array>().Length() > 0) {
-    limits.device = gpus.As<Napi::Array>().Get(uint32_t{0}).ToNumber().Int32Value();
+// The GPU of each instance a group makes, as ts/config/instances.ts counts them: `count`
+// instances on each GPU a KIND_GPU group lists (Triton), else `count` instances on device 0 (CPU
+// instances count as device 0 for the rate limiter, as in Triton).
+std::vector<int> InstanceDevicesFromJs(const Napi::Object& group) {
+  const auto count = static_cast<uint32_t>(NumberOr(group, "count", 1));
+  std::vector<int> gpus;
+  Napi::Value listed = group.Get("gpus");
+  const bool gpu_kind = group.Get("kind").IsString() && group.Get("kind").ToString().Utf8Value() == "KIND_GPU";
+  for (uint32_t i = 0; gpu_kind && listed.IsArray() && i < listed.As<Napi::Array>().Length(); ++i) {
+    gpus.push_back(listed.As<Napi::Array>().Get(i).ToNumber().Int32Value());
   }
+  if (gpus.empty()) gpus.push_back(0);
+  std::vector<int> devices;
+  for (int gpu : gpus) devices.insert(devices.end(), count, gpu);
+  return devices;
+}
+
+// A group's rateLimiter ({ resources: [{ name, count, global }], priority }, validated by
+// ts/config/rate-limiter.ts) for each of its instances, on that instance's device.
+void RateLimitsFromJs(const Napi::Object& group, const std::vector<int>& devices,
+                      std::vector<InstanceRateLimits>* out) {
+  InstanceRateLimits limits;
   Napi::Value value = group.Get("rateLimiter");
   if (value.IsObject()) {
     Napi::Object rl = value.As<Napi::Object>();
@@ -194,7 +207,10 @@ void RateLimitsFromJs(const Napi::Object& group, uint32_t count, std::vector<Ins
       limits.resources.push_back(std::move(resource));
     }
   }
-  for (uint32_t i = 0; i < count; ++i) out->push_back(limits);
+  for (int device : devices) {
+    limits.device = device;
+    out->push_back(limits);
+  }
 }
 
 }  // namespace
@@ -212,9 +228,9 @@ ModelConfig ModelConfigFromJs(const Napi::Object& js) {
   Napi::Array groups = js.Get("instanceGroup").As<Napi::Array>();
   for (uint32_t i = 0; i < groups.Length(); ++i) {
     Napi::Object group = groups.Get(i).As<Napi::Object>();
-    const auto count = static_cast<uint32_t>(NumberOr(group, "count", 1));
-    instances += count;
-    RateLimitsFromJs(group, count, &config.rate_limits);
+    const std::vector<int> devices = InstanceDevicesFromJs(group);
+    instances += static_cast<uint32_t>(devices.size());
+    RateLimitsFromJs(group, devices, &config.rate_limits);
   }
   config.instance_count = instances == 0 ? 1 : instances;
   config.max_queue_size_hard_limit =

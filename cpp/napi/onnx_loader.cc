@@ -26,13 +26,17 @@ Napi::Array TensorInfosToJs(Napi::Env env, const std::vector<OnnxTensorInfo>& in
 
 class LoadWorker final : public Napi::AsyncWorker {
  public:
-  LoadWorker(Napi::Env env, std::string library, std::string model, uint32_t count, OnnxSessionOptions options)
+  // `device_ids`: the GPU of each session when the options ask for CUDA (empty: options.device_id
+  // for every session).
+  LoadWorker(Napi::Env env, std::string library, std::string model, uint32_t count, OnnxSessionOptions options,
+             std::vector<int> device_ids)
       : Napi::AsyncWorker(env),
         deferred_(Napi::Promise::Deferred::New(env)),
         library_(std::move(library)),
         model_(std::move(model)),
         count_(count),
-        options_(options) {}
+        options_(options),
+        device_ids_(std::move(device_ids)) {}
 
   Napi::Promise Promise() const { return deferred_.Promise(); }
 
@@ -42,7 +46,9 @@ class LoadWorker final : public Napi::AsyncWorker {
     status_ = OrtRuntime::Get(library_, &runtime);
     for (uint32_t i = 0; status_.IsOk() && i < count_; ++i) {
       std::unique_ptr<OnnxSession> session;
-      status_ = OnnxSession::Create(runtime, model_, options_, &session);
+      OnnxSessionOptions options = options_;
+      if (i < device_ids_.size()) options.device_id = device_ids_[i];
+      status_ = OnnxSession::Create(runtime, model_, options, &session);
       if (status_.IsOk()) sessions_->sessions.push_back(std::move(session));
     }
     if (status_.IsOk()) version_ = runtime->Version();
@@ -75,6 +81,7 @@ class LoadWorker final : public Napi::AsyncWorker {
   std::string model_;
   uint32_t count_;
   OnnxSessionOptions options_;
+  std::vector<int> device_ids_;
   Status status_;
   std::string version_;
   std::unique_ptr<OnnxSessions> sessions_ = std::make_unique<OnnxSessions>();
@@ -121,8 +128,17 @@ Napi::Value LoadOnnxModel(const Napi::CallbackInfo& info) {
     }
   }
   const uint32_t count = std::max(1u, info[2].As<Napi::Number>().Uint32Value());
+  std::vector<int> device_ids;
+  Napi::Value ids = js.Get("deviceIds");
+  for (uint32_t i = 0; ids.IsArray() && i < ids.As<Napi::Array>().Length(); ++i) {
+    device_ids.push_back(ids.As<Napi::Array>().Get(i).ToNumber().Int32Value());
+  }
+  if (!device_ids.empty() && device_ids.size() != count) {
+    throw Napi::TypeError::New(env, "loadOnnxModel: options.deviceIds must name one GPU per instance (" +
+                                        std::to_string(count) + "), got " + std::to_string(device_ids.size()));
+  }
   auto* worker = new LoadWorker(env, info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::String>().Utf8Value(),
-                                count, options);
+                                count, options, std::move(device_ids));
   Napi::Promise promise = worker->Promise();
   worker->Queue();  // the worker deletes itself after OnOK/OnError
   return promise;

@@ -14,9 +14,11 @@ export type InstanceKind = 'KIND_CPU' | 'KIND_GPU' | 'KIND_AUTO';
 export interface OnnxEngineRequest {
   modelName: string;
   modelPath: string;
+  /** Sessions on the CPU. */
   instanceCount: number;
   kind: InstanceKind;
-  deviceId?: number;
+  /** On the GPU, one session per entry, on that GPU (ts/repository/loader.ts, onnxInstances). */
+  gpuDevices?: number[];
   /** The TensorRT accelerator's parameters when the config asks for it. */
   tensorRt?: TensorRtLoadOptions;
   intraOpThreads?: number;
@@ -51,14 +53,18 @@ export function onnxSessionDefaults(req: Pick<OnnxEngineRequest, 'instanceCount'
 /** Loads the sessions with the best provider allowed; KIND_GPU without CUDA is a load error. */
 export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxModelHandle> {
   const base: OnnxLoadOptions = {
-    ...onnxSessionDefaults(req), interOpThreads: req.interOpThreads, deviceId: req.deviceId ?? 0,
-    computeThreadNice: req.computeThreadNice,
+    ...onnxSessionDefaults(req), interOpThreads: req.interOpThreads, computeThreadNice: req.computeThreadNice,
   };
-  const gpuWanted = req.kind === 'KIND_GPU' || (req.kind === 'KIND_AUTO' && native().buildInfo().cudaDeviceCount > 0);
-  const attempts: { name: string; options: OnnxLoadOptions }[] = [];
-  if (gpuWanted && req.tensorRt) attempts.push({ name: 'TensorRT', options: { ...base, useTensorRt: true, tensorRt: req.tensorRt } });
-  if (gpuWanted) attempts.push({ name: 'CUDA', options: { ...base, useCuda: true } });
-  if (req.kind !== 'KIND_GPU') attempts.push({ name: 'CPU', options: base });
+  const devices = req.gpuDevices ?? [];
+  const gpuWanted = req.kind === 'KIND_GPU' || (req.kind === 'KIND_AUTO' && devices.length > 0 && native().buildInfo().cudaDeviceCount > 0);
+  // On the GPU each session has its own device; CPU threads are shared among the sessions on the CPU.
+  const gpu: OnnxLoadOptions = {
+    ...base, ...onnxSessionDefaults({ ...req, instanceCount: Math.max(1, devices.length) }), deviceIds: devices.length > 0 ? devices : undefined,
+  };
+  const attempts: { name: string; count: number; options: OnnxLoadOptions }[] = [];
+  if (gpuWanted && req.tensorRt) attempts.push({ name: 'TensorRT', count: devices.length, options: { ...gpu, useTensorRt: true, tensorRt: req.tensorRt } });
+  if (gpuWanted) attempts.push({ name: 'CUDA', count: devices.length, options: { ...gpu, useCuda: true } });
+  if (req.kind !== 'KIND_GPU') attempts.push({ name: 'CPU', count: req.instanceCount, options: base });
   const log = req.log ?? ((line: string) => console.log(line));
   const location = locateOnnxRuntime();
   if (!location) throw new InferenceServerError('UNAVAILABLE', `model '${req.modelName}' is an ONNX model, but ${missingOnnxRuntimeHint()}`);
@@ -66,7 +72,7 @@ export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxModelH
   let lastError: unknown;
   for (const attempt of attempts) {
     try {
-      const handle = await native().loadOnnxModel(library, req.modelPath, req.instanceCount, attempt.options);
+      const handle = await native().loadOnnxModel(library, req.modelPath, Math.max(1, attempt.count || req.instanceCount), attempt.options);
       if (attempt !== attempts[0]) log(`infernode: model '${req.modelName}' runs on ${handle.provider} (${attempts[0].name} unavailable)`);
       return handle;
     } catch (err) {

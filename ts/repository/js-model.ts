@@ -24,6 +24,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { InferenceServerError, StatusCode, toInferenceServerError, type StatusCodeName } from '../errors';
+import { instanceDevices, instanceTotal } from '../config/instances';
 import type { NormalizedModelConfig } from '../config/normalize';
 import type { InferFunc, Request, ResponseOutputs, TritonContext } from '../request';
 import type { ModelDirectory } from './layout';
@@ -130,8 +131,8 @@ export async function loadJsModel(file: string, config: NormalizedModelConfig, d
       throw new InferenceServerError('INVALID_ARG', `${where}: ${file} exports ${hook}, but it is not a function`);
     }
   }
-  const count = config.instanceGroup.reduce((n, g) => n + g.count, 0) || 1;
-  const kinds = config.instanceGroup.flatMap((g) => Array.from({ length: g.count }, () => g.kind));
+  const count = instanceTotal(config.instanceGroup) || 1;
+  const kinds = config.instanceGroup.flatMap((g) => instanceDevices(g).map(() => g.kind));
   const argsOf = (i: number): JsModelArgs => ({
     modelConfig: config, modelName: config.name, modelVersion: config.version,
     modelRepository: dir.repository, modelDirectory: dir.dir, parameters: { ...(config.parameters ?? {}) },

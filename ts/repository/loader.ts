@@ -7,9 +7,10 @@ import { statSync } from 'node:fs';
 import * as path from 'node:path';
 import { InferenceServerError, toInferenceServerError } from '../errors';
 import { BoundModel } from '../model';
+import { instanceDevices } from '../config/instances';
 import type { NormalizedInstanceGroup, NormalizedModelConfig } from '../config/normalize';
 import { loadOnnxEngine, type InstanceKind } from '../engines/onnx';
-import type { OnnxModelHandle, RateLimiter, TensorRtLoadOptions } from '../native';
+import { native, type OnnxModelHandle, type RateLimiter, type TensorRtLoadOptions } from '../native';
 import { warmUp } from '../warmup';
 import { autoCompleteOnnxConfig, castTensors, type RawModelConfig } from './autocomplete';
 import { precheckModelConfig, precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
@@ -51,19 +52,49 @@ function configuredEngine(model: string, backend: string, platform: string): Mod
     'is not supported by infernode (supported: onnxruntime, js)');
 }
 
-/** How many ONNX Runtime sessions of which kind the instance groups ask for. */
-function onnxInstances(model: string, groups: NormalizedInstanceGroup[]): { count: number; kind: InstanceKind; deviceId: number } {
+/**
+ * What the instance groups ask of ONNX Runtime: `cpuCount` sessions on the CPU, or one session
+ * per entry of `gpuDevices` on that GPU (null when the GPUs cannot be used: a KIND_AUTO group
+ * lists one that is not there, or there are none); `gpuGroups` are the groups as the served
+ * config shows them when the model runs on the GPU.
+ */
+export interface OnnxInstancePlan {
+  kind: InstanceKind;
+  cpuCount: number;
+  gpuDevices: number[] | null;
+  gpuGroups: NormalizedInstanceGroup[];
+}
+
+export function onnxInstances(model: string, groups: NormalizedInstanceGroup[], deviceCount: number): OnnxInstancePlan {
   const kinds = [...new Set(groups.map((g) => g.kind))];
   if (kinds.length > 1) {
     throw new InferenceServerError('UNSUPPORTED', `model '${model}': instance groups of different kinds (${kinds.join(', ')}) ` +
       'are not supported by infernode yet; use one kind per model');
   }
-  const gpus = [...new Set(groups.flatMap((g) => g.gpus ?? []))];
-  if (gpus.length > 1) {
-    throw new InferenceServerError('UNSUPPORTED', `model '${model}': instances on several GPUs (${gpus.join(', ')}) ` +
-      'are not supported by infernode yet; list one GPU per model');
+  const kind = kinds[0];
+  const cpuCount = groups.reduce((n, g) => n + g.count, 0);
+  const usable = kind !== 'KIND_CPU' && deviceCount > 0 &&
+    (kind === 'KIND_GPU' || groups.every((g) => (g.gpus ?? []).every((id) => id < deviceCount)));
+  if (!usable) return { kind, cpuCount, gpuDevices: kind === 'KIND_GPU' ? [] : null, gpuGroups: groups };
+  const gpuGroups = groups.map((g) => ({ ...g, kind: 'KIND_GPU' as const, gpus: groupGpus(model, g, deviceCount) }));
+  return { kind, cpuCount, gpuDevices: gpuGroups.flatMap((g) => instanceDevices(g).map((d) => d ?? 0)), gpuGroups };
+}
+
+/**
+ * A KIND_GPU group's GPUs, as Triton resolves them: the listed ones, each of which must exist
+ * (Triton's text; CUDA 13 sees no device below compute capability 7.5), or every GPU present when
+ * it lists none.
+ */
+function groupGpus(model: string, group: NormalizedInstanceGroup, deviceCount: number): number[] {
+  const present = Array.from({ length: deviceCount }, (_, i) => i);
+  const listed = group.gpus ?? [];
+  const missing = listed.find((id) => id >= deviceCount);
+  if (missing !== undefined) {
+    throw new InferenceServerError('INVALID_ARG', `instance group ${group.name} of model ${model} specifies invalid or ` +
+      `unsupported gpu id ${missing}. GPUs with at least the minimum required CUDA compute compatibility of 6.000000 ` +
+      `are: ${present.join(', ')}`);
   }
-  return { count: groups.reduce((n, g) => n + g.count, 0), kind: kinds[0], deviceId: gpus[0] ?? 0 };
+  return listed.length > 0 ? [...listed] : present;
 }
 
 /** An integer parameter of the config within [0, max]; `zero` says what 0 means. */
@@ -159,7 +190,7 @@ async function loadVersion(
   if (found.kind === 'onnx') {
     // Everything that needs no model file is checked before ONNX Runtime creates sessions.
     const groups = precheckRawConfig({ backend: 'onnxruntime', ...raw }, normalizeOptions(dir, version, options));
-    const instances = onnxInstances(dir.name, groups);
+    const instances = onnxInstances(dir.name, groups, native().buildInfo().cudaDeviceCount);
     const intraOpThreads = intParameter(dir.name, raw, 'intra_op_thread_count', 1024, "ONNX Runtime's default");
     const interOpThreads = intParameter(dir.name, raw, 'inter_op_thread_count', 1024, "ONNX Runtime's default");
     const computeThreadNice = intParameter(dir.name, raw, 'compute_thread_nice', 19, 'the JS thread\'s priority') ??
@@ -167,8 +198,8 @@ async function loadVersion(
     let handle: OnnxModelHandle;
     try {
       handle = await loadOnnxEngine({
-        modelName: dir.name, modelPath: found.file, instanceCount: instances.count, kind: instances.kind,
-        deviceId: instances.deviceId, tensorRt: tensorRtOptions(dir.name, raw) ?? undefined, intraOpThreads, interOpThreads,
+        modelName: dir.name, modelPath: found.file, instanceCount: instances.cpuCount, kind: instances.kind,
+        gpuDevices: instances.gpuDevices ?? undefined, tensorRt: tensorRtOptions(dir.name, raw) ?? undefined, intraOpThreads, interOpThreads,
         sessionConfig: sessionConfigEntries(raw), computeThreadNice, log: options.log,
       });
     } catch (err) {
@@ -182,8 +213,10 @@ async function loadVersion(
         `infernode: model '${dir.name}' serves FP32 for ${cast.join(', ')}: converted on the ${handle.provider === 'CPU' ? 'host' : 'GPU'}`);
     }
     // The served config tells where the instances run (Triton prints the resolved kind).
-    const resolved = handle.provider === 'CPU' ? 'KIND_CPU' : 'KIND_GPU';
-    config.instanceGroup = config.instanceGroup.map((g) => ({ ...g, kind: resolved }));
+    // On the GPU, with the GPUs each group's instances run on (Triton lists every GPU when a group names none).
+    config.instanceGroup = handle.provider === 'CPU'
+      ? config.instanceGroup.map((g) => ({ ...g, kind: 'KIND_CPU', gpus: [] }))
+      : config.instanceGroup.map((g, i) => ({ ...g, kind: 'KIND_GPU', gpus: [...(instances.gpuGroups[i]?.gpus ?? [])] }));
     return warmedUp({ model: new BoundModel(config, { kind: 'onnx', handle: handle.handle }, options.rateLimiter), finalize: async () => {} });
   }
   if (!raw.input || !raw.output) {

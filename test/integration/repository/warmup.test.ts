@@ -74,6 +74,24 @@ test('zero_data and input_data_file samples run count × instances times through
   ]);
 });
 
+test('a KIND_GPU group makes count instances on each GPU it lists, and warm-up runs on each of them', async () => {
+  // A JS model's instances run in JS wherever the group places them; the count is Triton's:
+  // 2 instances on each of GPUs 0 and 1 (native scheduler and JS instances agree on 4).
+  repo.config('m', `
+    backend: "js"
+    max_batch_size: 4
+    input [ { name: "IN", data_type: TYPE_INT32, dims: [ 3 ] } ]
+    output [ { name: "OUT", data_type: TYPE_INT32, dims: [ 3 ] } ]
+    instance_group [ { count: 2, kind: KIND_GPU, gpus: [ 0, 1 ] } ]
+    model_warmup [ { name: "zeros", batch_size: 1, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], zero_data: true } } } ]`);
+  repo.write('m/1/model.js', RECORDER);
+  served = await startRepoTriton(repo.root);
+  expect(served.triton.repositoryIndex()[0]).toMatchObject({ state: 'READY' });
+  expect(events.calls.map((c) => c.instance)).toEqual([0, 1, 2, 3]);
+  const out = await served.triton.infer('m', { IN: new NDArray('INT32', [1, 3], new Int32Array([1, 2, 3])) });
+  expect(Array.from(out.OUT.data as Int32Array)).toEqual([1, 2, 3]);
+});
+
 test('random_data gives values of the declared type and shape', async () => {
   jsModel('model_warmup [ { name: "random", batch_size: 1, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], random_data: true } } } ]', 1);
   served = await startRepoTriton(repo.root);
