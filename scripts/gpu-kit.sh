@@ -41,7 +41,7 @@ tar -xzf "$KIT/work/onnxruntime-node-$ORT_VERSION.tgz" -C "$S/onnxruntime-node" 
 tar -xzf "$KIT/work/onnxruntime-common-$ORT_VERSION.tgz" -C "$S/onnxruntime-common" --strip-components=1
 
 echo "gpu-kit: compressing (a few minutes)"
-xz -9 -T0 -c "$(command -v node)" > "$KIT/part-1/node.xz"
+xz -9 -T0 -c "$(node -p process.execPath)" > "$KIT/part-1/node.xz"
 tar -cf - --exclude=node_modules/onnxruntime-node --exclude=node_modules/onnxruntime-common \
   --exclude='node_modules/com.github.asus4.*' --exclude=node_modules/kubernetes-models --exclude=node_modules/@kubernetes-models \
   --exclude=node_modules/eslint --exclude=node_modules/@eslint --exclude=node_modules/@typescript-eslint node_modules \
@@ -50,11 +50,14 @@ tar -cf - -C "$KIT/stage" node_modules | xz -9 -T0 > "$KIT/part-1/onnxruntime.ta
 tar -cf - lib build/Release/infernode.node | xz -9 -T0 > "$KIT/part-1/app.tar.xz"
 git rev-parse HEAD > "$KIT/part-1/commit"
 
-tar -xzf "$KIT/work/$GPU_PACKAGE-$GPU_VERSION.tgz" -O package/Plugins/Linux/x64/libonnxruntime_providers_cuda.so \
-  | tee >(sha256sum | cut -d' ' -f1 > "$KIT/part-1/cuda-provider.sha256") | xz -9 -T0 > "$KIT/work/cuda-provider.xz"
-split -b "${PART_MIB}m" -d -a 1 "$KIT/work/cuda-provider.xz" "$KIT/work/cuda-provider.xz."
+tar -xzf "$KIT/work/$GPU_PACKAGE-$GPU_VERSION.tgz" -C "$KIT/work" package/Plugins/Linux/x64/libonnxruntime_providers_cuda.so
+PROVIDER=$KIT/work/package/Plugins/Linux/x64/libonnxruntime_providers_cuda.so
+sha256sum "$PROVIDER" | cut -d' ' -f1 > "$KIT/part-1/cuda-provider.sha256"
+xz -9 -T0 -c "$PROVIDER" > "$KIT/work/cuda-provider.xz"
+rm -rf "$KIT/work/package"
+split -b "${PART_MIB}m" -d -a 2 "$KIT/work/cuda-provider.xz" "$KIT/work/cuda-provider.xz."
 n=2
-for piece in "$KIT"/work/cuda-provider.xz.[0-9]; do
+for piece in "$KIT"/work/cuda-provider.xz.[0-9][0-9]; do
   mkdir -p "$KIT/part-$n" && mv "$piece" "$KIT/part-$n/"
   n=$((n + 1))
 done

@@ -18,7 +18,9 @@ export class ServerProcess {
         if (m.port !== undefined) resolve(new ServerProcess(child, m.port));
         else reason = m.error ?? '';
       });
-      child.once('exit', (code) => reject(new Error(`${what} exited with ${code} before listening: ${reason || 'its reason is above'}`)));
+      // 'close', not 'exit': it comes after the IPC channel is drained, so the child's last
+      // message (its reason) has been read by then.
+      child.once('close', (code) => reject(new Error(`${what} exited with ${code} before listening: ${reason || 'its reason is above'}`)));
     });
   }
 

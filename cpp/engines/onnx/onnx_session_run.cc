@@ -233,7 +233,17 @@ Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t ro
     if (output_values[i] == nullptr && output_raw[i] != nullptr) output_values[i].reset(output_raw[i]);
   }
   RETURN_IF_ERROR(status);
-  RETURN_IF_ERROR(on_device ? CopyOutputsToHost(slots, device_times) : CastOutputsOnHost(&slots, &scratch));
+  if (on_device) {
+    const Status copied = CopyOutputsToHost(slots, device_times);
+    if (!copied.IsOk()) {
+      // Copies queued before the failure write into the slots' pooled blocks, which return to
+      // the model's pool (shared by every instance) when this returns: let them finish first.
+      stream_->Synchronize();
+      return copied;
+    }
+  } else {
+    RETURN_IF_ERROR(CastOutputsOnHost(&slots, &scratch));
+  }
   RETURN_IF_ERROR(CollectOutputs(fetched, slots, &output_values, pool, &scratch, outputs));
   if (device_times != nullptr) {
     // CPU casts count as compute input and output, as the GPU's copies and casts do.
