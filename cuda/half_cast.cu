@@ -18,32 +18,33 @@ namespace half_cast_internal {
 constexpr unsigned kThreads = 256;
 constexpr size_t kMaxBlocks = 4096;  // the grid-stride loop covers the rest
 
-__global__ void FloatToHalfKernel(const float* src, __half* dst, size_t count) {
+// One conversion per element, as the host conversion (core/half_float.h) rounds.
+struct ToHalf {
+  __device__ __half operator()(float v) const { return __float2half_rn(v); }
+};
+struct ToBfloat16 {
+  __device__ __nv_bfloat16 operator()(float v) const { return __float2bfloat16_rn(v); }
+};
+struct FromHalf {
+  __device__ float operator()(__half v) const { return __half2float(v); }
+};
+struct FromBfloat16 {
+  __device__ float operator()(__nv_bfloat16 v) const { return __bfloat162float(v); }
+};
+
+template <typename From, typename To, typename Convert>
+__global__ void CastKernel(const From* src, To* dst, size_t count) {
+  const Convert convert{};
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    dst[i] = __float2half_rn(src[i]);
+    dst[i] = convert(src[i]);
   }
 }
 
-__global__ void HalfToFloatKernel(const __half* src, float* dst, size_t count) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    dst[i] = __half2float(src[i]);
-  }
-}
-
-__global__ void FloatToBfloat16Kernel(const float* src, __nv_bfloat16* dst, size_t count) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    dst[i] = __float2bfloat16_rn(src[i]);
-  }
-}
-
-__global__ void Bfloat16ToFloatKernel(const __nv_bfloat16* src, float* dst, size_t count) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    dst[i] = __bfloat162float(src[i]);
-  }
+template <typename From, typename To, typename Convert>
+void Launch(unsigned blocks, cudaStream_t stream, const void* src, void* dst, size_t count) {
+  CastKernel<From, To, Convert>
+      <<<blocks, kThreads, 0, stream>>>(static_cast<const From*>(src), static_cast<To*>(dst), count);
 }
 
 }  // namespace half_cast_internal
@@ -58,15 +59,13 @@ Status LaunchHalfCast(void* stream, void* dst, DataType dst_type, const void* sr
   const unsigned blocks = static_cast<unsigned>(std::min(kMaxBlocks, (count + kThreads - 1) / kThreads));
   auto s = static_cast<cudaStream_t>(stream);
   if (src_type == DataType::kFp32 && dst_type == DataType::kFp16) {
-    FloatToHalfKernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(src), static_cast<__half*>(dst), count);
+    Launch<float, __half, ToHalf>(blocks, s, src, dst, count);
   } else if (src_type == DataType::kFp32) {
-    FloatToBfloat16Kernel<<<blocks, kThreads, 0, s>>>(static_cast<const float*>(src), static_cast<__nv_bfloat16*>(dst),
-                                                      count);
+    Launch<float, __nv_bfloat16, ToBfloat16>(blocks, s, src, dst, count);
   } else if (src_type == DataType::kFp16) {
-    HalfToFloatKernel<<<blocks, kThreads, 0, s>>>(static_cast<const __half*>(src), static_cast<float*>(dst), count);
+    Launch<__half, float, FromHalf>(blocks, s, src, dst, count);
   } else {
-    Bfloat16ToFloatKernel<<<blocks, kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(src), static_cast<float*>(dst),
-                                                      count);
+    Launch<__nv_bfloat16, float, FromBfloat16>(blocks, s, src, dst, count);
   }
   const cudaError_t err = cudaGetLastError();  // launch errors; also clears a non-sticky one
   if (err != cudaSuccess) return Internal(what + " on the GPU (kernel launch): " + cudaGetErrorString(err));
