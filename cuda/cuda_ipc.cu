@@ -2,9 +2,11 @@
 // to and from host memory on a non-blocking stream of the region's own. Without a device,
 // opening fails cleanly.
 //
-// Threads: a region is opened, copied to/from and closed on the Node main thread (the
-// frontends decode and answer requests there); the device that thread has current is restored
-// after every call, so other CUDA users of the main thread are not moved to another device.
+// Threads: a region is opened and written on the Node main thread (the frontends decode and
+// answer requests there); it is read there or, for inputs, by the instance threads of CPU
+// instances, and closed by whichever thread releases it last (core/device_bytes.h). The device a
+// thread has current is restored after every call, so other CUDA users of that thread are not
+// moved to another device.
 #include <cuda.h>  // CUdeviceptr and CUresult only: the driver is reached through cudart's entry points
 #include <cuda_runtime.h>
 
@@ -85,6 +87,7 @@ class OpenedIpcRegion final : public CudaIpcRegion {
   }
   uint64_t ByteSize() const override { return byte_size_; }
   int DeviceId() const override { return device_; }
+  const void* DevicePointer() const override { return base_; }
   Status CopyToHost(uint64_t offset, void* dst, uint64_t bytes) const override {
     return Copy(dst, static_cast<const uint8_t*>(base_) + offset, bytes, cudaMemcpyDeviceToHost);
   }

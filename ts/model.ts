@@ -11,9 +11,10 @@ import { InferenceServerError, clip, invalidArg, toInferenceServerError, StatusC
 import type { NormalizedModelConfig, NormalizedSequenceBatching, NormalizedTensor } from './config/normalize';
 import { DEFAULT_EXIT_TIMEOUT_MS } from './config/defaults';
 import {
-  native, type Dispatch, type HandedBack, type RateLimiter, type EnqueueInputs, type NativeModel, type NativeOutput,
-  type NativeResponses, type NativeSequence,
+  native, type Dispatch, type EnqueueData, type HandedBack, type RateLimiter, type EnqueueInputs, type NativeModel,
+  type NativeOutput, type NativeResponses, type NativeSequence,
 } from './native';
+import { DeviceTensor } from './device-tensor';
 import {
   DEFAULT_MAX_QUEUED_RESPONSES, ResponseSender, ResponseStream, driveDecoupled, type DecoupledSink,
 } from './decoupled';
@@ -81,6 +82,12 @@ export interface StreamOptions extends InferOptions {
    */
   maxQueuedResponses?: number;
 }
+
+/**
+ * A request's inputs by name: NDArrays, or (from the server's frontends only) inputs left in
+ * CUDA shared memory for a model that acceptsDeviceInputs.
+ */
+export type ModelInputs = Record<string, NDArray | DeviceTensor>;
 
 interface PendingRequest {
   /** The id native code knows the request by. */
@@ -222,13 +229,14 @@ export class BoundModel {
    * Queues one request; resolves with its outputs or rejects with an InferenceServerError. With
    * a response cache, a hit answers without entering the queue.
    */
-  infer(inputs: Record<string, NDArray>, options: InferOptions = {}): Promise<Record<string, NDArray>> {
+  infer(inputs: ModelInputs, options: InferOptions = {}): Promise<Record<string, NDArray>> {
     const cache = this.#responseCache;
-    if (cache && !this.#stopped) return cache.infer(inputs, options, () => this.#inferQueued(inputs, options));
+    // No DeviceTensor with a cache (acceptsDeviceInputs): the cache hashes the bytes.
+    if (cache && !this.#stopped) return cache.infer(inputs as Record<string, NDArray>, options, () => this.#inferQueued(inputs, options));
     return this.#inferQueued(inputs, options);
   }
 
-  #inferQueued(inputs: Record<string, NDArray>, options: InferOptions): Promise<Record<string, NDArray>> {
+  #inferQueued(inputs: ModelInputs, options: InferOptions): Promise<Record<string, NDArray>> {
     return new Promise<Record<string, NDArray>>((resolve, reject) => {
       if (this.config.decoupled) {
         reject(new InferenceServerError('UNSUPPORTED', `model '${this.config.name}' is decoupled (0..N responses per ` +
@@ -244,7 +252,7 @@ export class BoundModel {
    * iterator (each item one response's outputs; it ends after the final response, or throws the
    * request's error). Leaving the iteration early cancels the request.
    */
-  inferStream(inputs: Record<string, NDArray>, options: StreamOptions = {}): ResponseStream {
+  inferStream(inputs: ModelInputs, options: StreamOptions = {}): ResponseStream {
     const id = nextRequestId++;
     const maxQueued = options.maxQueuedResponses ?? DEFAULT_MAX_QUEUED_RESPONSES;
     const stream = new ResponseStream(maxQueued, () => this.#cancel(id));
@@ -262,7 +270,7 @@ export class BoundModel {
 
   /** Validates, stores and queues one request; failures go to `reject`. Never throws. */
   #submit(
-    inputs: Record<string, NDArray>, options: InferOptions, resolve: (outputs: Record<string, NDArray>) => void,
+    inputs: ModelInputs, options: InferOptions, resolve: (outputs: Record<string, NDArray>) => void,
     reject: (err: InferenceServerError) => void, stream: ResponseStream | undefined, id = nextRequestId++,
   ): void {
     try {
@@ -273,7 +281,8 @@ export class BoundModel {
       const data = this.#checkInputs(inputs, !owned && !this.#nativeEngine);
       const entry: PendingRequest = {
         id,
-        request: new Request(data, options.parameters ?? {}, requestedOutputs),
+        // JS reads a Request's inputs for JS engines only, which never get a DeviceTensor.
+        request: new Request(data as Record<string, NDArray>, options.parameters ?? {}, requestedOutputs),
         requestedOutputs,
         resolve,
         reject,
@@ -314,12 +323,17 @@ export class BoundModel {
    * on other threads later, and a caller's buffer may be transferred (detached and freed) or
    * changed meanwhile. The copy is what onnxruntime-node and PyTriton do too.
    */
-  #checkInputs(inputs: Record<string, NDArray>, copy: boolean): Record<string, NDArray> {
-    const checked: Record<string, NDArray> = copy ? {} : inputs;
+  #checkInputs(inputs: ModelInputs, copy: boolean): ModelInputs {
+    const checked: ModelInputs = copy ? {} : inputs;
     for (const name in inputs) {
       const arr = inputs[name];
       // Only a refusal needs the label: not built per request.
       const what = (): string => `input '${name}' for model '${this.config.name}'`;
+      if (arr instanceof DeviceTensor) {
+        // Made by the server only, checked against its region and shape (acceptsDeviceInputs).
+        if (!this.acceptsDeviceInputs) throw invalidArg(`${what()} is in CUDA shared memory, which this model does not read in place`);
+        continue;
+      }
       if (!(arr instanceof NDArray)) throw invalidArg(`${what()} must be an NDArray`);
       checkTensorData(arr.dtype, arr.shape, arr.data, what);
       if (copy) checked[name] = copyNDArray(arr);
@@ -328,14 +342,24 @@ export class BoundModel {
   }
 
   /**
+   * Whether an input may stay in CUDA shared memory (a DeviceTensor) for this model: native
+   * engines read it themselves, unless a response cache must hash its bytes first.
+   * @internal
+   */
+  get acceptsDeviceInputs(): boolean {
+    return this.#nativeEngine && this.#responseCache === null;
+  }
+
+  /**
    * Queues a request natively: its shapes and options go in the reused meta array (EnqueueMeta),
    * its data arrays as arguments, so Node-API reads no JS array or string per request. A JS
-   * engine's inputs are read by JS only: native code gets their byte sizes, not their data.
+   * engine's inputs are read by JS only: native code gets their byte sizes, not their data. An
+   * input in CUDA shared memory goes as [region, offset]: native code holds the region.
    */
   #enqueue(
-    id: number, inputs: Record<string, NDArray>, options: InferOptions, copyInNative: boolean, sequence?: NativeSequence,
+    id: number, inputs: ModelInputs, options: InferOptions, copyInNative: boolean, sequence?: NativeSequence,
   ): void {
-    const data: (ArrayBufferView | undefined)[] = [];
+    const data: EnqueueData[] = [];
     let meta = this.#meta;
     let at = 5;
     for (const name in inputs) {
@@ -344,11 +368,13 @@ export class BoundModel {
       const arr = inputs[name];
       const shape = arr.shape;
       if (at + 4 + shape.length > meta.length) meta = this.#meta = growMeta(meta, at + 4 + shape.length);
-      const bytes = arr.dtype === 'BYTES' ? (this.#nativeEngine ? serializeBytes(arr.data as Uint8Array[]) : undefined)
-        : (arr.data as ArrayBufferView);
+      let bytes: EnqueueData;
+      if (arr instanceof DeviceTensor) bytes = [arr.memory, arr.offset];
+      else if (arr.dtype === 'BYTES') bytes = this.#nativeEngine ? serializeBytes(arr.data as Uint8Array[]) : undefined;
+      else bytes = arr.data as ArrayBufferView;
       meta[at] = index;
       meta[at + 1] = dataTypeCode(arr.dtype);
-      meta[at + 2] = bytes ? bytes.byteLength : -1;
+      meta[at + 2] = arr instanceof DeviceTensor ? arr.byteSize : bytes ? (bytes as ArrayBufferView).byteLength : -1;
       meta[at + 3] = shape.length;
       for (let d = 0; d < shape.length; d++) meta[at + 4 + d] = shape[d];
       at += 4 + shape.length;

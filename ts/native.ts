@@ -177,7 +177,7 @@ export interface NativeModel {
    * then change or be transferred); without it they are read in place, and the caller keeps
    * them alive and unchanged until the request is handed back.
    */
-  enqueue(id: number, meta: EnqueueMeta, sequence: NativeSequence | undefined, ...data: (ArrayBufferView | undefined)[]): void;
+  enqueue(id: number, meta: EnqueueMeta, sequence: NativeSequence | undefined, ...data: EnqueueData[]): void;
   /**
    * The scratch views counts refer to: [dispatch, completed ids, completed codes] (read them at
    * once), and `pumpOwed[0]`, 1 when the last completeBatch left requests queued (the caller
@@ -299,13 +299,22 @@ export interface CopyBandwidth {
   deviceName: string;
 }
 
+/**
+ * One input's data for enqueue: a TypedArray (or Buffer) of its datatype's kind; undefined for a
+ * JS engine's input (JS reads it); [region, offset] for an input left in CUDA shared memory.
+ */
+export type EnqueueData = ArrayBufferView | [CudaSharedMemory, number] | undefined;
+
 /** A client's CUDA IPC region (cpp/napi/shared_memory.h). Main thread only. */
 export interface CudaSharedMemory {
   /** Copies `byteSize` bytes at `offset` of the device region into a new Buffer. */
   read(offset: number, byteSize: number): Buffer;
   /** Copies `data` into the device region at `offset`. */
   write(offset: number, data: Uint8Array): void;
-  /** Releases the IPC handle (also done when the object is collected). */
+  /**
+   * Lets go of the IPC handle (also done when the object is collected); it closes once no
+   * queued request still reads an input in it.
+   */
   close(): void;
 }
 

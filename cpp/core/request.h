@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/datatype.h"
+#include "core/device_bytes.h"
 #include "core/shape.h"
 #include "core/status.h"
 
@@ -29,6 +30,11 @@ struct InputTensor {
   // A JS engine's input: its data stays in JS, which checked its datatype and counted its
   // elements; native code has its shape and byte size only (napi/native_model.cc, Enqueue).
   bool data_in_js = false;
+  // An input in a client's CUDA shared-memory region: its `byte_size` bytes start at
+  // `device_offset` of `device`, and `data` is null. The request holds the region open until it
+  // is answered (napi/native_model.cc, Enqueue). Never BYTES.
+  std::shared_ptr<const DeviceBytes> device;
+  uint64_t device_offset = 0;
 };
 
 // A sequence's correlation id: an unsigned integer or a string; 0 / "" = not in a sequence.

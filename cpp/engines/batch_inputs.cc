@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "memory/host_registration.h"
+
 namespace infernode {
 
 namespace {
@@ -35,9 +37,37 @@ Shape GatheredShape(const TensorConfig& spec, const std::vector<const InputTenso
   return tail;
 }
 
+bool StaysOnDevice(const InputTensor& in, int device_id) {
+  return in.device != nullptr && device_id >= 0 && in.device->DeviceId() == device_id;
+}
+
+// Copies each part to its offset of the gathered input: host rows into the pooled buffer,
+// device rows on `device_id` listed, other device rows copied to the host (synchronously).
+Status CopyParts(const std::vector<const InputTensor*>& parts, int device_id, BufferPool* pool,
+                 GatheredInput* gathered) {
+  bool any_host = false;
+  for (const InputTensor* part : parts) any_host = any_host || !StaysOnDevice(*part, device_id);
+  if (any_host) RETURN_IF_ERROR(pool->Acquire(gathered->byte_size, &gathered->buffer));
+  uint64_t offset = 0;
+  for (const InputTensor* part : parts) {
+    if (part->byte_size == 0) continue;
+    if (StaysOnDevice(*part, device_id)) {
+      const auto* base = static_cast<const uint8_t*>(part->device->DevicePointer());
+      gathered->device_rows.push_back(DeviceRows{offset, base + part->device_offset, part->byte_size});
+    } else if (part->device != nullptr) {
+      const Status copied = part->device->CopyToHost(part->device_offset, gathered->buffer.Data() + offset, part->byte_size);
+      if (!copied.IsOk()) return Status(copied.Code(), "input '" + part->name + "': " + copied.Message());
+    } else {
+      std::memcpy(gathered->buffer.Data() + offset, part->data, part->byte_size);
+    }
+    offset += part->byte_size;
+  }
+  return Status::Success();
+}
+
 }  // namespace
 
-Status GatherBatchInputs(const ModelConfig& config, const Batch& batch, BufferPool* pool,
+Status GatherBatchInputs(const ModelConfig& config, const Batch& batch, BufferPool* pool, int device_id,
                          std::vector<GatheredInput>* out) {
   out->clear();
   if (batch.requests.empty()) return Status::Success();
@@ -63,11 +93,13 @@ Status GatherBatchInputs(const ModelConfig& config, const Batch& batch, BufferPo
     gathered.name = spec.name;
     gathered.dtype = spec.dtype;
     gathered.shape = GatheredShape(spec, parts, config.max_batch_size > 0);
-    RETURN_IF_ERROR(pool->Acquire(total, &gathered.buffer));
-    uint64_t offset = 0;
-    for (const InputTensor* part : parts) {
-      if (part->byte_size > 0) std::memcpy(gathered.buffer.Data() + offset, part->data, part->byte_size);
-      offset += part->byte_size;
+    gathered.byte_size = total;
+    const InputTensor& first = *parts[0];
+    if (device_id >= 0 && parts.size() == 1 && first.device == nullptr && first.dtype != DataType::kBytes &&
+        first.byte_size >= kRegisterHostMinBytes) {
+      gathered.host_in_place = first.data;  // the request keeps it alive until it is answered
+    } else {
+      RETURN_IF_ERROR(CopyParts(parts, device_id, pool, &gathered));
     }
     out->push_back(std::move(gathered));
   }

@@ -7,19 +7,18 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/device_bytes.h"
 #include "core/status.h"
 
 namespace infernode {
 
 constexpr size_t kCudaIpcHandleSize = 64;  // sizeof(cudaIpcMemHandle_t)
 
-class CudaIpcRegion {
+// Requests whose inputs lie in the region hold it (DeviceBytes) until they are answered, so it is
+// closed by whichever thread lets go last: the main thread or an instance thread.
+class CudaIpcRegion : public DeviceBytes {
  public:
-  virtual ~CudaIpcRegion() = default;
-  virtual uint64_t ByteSize() const = 0;
-  virtual int DeviceId() const = 0;
-  // Bounds are checked by the caller (the region's byte size); these copy synchronously.
-  virtual Status CopyToHost(uint64_t offset, void* dst, uint64_t bytes) const = 0;
+  // Bounds are checked by the caller (the region's byte size); this copies synchronously.
   virtual Status CopyFromHost(uint64_t offset, const void* src, uint64_t bytes) = 0;
 };
 

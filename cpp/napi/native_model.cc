@@ -14,6 +14,7 @@
 #include "napi/js_instance.h"
 #include "napi/onnx_loader.h"
 #include "napi/rate_limiter_object.h"
+#include "napi/shared_memory.h"
 
 namespace infernode {
 
@@ -316,6 +317,33 @@ void CopyInput(Napi::Env env, BufferPool* pool, InputTensor* in) {
   in->owner = std::move(copy);
 }
 
+// [memory: CudaSharedMemory, offset]: an input left in a client's CUDA shared-memory region
+// (ts/server/device-tensor.ts). The request holds the region until it is answered; the bounds
+// were checked by the frontend and are checked again here, where a mistake would read past it.
+void DeviceInputFromJs(Napi::Env env, const Napi::Array& where, int64_t byte_size, InputTensor* in) {
+  Napi::Value memory = where.Get(uint32_t{0});
+  const Napi::Value offset = where.Get(uint32_t{1});
+  if (!memory.IsObject() ||
+      !memory.As<Napi::Object>().InstanceOf(env.GetInstanceData<AddonData>()->cuda_shared_memory.Value()) ||
+      !offset.IsNumber()) {
+    throw Napi::TypeError::New(env, "enqueue: a device input must be [CudaSharedMemory, offset]");
+  }
+  if (in->dtype == DataType::kBytes) {
+    ThrowStatus(env, InvalidArg("input '" + in->name + "': BYTES tensors are read from CUDA shared memory on the host"));
+  }
+  std::shared_ptr<const CudaIpcRegion> region = CudaSharedMemory::Unwrap(memory.As<Napi::Object>())->Shared(env);
+  const int64_t at = SaturatedInt64(offset.As<Napi::Number>().DoubleValue());
+  const uint64_t size = region->ByteSize();
+  if (at < 0 || byte_size < 0 || static_cast<uint64_t>(at) > size || static_cast<uint64_t>(byte_size) > size - at) {
+    ThrowStatus(env, InvalidArg("input '" + in->name + "': offset " + std::to_string(at) + " + byte size " +
+                                std::to_string(byte_size) + " exceeds the CUDA shared memory region's " +
+                                std::to_string(size) + " bytes"));
+  }
+  in->device = std::move(region);
+  in->device_offset = static_cast<uint64_t>(at);
+  in->byte_size = static_cast<uint64_t>(byte_size);
+}
+
 // [correlationId: bigint | string, flags]: a sequence batcher request's id and START/END flags.
 void SequenceFromJs(Napi::Env env, const Napi::Array& sequence, InferenceRequest* request) {
   Napi::Value id = sequence.Get(uint32_t{0});
@@ -338,7 +366,8 @@ void SequenceFromJs(Napi::Env env, const Napi::Array& sequence, InferenceRequest
 // its own. No JS array or string is read per request: an element read through Node-API costs a
 // property lookup, and this is the in-process path's hottest call (docs/architecture.md).
 // A JS engine's inputs are read by JS only, so BoundModel passes no data for them (undefined):
-// such an input is data_in_js, its byte size meta's, and JS has checked its elements.
+// such an input is data_in_js, its byte size meta's, and JS has checked its elements. An input
+// in CUDA shared memory comes as [region, offset] (DeviceInputFromJs), its byte size meta's.
 Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const ModelConfig& config = scheduler_->Config();
@@ -377,6 +406,10 @@ Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
       if (copy_inputs) throw Napi::TypeError::New(env, "enqueue: copyInputs needs every input's data");
       in.byte_size = byte_size > 0 ? static_cast<uint64_t>(byte_size) : 0;
       in.data_in_js = true;
+      continue;
+    }
+    if (info[3 + i].IsArray()) {
+      DeviceInputFromJs(env, info[3 + i].As<Napi::Array>(), byte_size, &in);  // held, not copied
       continue;
     }
     InputDataFromJs(env, info[3 + i], &in);

@@ -114,6 +114,11 @@ const CudaIpcRegion& CudaSharedMemory::Region(Napi::Env env) const {
   return *region_;
 }
 
+std::shared_ptr<const CudaIpcRegion> CudaSharedMemory::Shared(Napi::Env env) const {
+  Region(env);
+  return region_;
+}
+
 Napi::Value CudaSharedMemory::Read(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const CudaIpcRegion& region = Region(env);

@@ -39,13 +39,16 @@ class SystemSharedMemoryRegion final : public Napi::ObjectWrap<SystemSharedMemor
 Napi::Value OpenCudaSharedMemory(const Napi::CallbackInfo& info);
 
 // A CUDA IPC region: read(offset, size) copies into a new Buffer, write(offset, bytes) copies
-// from one; close() releases the handle (also done when collected). Main thread only.
+// from one; close() lets go of the handle (also done when collected), which closes when no
+// queued request still reads an input in it (Shared()). Main thread only.
 class CudaSharedMemory final : public Napi::ObjectWrap<CudaSharedMemory> {
  public:
   static Napi::Function Define(Napi::Env env);
   explicit CudaSharedMemory(const Napi::CallbackInfo& info);
 
   void Adopt(std::unique_ptr<CudaIpcRegion> region) { region_ = std::move(region); }
+  // The region, for a request whose input lies in it; throws INVALID_ARG once closed.
+  std::shared_ptr<const CudaIpcRegion> Shared(Napi::Env env) const;
 
  private:
   Napi::Value Read(const Napi::CallbackInfo& info);
@@ -53,7 +56,7 @@ class CudaSharedMemory final : public Napi::ObjectWrap<CudaSharedMemory> {
   Napi::Value Close(const Napi::CallbackInfo& info);
   const CudaIpcRegion& Region(Napi::Env env) const;
 
-  std::unique_ptr<CudaIpcRegion> region_;
+  std::shared_ptr<CudaIpcRegion> region_;
 };
 
 }  // namespace infernode

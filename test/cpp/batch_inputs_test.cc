@@ -89,7 +89,7 @@ TEST(GatherConcatenatesRowsInBatchOrder) {
   const Batch batch = MakeBatch(std::move(requests));
   BufferPool pool = MakePool();
   std::vector<GatheredInput> out;
-  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, &out).IsOk());
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, -1, &out).IsOk());
   EXPECT_EQ(out.size(), 1u);
   if (out.size() != 1) return;
   EXPECT_EQ(out[0].name, std::string("x"));
@@ -108,7 +108,7 @@ TEST(GatherFollowsTheConfigsInputOrder) {
   const Batch batch = MakeBatch(std::move(requests));
   BufferPool pool = MakePool();
   std::vector<GatheredInput> out;
-  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, &out).IsOk());
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, -1, &out).IsOk());
   EXPECT_EQ(out.size(), 2u);
   if (out.size() != 2) return;
   EXPECT_EQ(out[0].name, std::string("x"));
@@ -127,7 +127,7 @@ TEST(GatherFlattensRaggedInputsWhoseShapesDiffer) {
   const Batch batch = MakeBatch(std::move(requests));
   BufferPool pool = MakePool();
   std::vector<GatheredInput> out;
-  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, &out).IsOk());
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, -1, &out).IsOk());
   EXPECT_EQ(out.size(), 1u);
   if (out.size() != 1) return;
   EXPECT_EQ(out[0].shape, (Shape{5}));
@@ -144,7 +144,7 @@ TEST(GatherStacksRaggedInputsWhoseShapesAgree) {
   const Batch batch = MakeBatch(std::move(requests));
   BufferPool pool = MakePool();
   std::vector<GatheredInput> out;
-  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, &out).IsOk());
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, -1, &out).IsOk());
   EXPECT_EQ(out.size(), 1u);
   if (out.size() == 1) EXPECT_EQ(out[0].shape, (Shape{2, 2}));
 }
@@ -159,7 +159,7 @@ TEST(GatherConcatenatesSerializedBytes) {
   const Batch batch = MakeBatch(std::move(requests));
   BufferPool pool = MakePool();
   std::vector<GatheredInput> out;
-  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, &out).IsOk());
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, -1, &out).IsOk());
   EXPECT_EQ(out.size(), 1u);
   if (out.size() != 1) return;
   EXPECT_EQ(out[0].dtype, DataType::kBytes);
@@ -179,7 +179,7 @@ TEST(GatherFlattensRaggedBytesToTheirElementCount) {
   const Batch batch = MakeBatch(std::move(requests));
   BufferPool pool = MakePool();
   std::vector<GatheredInput> out;
-  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, &out).IsOk());
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, -1, &out).IsOk());
   EXPECT_EQ(out.size(), 1u);
   if (out.size() != 1) return;
   EXPECT_EQ(out[0].shape, (Shape{4}));
@@ -194,7 +194,7 @@ TEST(GatherNonBatchingModelKeepsTheShape) {
   const Batch batch = MakeBatch(std::move(requests));
   BufferPool pool = MakePool();
   std::vector<GatheredInput> out;
-  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, &out).IsOk());
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, -1, &out).IsOk());
   EXPECT_EQ(out.size(), 1u);
   if (out.size() != 1) return;
   EXPECT_EQ(out[0].shape, (Shape{2, 3}));
@@ -210,7 +210,7 @@ TEST(GatherSkipsAnOptionalInputNoRequestCarries) {
   const Batch batch = MakeBatch(std::move(requests));
   BufferPool pool = MakePool();
   std::vector<GatheredInput> out;
-  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, &out).IsOk());
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, -1, &out).IsOk());
   EXPECT_EQ(out.size(), 1u);
   if (out.size() == 1) EXPECT_EQ(out[0].name, std::string("x"));
 }
@@ -224,7 +224,7 @@ TEST(GatherRejectsAnOptionalInputOnlyLaterRequestsCarry) {
   const Batch batch = MakeBatch(std::move(requests));
   BufferPool pool = MakePool();
   std::vector<GatheredInput> out;
-  const Status status = GatherBatchInputs(config, batch, &pool, &out);
+  const Status status = GatherBatchInputs(config, batch, &pool, -1, &out);
   EXPECT_EQ(status.Code(), StatusCode::kInternal);
   EXPECT_CONTAINS(status.Message(), "'o'");
   EXPECT_CONTAINS(status.Message(), "'m'");
@@ -239,7 +239,7 @@ TEST(GatherRejectsAnOptionalInputOnlyEarlierRequestsCarry) {
   const Batch batch = MakeBatch(std::move(requests));
   BufferPool pool = MakePool();
   std::vector<GatheredInput> out;
-  const Status status = GatherBatchInputs(config, batch, &pool, &out);
+  const Status status = GatherBatchInputs(config, batch, &pool, -1, &out);
   EXPECT_EQ(status.Code(), StatusCode::kInternal);
   EXPECT_CONTAINS(status.Message(), "'o'");
 }
@@ -249,7 +249,7 @@ TEST(GatherEmptyBatchGathersNothing) {
   const Batch batch;
   BufferPool pool = MakePool();
   std::vector<GatheredInput> out(1);
-  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, &out).IsOk());
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, -1, &out).IsOk());
   EXPECT_TRUE(out.empty());
 }
 
@@ -262,7 +262,7 @@ TEST(GatherReusesPooledBuffers) {
   BufferPool pool = MakePool();
   for (int round = 0; round < 3; ++round) {
     std::vector<GatheredInput> out;
-    EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, &out).IsOk());
+    EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, -1, &out).IsOk());
   }
   EXPECT_EQ(pool.Stats().misses, 1u);
   EXPECT_EQ(pool.Stats().hits, 2u);
@@ -277,7 +277,7 @@ TEST(GatherReportsAnAllocationFailure) {
   const Batch batch = MakeBatch(std::move(requests));
   BufferPool pool(std::make_unique<FailingAllocator>(), 0);
   std::vector<GatheredInput> out;
-  EXPECT_EQ(GatherBatchInputs(config, batch, &pool, &out).Code(), StatusCode::kUnavailable);
+  EXPECT_EQ(GatherBatchInputs(config, batch, &pool, -1, &out).Code(), StatusCode::kUnavailable);
 }
 
 TEST(GatherAppliesTheConfiguredReshape) {
@@ -296,9 +296,169 @@ TEST(GatherAppliesTheConfiguredReshape) {
   const Batch batch = MakeBatch(std::move(requests));
   BufferPool pool = MakePool();
   std::vector<GatheredInput> out;
-  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, &out).IsOk());
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, -1, &out).IsOk());
   EXPECT_EQ(out.size(), 2u);
   if (out.size() != 2) return;
   EXPECT_EQ(out[0].shape, (Shape{1, 2, 3}));
   EXPECT_EQ(out[1].shape, (Shape{1, 3, 1, 2}));
+}
+
+namespace {
+
+// Input bytes "on a GPU" for the gather's bookkeeping: host memory standing in for the device
+// memory of a CUDA shared-memory region (the device path itself runs in test/gpu/).
+class HostBackedDeviceBytes final : public DeviceBytes {
+ public:
+  HostBackedDeviceBytes(int device, std::vector<uint8_t> bytes, bool fail = false)
+      : device_(device), bytes_(std::move(bytes)), fail_(fail) {}
+  int DeviceId() const override { return device_; }
+  uint64_t ByteSize() const override { return bytes_.size(); }
+  const void* DevicePointer() const override { return bytes_.data(); }
+  Status CopyToHost(uint64_t offset, void* dst, uint64_t bytes) const override {
+    if (fail_) return InvalidArg("CUDA shared memory copy failed: an illegal memory access");
+    std::memcpy(dst, bytes_.data() + offset, bytes);
+    return Status::Success();
+  }
+
+ private:
+  int device_;
+  std::vector<uint8_t> bytes_;
+  bool fail_;
+};
+
+// An input of `rows` x 2 floats at float `first` of `region`.
+InputTensor OnDevice(const std::shared_ptr<const DeviceBytes>& region, uint64_t first, int64_t rows) {
+  InputTensor in;
+  in.name = "x";
+  in.dtype = DataType::kFp32;
+  in.shape = {rows, 2};
+  in.device = region;
+  in.device_offset = first * sizeof(float);
+  in.byte_size = static_cast<uint64_t>(rows) * 2 * sizeof(float);
+  return in;
+}
+
+// A batch of a host row (1, 2), two device rows (floats 2..5 of the region) and a host row (7, 8).
+Batch MixedBatch(const std::shared_ptr<const DeviceBytes>& region, const std::vector<uint8_t>& a,
+                 const std::vector<uint8_t>& b) {
+  std::vector<std::unique_ptr<InferenceRequest>> requests;
+  requests.push_back(Request(1, {View("x", DataType::kFp32, {1, 2}, a)}));
+  requests.push_back(Request(2, {OnDevice(region, 2, 2)}));
+  requests.push_back(Request(3, {View("x", DataType::kFp32, {1, 2}, b)}));
+  return MakeBatch(std::move(requests));
+}
+
+}  // namespace
+
+TEST(GatherCopiesDeviceRowsToTheHostForACpuInstance) {
+  const ModelConfig config = Model(8, {Spec("x", DataType::kFp32, {2})});
+  auto region = std::make_shared<HostBackedDeviceBytes>(0, Floats({0, 0, 3, 4, 5, 6, 0}));
+  const std::vector<uint8_t> a = Floats({1, 2});
+  const std::vector<uint8_t> b = Floats({7, 8});
+  const Batch batch = MixedBatch(region, a, b);
+  BufferPool pool = MakePool();
+  std::vector<GatheredInput> out;
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, -1, &out).IsOk());
+  if (out.size() != 1) return;
+  EXPECT_TRUE(out[0].device_rows.empty());
+  EXPECT_EQ(out[0].byte_size, 32u);
+  EXPECT_TRUE(FloatsOf(out[0]) == (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(out[0].shape, (Shape{4, 2}));
+}
+
+TEST(GatherListsDeviceRowsOnTheInstancesGpuAndCopiesTheHostRowsAroundThem) {
+  const ModelConfig config = Model(8, {Spec("x", DataType::kFp32, {2})});
+  auto region = std::make_shared<HostBackedDeviceBytes>(1, Floats({0, 0, 3, 4, 5, 6, 0}));
+  const std::vector<uint8_t> a = Floats({1, 2});
+  const std::vector<uint8_t> b = Floats({7, 8});
+  const Batch batch = MixedBatch(region, a, b);
+  BufferPool pool = MakePool();
+  std::vector<GatheredInput> out;
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, 1, &out).IsOk());
+  if (out.size() != 1 || out[0].device_rows.size() != 1) return;
+  const DeviceRows& rows = out[0].device_rows[0];
+  EXPECT_EQ(rows.offset, 8u);
+  EXPECT_EQ(rows.bytes, 16u);
+  EXPECT_TRUE(rows.src == static_cast<const uint8_t*>(region->DevicePointer()) + 8);
+  // The host rows are in place; the device rows' bytes are left for the engine to fill.
+  const std::vector<float> gathered = FloatsOf(out[0]);
+  EXPECT_EQ(gathered.size(), 8u);
+  if (gathered.size() != 8) return;
+  EXPECT_TRUE((std::vector<float>{gathered[0], gathered[1], gathered[6], gathered[7]}) == (std::vector<float>{1, 2, 7, 8}));
+}
+
+TEST(GatherTakesNoHostBufferWhenEveryRowIsOnTheDevice) {
+  const ModelConfig config = Model(8, {Spec("x", DataType::kFp32, {2})});
+  auto region = std::make_shared<HostBackedDeviceBytes>(0, Floats({1, 2, 3, 4, 5, 6}));
+  std::vector<std::unique_ptr<InferenceRequest>> requests;
+  requests.push_back(Request(1, {OnDevice(region, 0, 2)}));
+  requests.push_back(Request(2, {OnDevice(region, 4, 1)}));
+  const Batch batch = MakeBatch(std::move(requests));
+  BufferPool pool = MakePool();
+  std::vector<GatheredInput> out;
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, 0, &out).IsOk());
+  if (out.size() != 1) return;
+  EXPECT_TRUE(out[0].buffer.Empty());
+  EXPECT_EQ(out[0].byte_size, 24u);
+  EXPECT_EQ(out[0].device_rows.size(), 2u);
+  if (out[0].device_rows.size() != 2) return;
+  EXPECT_EQ(out[0].device_rows[1].offset, 16u);
+  EXPECT_EQ(out[0].device_rows[1].bytes, 8u);
+}
+
+TEST(GatherCopiesRowsOnAnotherGpuToTheHost) {
+  const ModelConfig config = Model(8, {Spec("x", DataType::kFp32, {2})});
+  auto region = std::make_shared<HostBackedDeviceBytes>(1, Floats({9, 9, 3, 4, 5, 6}));
+  std::vector<std::unique_ptr<InferenceRequest>> requests;
+  requests.push_back(Request(1, {OnDevice(region, 2, 2)}));
+  const Batch batch = MakeBatch(std::move(requests));
+  BufferPool pool = MakePool();
+  std::vector<GatheredInput> out;
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, 0, &out).IsOk());
+  if (out.size() != 1) return;
+  EXPECT_TRUE(out[0].device_rows.empty());
+  EXPECT_TRUE(FloatsOf(out[0]) == (std::vector<float>{3, 4, 5, 6}));
+}
+
+TEST(GatherNamesTheInputWhoseDeviceCopyFailed) {
+  const ModelConfig config = Model(8, {Spec("x", DataType::kFp32, {2})});
+  auto region = std::make_shared<HostBackedDeviceBytes>(0, Floats({1, 2}), true);
+  std::vector<std::unique_ptr<InferenceRequest>> requests;
+  requests.push_back(Request(1, {OnDevice(region, 0, 1)}));
+  const Batch batch = MakeBatch(std::move(requests));
+  BufferPool pool = MakePool();
+  std::vector<GatheredInput> out;
+  const Status status = GatherBatchInputs(config, batch, &pool, -1, &out);
+  EXPECT_EQ(status.Code(), StatusCode::kInvalidArg);
+  EXPECT_TRUE(status.Message().find("input 'x': CUDA shared memory copy failed") != std::string::npos);
+}
+
+TEST(GatherLeavesALoneRequestsLargeInputInPlaceForAGpuOnly) {
+  const ModelConfig config = Model(8, {Spec("x", DataType::kFp32, {-1})});
+  const size_t elements = (4 << 20) / sizeof(float);  // kRegisterHostMinBytes exactly
+  const std::vector<uint8_t> big(elements * sizeof(float), 7);
+  const std::vector<uint8_t> small = Floats({1, 2});
+  for (const int device : {0, -1}) {
+    std::vector<std::unique_ptr<InferenceRequest>> requests;
+    requests.push_back(Request(1, {View("x", DataType::kFp32, {1, static_cast<int64_t>(elements)}, big)}));
+    const Batch batch = MakeBatch(std::move(requests));
+    BufferPool pool = MakePool();
+    std::vector<GatheredInput> out;
+    EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, device, &out).IsOk());
+    if (out.size() != 1) return;
+    EXPECT_EQ(out[0].byte_size, big.size());
+    EXPECT_TRUE(out[0].host_in_place == (device >= 0 ? big.data() : nullptr));
+    EXPECT_EQ(out[0].buffer.Empty(), device >= 0);
+  }
+  // Two requests, or a small one, are gathered on the host as usual.
+  std::vector<std::unique_ptr<InferenceRequest>> requests;
+  requests.push_back(Request(1, {View("x", DataType::kFp32, {1, 2}, small)}));
+  requests.push_back(Request(2, {View("x", DataType::kFp32, {1, 2}, small)}));
+  const Batch batch = MakeBatch(std::move(requests));
+  BufferPool pool = MakePool();
+  std::vector<GatheredInput> out;
+  EXPECT_TRUE(GatherBatchInputs(config, batch, &pool, 0, &out).IsOk());
+  if (out.size() != 1) return;
+  EXPECT_TRUE(out[0].host_in_place == nullptr);
+  EXPECT_TRUE(FloatsOf(out[0]) == (std::vector<float>{1, 2, 1, 2}));
 }

@@ -97,6 +97,7 @@ GatheredInput Input(BufferPool* pool, const std::string& name, DataType dtype, S
   in.name = name;
   in.dtype = dtype;
   in.shape = std::move(shape);
+  in.byte_size = bytes.size();
   EXPECT_TRUE(pool->Acquire(bytes.size(), &in.buffer).IsOk());
   if (!bytes.empty()) std::memcpy(in.buffer.Data(), bytes.data(), bytes.size());
   return in;

@@ -7,6 +7,12 @@
  * back out of its own device memory. Also status, bounds, unregister, double registration, bad
  * handles and sizes, and stop() closing the regions.
  *
+ * Inputs stay on the device for ONNX models: a KIND_GPU instance reads a whole input in place
+ * and gathers a batch's rows from scattered offsets on the device (cast there for an FP16 model
+ * served as FP32), a KIND_CPU instance copies them to the host on its own thread; only a JS
+ * model has them read on the event loop (SharedMemoryManager.readDevice, spied on). A region
+ * unregistered while a request that reads it is queued stays open until the request is done.
+ *
  * Skipped, with a line saying why, without a CUDA device or without nvcc to build the peer.
  */
 import * as grpc from '@grpc/grpc-js';
@@ -119,6 +125,15 @@ input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 4 ] }, { name: "INPUT1",
 output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 4 ] }, { name: "OUTPUT1", data_type: TYPE_FP32, dims: [ 4 ] } ]
 `;
 
+/**
+ * add_sub on one instance of `kind` that batches 6 requests at once (the preferred size ends
+ * the 30 s queue delay, so a batch forms only from the requests a test sends together).
+ */
+const batchedAddSub = (kind: string) => `${ADD_SUB_CONFIG}
+instance_group [ { kind: ${kind}, count: 1 } ]
+dynamic_batching { preferred_batch_size: [ 6 ], max_queue_delay_microseconds: 30000000 }
+`;
+
 /** HTTP shared-memory tensor parameters. */
 const shm = (region: string, offset: number, byteSize: number) =>
   ({ shared_memory_region: region, shared_memory_offset: offset, shared_memory_byte_size: byteSize });
@@ -148,6 +163,14 @@ describeGpu('CUDA shared memory', () => {
     repo = new TempRepo('cuda-shm');
     repo.onnx('add_sub', 1, addSubModel('FP32', [4]));
     repo.config('add_sub', ADD_SUB_CONFIG);
+    repo.onnx('add_sub_gpu', 1, addSubModel('FP32', [4]));
+    repo.config('add_sub_gpu', batchedAddSub('KIND_GPU'));
+    repo.onnx('add_sub_gpu_alone', 1, addSubModel('FP32', [4]));
+    repo.config('add_sub_gpu_alone', `${ADD_SUB_CONFIG}\ninstance_group [ { kind: KIND_GPU } ]\n`);
+    repo.onnx('add_sub_cpu', 1, addSubModel('FP32', [4]));
+    repo.config('add_sub_cpu', batchedAddSub('KIND_CPU'));
+    repo.onnx('half_add_gpu', 1, addSubModel('FP16', [4]));
+    repo.config('half_add_gpu', batchedAddSub('KIND_GPU'));
     triton = startTriton(repo.root);
     await triton.run();
     http = triton.ports.http!;
@@ -165,8 +188,38 @@ describeGpu('CUDA shared memory', () => {
   });
 
   afterEach(async () => {
+    jest.restoreAllMocks();
     await post(http, '/v2/cudasharedmemory/unregister');
   });
+
+  /** Six add_sub requests at once (one batch): even ones from the region at odd offsets, odd ones as JSON. */
+  async function mixedBatch(model: string): Promise<void> {
+    const readDevice = jest.spyOn(triton.server!.sharedMemory, 'readDevice');
+    expect((await register('rows')).status).toBe(200);
+    const rows = [0, 1, 2, 3, 4, 5].map((i) => [1 + i, -2 * i, 0.5 * i, 100 + i]);
+    const offsets = [4, 0, 1204, 0, 2052, 0];  // 4-byte aligned, not 16: rows scattered and misaligned
+    for (let i = 0; i < 6; i += 2) await peer.write(offsets[i], Buffer.concat([fp32(rows[i]), fp32([1, 1, 1, 1])]));
+    const answers = await Promise.all(rows.map((row, i) => post(http, `/v2/models/${model}/infer`, {
+      inputs: i % 2 === 0
+        ? [
+          { name: 'INPUT0', datatype: 'FP32', shape: [1, 4], parameters: shm('rows', offsets[i], 16) },
+          { name: 'INPUT1', datatype: 'FP32', shape: [1, 4], parameters: shm('rows', offsets[i] + 16, 16) },
+        ]
+        : [
+          { name: 'INPUT0', datatype: 'FP32', shape: [1, 4], data: row },
+          { name: 'INPUT1', datatype: 'FP32', shape: [1, 4], data: [1, 1, 1, 1] },
+        ],
+    })));
+    answers.forEach((r, i) => {
+      expect(r.status).toBe(200);
+      const outputs = r.json<{ outputs: { name: string; data: number[] }[] }>().outputs;
+      expect(outputs.find((o) => o.name === 'OUTPUT0')?.data).toEqual(rows[i].map((v) => v + 1));
+      expect(outputs.find((o) => o.name === 'OUTPUT1')?.data).toEqual(rows[i].map((v) => v - 1));
+    });
+    const stats = (await get(http, `/v2/models/${model}/stats`)).json<{ model_stats: { batch_stats: { batch_size: number; compute_infer: { count: number } }[] }[] }>();
+    expect(stats.model_stats[0].batch_stats).toEqual([expect.objectContaining({ batch_size: 6, compute_infer: expect.objectContaining({ count: 1 }) })]);
+    expect(readDevice).not.toHaveBeenCalled();  // never read on the event loop
+  }
 
   test('HTTP: an ONNX model reads its inputs from the region and writes its outputs into it', async () => {
     await peer.write(0, Buffer.concat([fp32([1, 2, 3, 4]), fp32([10, 20, 30, 40])]));
@@ -193,7 +246,63 @@ describeGpu('CUDA shared memory', () => {
     expect(floats(await peer.read(128, 16))).toEqual([-9, -18, -27, -36]);
   });
 
+  test('KIND_GPU: a batch gathers its rows from scattered offsets of the region on the device', async () => {
+    await mixedBatch('add_sub_gpu');
+  });
+
+  test('KIND_GPU: an FP16 model served as FP32 casts the rows it gathered on the device', async () => {
+    await mixedBatch('half_add_gpu');
+  });
+
+  test('KIND_CPU: the instance copies the rows in the region to the host itself', async () => {
+    await mixedBatch('add_sub_cpu');
+  });
+
+  test('KIND_GPU: a whole input is read in place, over gRPC too', async () => {
+    const readDevice = jest.spyOn(triton.server!.sharedMemory, 'readDevice');
+    await peer.write(3200, Buffer.concat([fp32([1, 2, 3, 4, 5, 6, 7, 8]), fp32([1, 1, 1, 1, 2, 2, 2, 2])]));
+    expect((await register('whole')).status).toBe(200);
+    // Alone in its batch (no dynamic batching): each input is one row range of the region.
+    const r = await unary(stub, 'ModelInfer', {
+      model_name: 'add_sub_gpu_alone',
+      inputs: [
+        { name: 'INPUT0', datatype: 'FP32', shape: [2, 4], parameters: grpcShm('whole', 3200, 32) },
+        { name: 'INPUT1', datatype: 'FP32', shape: [2, 4], parameters: grpcShm('whole', 3232, 32) },
+      ],
+    });
+    expect(r.error).toBeUndefined();
+    expect(floats(r.response!.raw_output_contents[0])).toEqual([2, 3, 4, 5, 7, 8, 9, 10]);
+    expect(floats(r.response!.raw_output_contents[1])).toEqual([0, 1, 2, 3, 3, 4, 5, 6]);
+    expect(readDevice).not.toHaveBeenCalled();
+  });
+
+  test('a region unregistered while a queued request reads it stays open until that request is done', async () => {
+    await peer.write(2560, Buffer.concat([fp32([5, 6, 7, 8]), fp32([1, 2, 3, 4])]));
+    expect((await register('held')).status).toBe(200);
+    const infer = (parameters: object | null, i: number) => post(http, '/v2/models/add_sub_gpu/infer', {
+      inputs: parameters
+        ? [
+          { name: 'INPUT0', datatype: 'FP32', shape: [1, 4], parameters: shm('held', 2560, 16) },
+          { name: 'INPUT1', datatype: 'FP32', shape: [1, 4], parameters: shm('held', 2576, 16) },
+        ]
+        : [
+          { name: 'INPUT0', datatype: 'FP32', shape: [1, 4], data: [i, i, i, i] },
+          { name: 'INPUT1', datatype: 'FP32', shape: [1, 4], data: [0, 0, 0, 0] },
+        ],
+    });
+    const queued = infer({}, 0);  // waits for five more requests (preferred batch 6)
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await post(http, '/v2/cudasharedmemory/region/held/unregister')).status).toBe(200);
+    expect((await get(http, '/v2/cudasharedmemory/status')).json<unknown[]>()).toEqual([]);
+    const others = await Promise.all([1, 2, 3, 4, 5].map((i) => infer(null, i)));
+    const r = await queued;
+    expect(r.status).toBe(200);
+    expect(r.json<{ outputs: { data: number[] }[] }>().outputs.map((o) => o.data)).toEqual([[6, 8, 10, 12], [4, 4, 4, 4]]);
+    others.forEach((o, i) => expect(o.json<{ outputs: { data: number[] }[] }>().outputs[0].data).toEqual(Array(4).fill(i + 1)));
+  });
+
   test('gRPC: a bound JS model reads from and writes into the region; status; unregister releases', async () => {
+    const readDevice = jest.spyOn(triton.server!.sharedMemory, 'readDevice');
     await peer.write(256, fp32([0.5, -1.5, 2.5, 1e6]));
     const registered = await unary(stub, 'CudaSharedMemoryRegister', { name: 'g', raw_handle: peer.handle, device_id: 0, byte_size: REGION_BYTES });
     expect(registered.error).toBeUndefined();
@@ -209,6 +318,7 @@ describeGpu('CUDA shared memory', () => {
     expect(r.response?.outputs).toEqual([expect.objectContaining({ name: 'OUT', datatype: 'FP32', shape: ['1', '4'] })]);
     expect(r.response?.raw_output_contents).toEqual([Buffer.alloc(0)]);
     expect(floats(await peer.read(512, 16))).toEqual([0.5, -1.5, 2.5, 1e6]);
+    expect(readDevice).toHaveBeenCalledTimes(1);  // a JS model reads its inputs on the host
 
     expect((await unary(stub, 'CudaSharedMemoryUnregister', { name: 'g' })).error).toBeUndefined();
     expect((await unary(stub, 'CudaSharedMemoryStatus', {})).response?.regions).toEqual({});

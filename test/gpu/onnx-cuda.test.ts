@@ -186,3 +186,28 @@ gpuTest('BF16 identity served as FP32: GPU and CPU agree bit for bit, single req
     expect(Array.from(gpu[i].OUTPUT0.data as Float32Array).map(String)).toEqual(Array.from(cpu[i].OUTPUT0.data as Float32Array).map(String));
   }
 });
+
+gpuTest('a lone request\'s large input goes to the GPU from the caller\'s buffer, pinned or registered for the copy', async () => {
+  twins('big', identityModel('FP32', [-1]), 'max_batch_size: 8', 2);
+  const triton = await serve();
+  const elements = (5 << 20) / 4 + 3;  // past the 4 MiB from which a buffer is registered, not staged
+  const both = randomFloats(2 * elements + 1024, 11);
+  // Two inputs in one ArrayBuffer, a page apart at most: run at once on the two instances, the
+  // second registration overlaps the first's pages and falls back to a staged copy.
+  const first = new NDArray('FP32', [1, elements], both.subarray(0, elements));
+  const second = new NDArray('FP32', [1, elements], both.subarray(elements + 3, 2 * elements + 3));
+  const sameBits = (out: NDArray, input: NDArray): void => {
+    expect(out.shape).toEqual(input.shape);
+    const a = out.data as Float32Array;
+    const b = input.data as Float32Array;
+    expect(Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength))).toBe(0);
+  };
+  const model = triton.model('big_gpu');
+  // inputsOwned: native code reads the caller's pageable arrays; otherwise they are first copied
+  // into the model's pool, whose blocks are pinned already.
+  for (const inputsOwned of [true, false]) {
+    const [a, b] = await Promise.all([first, second].map((INPUT0) => model.infer({ INPUT0 }, { inputsOwned })));
+    sameBits(a.OUTPUT0, first);
+    sameBits(b.OUTPUT0, second);
+  }
+});

@@ -12,6 +12,7 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import { Triton } from '../triton';
 import type { Request } from '../request';
+import type { NDArray } from '../tensor';
 import type { InferenceAnswer } from '../server/inference-service';
 import { readBody, DEFAULT_MAX_INPUT_SIZE } from '../server/http/body';
 import { decodeInferRequest, parseHeaderLength, type InferSources } from '../server/http/infer-request';
@@ -91,7 +92,7 @@ function startCeiling(perTurn: boolean): Promise<http.Server> {
       const { call, binaryByDefault } = decodeInferRequest(body, headerLength, {
         modelName: MODEL, sources: CEILING_SOURCES,
       });
-      const input = call.inputs[0].tensor;
+      const input = call.inputs[0].tensor as NDArray;  // CEILING_SOURCES serve no shared memory
       const request = call.outputs?.find((o) => o.name === 'OUT');
       const answer: InferenceAnswer = {
         modelName: MODEL, modelVersion: '1', id: call.id,

@@ -5,7 +5,8 @@
  */
 import { InferenceServerError, clip, invalidArg } from '../errors';
 import type { ResponseStream } from '../decoupled';
-import type { BoundModel, CancelSignal, InferOptions } from '../model';
+import type { BoundModel, CancelSignal, InferOptions, ModelInputs } from '../model';
+import { DeviceTensor } from '../device-tensor';
 import type { NDArray, DataType } from '../tensor';
 import type { ServedTriton } from './served-triton';
 import { classify } from './classification';
@@ -31,7 +32,8 @@ export interface InferenceCall {
   /** '' or undefined: the latest version. */
   modelVersion?: string;
   id?: string;
-  inputs: { name: string; tensor: NDArray }[];
+  /** A DeviceTensor for an input in CUDA shared memory (read to the host where the model needs it). */
+  inputs: { name: string; tensor: NDArray | DeviceTensor }[];
   /** null: every output of the model. */
   outputs: OutputRequest[] | null;
   parameters: RequestParameters;
@@ -76,9 +78,13 @@ export class InferenceService {
 
   constructor(private readonly triton: ServedTriton, private readonly sharedMemory: SharedMemoryManager) {}
 
-  /** The tensor an input names in shared memory (a copy of the region's bytes). */
-  inputFromSharedMemory(what: string, datatype: DataType, shape: number[], ref: ShmRef): NDArray {
-    return tensorFromBytes(what, datatype, shape, this.sharedMemory.read(ref, what));
+  /**
+   * The tensor an input names in shared memory: a copy of a system region's bytes; for a CUDA
+   * region, a DeviceTensor (nothing read yet: #inputsOf decides once the model is known).
+   */
+  inputFromSharedMemory(what: string, datatype: DataType, shape: number[], ref: ShmRef): NDArray | DeviceTensor {
+    return this.sharedMemory.deviceTensor(ref, what, datatype, shape) ??
+      tensorFromBytes(what, datatype, shape, this.sharedMemory.read(ref, what));
   }
 
   /**
@@ -120,9 +126,13 @@ export class InferenceService {
   /** Queues the request on its model; the outputs as the model returns them. */
   #start(call: InferenceCall, model: BoundModel, requested: OutputRequest[] | null): Promise<Record<string, NDArray>> {
     const inputs = this.#inputsOf(call, model);
-    // The model receives the tensors as queued: both of Triton's input activities show them.
-    call.trace?.tensors('TENSOR_QUEUE_INPUT', call.inputs);
-    call.trace?.tensors('TENSOR_BACKEND_INPUT', call.inputs);
+    if (call.trace) {
+      // The model receives the tensors as queued: both of Triton's input activities show them
+      // (read to the host: a traced request has no DeviceTensor, see #inputsOf).
+      const tensors = Object.keys(inputs).map((name) => ({ name, tensor: inputs[name] as NDArray }));
+      call.trace.tensors('TENSOR_QUEUE_INPUT', tensors);
+      call.trace.tensors('TENSOR_BACKEND_INPUT', tensors);
+    }
     const queued = model.infer(inputs, this.#optionsOf(call, requested));
     if (!this.onSuccess && !call.trace) return queued;
     const started = this.onSuccess ? performance.now() : 0;
@@ -188,13 +198,19 @@ export class InferenceService {
     });
   }
 
-  #inputsOf(call: InferenceCall, model: BoundModel): Record<string, NDArray> {
-    const inputs: Record<string, NDArray> = {};
+  /**
+   * The request's inputs by name. One in CUDA shared memory stays there for a model that reads
+   * it in place (an ONNX model without a response cache); for any other model, or a traced
+   * request (whose tensors the trace records), its bytes are read to the host here.
+   */
+  #inputsOf(call: InferenceCall, model: BoundModel): ModelInputs {
+    const inputs: ModelInputs = {};
+    const inPlace = !call.trace && model.acceptsDeviceInputs;
     for (const { name, tensor } of call.inputs) {
       if (Object.prototype.hasOwnProperty.call(inputs, name)) {
         throw new InferenceServerError('INVALID_ARG', `input '${name}' already exists in request for model '${model.name}'`);
       }
-      inputs[name] = tensor;
+      inputs[name] = tensor instanceof DeviceTensor && !inPlace ? this.sharedMemory.readDevice(tensor) : tensor;
     }
     return inputs;
   }

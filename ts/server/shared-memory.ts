@@ -12,7 +12,10 @@
  */
 import { describeValue } from '../describe-value';
 import { InferenceServerError, invalidArg } from '../errors';
+import { DeviceTensor } from '../device-tensor';
 import { native, type CudaSharedMemory, type SystemSharedMemoryRegion } from '../native';
+import type { DataType, NDArray } from '../tensor';
+import { checkByteSize, tensorFromBytes } from './tensor-codec';
 
 const RESERVED_PREFIX = 'triton_python_backend_shm_region_';
 
@@ -218,6 +221,28 @@ export class SharedMemoryManager {
     } catch (err) {
       throw naming(err, what);
     }
+  }
+
+  /**
+   * An input in a CUDA region, left there (DeviceTensor): its bounds and byte size are checked
+   * now, with the texts of a host read. Null for a system region and for BYTES, which are read.
+   */
+  deviceTensor(ref: ShmRef, what: string, dtype: DataType, shape: number[]): DeviceTensor | null {
+    const region = this.#lookup(ref, what);
+    if (region.kind !== 'cuda' || dtype === 'BYTES') return null;
+    checkByteSize(what, dtype, shape, ref.byteSize);
+    return new DeviceTensor(dtype, shape, region.memory, ref.offset, ref.byteSize, what);
+  }
+
+  /** A DeviceTensor's bytes read to the host, for a model that cannot read them in place. */
+  readDevice(tensor: DeviceTensor): NDArray {
+    let bytes: Buffer;
+    try {
+      bytes = tensor.memory.read(tensor.offset, tensor.byteSize);
+    } catch (err) {
+      throw naming(err, tensor.what);
+    }
+    return tensorFromBytes(tensor.what, tensor.dtype, tensor.shape, bytes);
   }
 
   /** Writes an output into shared memory; INVALID_ARG when it does not fit the given size. */

@@ -64,15 +64,21 @@ export function tensorFromBytes(what: string, dtype: DataType, shape: number[], 
   const count = elementCount(shape);
   if (dtype === 'BYTES') return new NDArray('BYTES', shape, deserializeBytes(bytes, count, what));
   const size = dataTypeByteSize(dtype);
-  if (bytes.byteLength !== count * size) {
-    throw invalidArg(`unexpected byte size for ${what}: ${dtype} tensor of shape ${clipShape(shape)} needs ` +
-      `${count * size} bytes, got ${bytes.byteLength}`);
-  }
+  checkByteSize(what, dtype, shape, bytes.byteLength);
   const Ctor = typedArrayFor(dtype);
   if (bytes.byteOffset % size === 0) return new NDArray(dtype, shape, new Ctor(bytes.buffer as ArrayBuffer, bytes.byteOffset, count));
   const aligned = new Ctor(count);
   new Uint8Array(aligned.buffer).set(bytes);
   return new NDArray(dtype, shape, aligned);
+}
+
+/** INVALID_ARG unless `byteSize` is what a `dtype` tensor of `shape` holds (not BYTES). */
+export function checkByteSize(what: string, dtype: DataType, shape: number[], byteSize: number): void {
+  const needed = elementCount(shape) * dataTypeByteSize(dtype);
+  if (byteSize !== needed) {
+    throw invalidArg(`unexpected byte size for ${what}: ${dtype} tensor of shape ${clipShape(shape)} needs ` +
+      `${needed} bytes, got ${byteSize}`);
+  }
 }
 
 /** The bytes of a tensor as the wire carries them: a view for numeric data, serialized BYTES. */

@@ -63,7 +63,7 @@ void OnnxInstance::RunBatch(const Batch& batch) {
   std::vector<std::vector<OutputTensor>> per_request;
   BatchTimings timings;
   timings.measured = true;
-  Status status = GatherBatchInputs(*config_, batch, pool_, &inputs);
+  Status status = GatherBatchInputs(*config_, batch, pool_, session_->DeviceId(), &inputs);
   const uint64_t gathered = SteadyNowNs();
   timings.input_ns = gathered > batch.dispatch_ns ? gathered - batch.dispatch_ns : 0;
   DeviceCopyTimes copies;

@@ -141,6 +141,8 @@ Status OnnxSession::Create(std::shared_ptr<OrtRuntime> runtime, const std::strin
   return Status::Success();
 }
 
+int OnnxSession::DeviceId() const { return stream_ != nullptr ? stream_->DeviceId() : -1; }
+
 Status OnnxSession::ReadMetadata() {
   const OrtApi* api = runtime_->Api();
   OrtAllocator* allocator = nullptr;

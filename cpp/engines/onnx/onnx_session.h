@@ -14,6 +14,7 @@
 #include "engines/onnx/ort_runtime.h"
 #include "memory/buffer_pool.h"
 #include "memory/device_stream.h"
+#include "memory/host_registration.h"
 
 namespace infernode {
 
@@ -73,6 +74,9 @@ class OnnxSession {
   // starts; returns the cast tensors' names ("input 'x'", ...) for the load log.
   std::vector<std::string> ServeConfigTypes(const ModelConfig& config);
 
+  // The GPU the session runs on; -1 on the CPU.
+  int DeviceId() const;
+
   // Which execution provider the session got ("CPU", "CUDA", "TensorRT").
   const std::string& Provider() const { return provider_; }
 
@@ -101,6 +105,8 @@ class OnnxSession {
   struct RunScratch {
     std::vector<PooledBuffer> host;
     std::vector<DeviceBuffer> device;
+    // Callers' buffers registered for this batch's copies; each waits for the stream when released.
+    std::vector<std::unique_ptr<HostRegistration>> registered;
     uint64_t cast_in_ns = 0;  // CPU sessions: time spent casting inputs, then outputs
     uint64_t cast_out_ns = 0;
   };
@@ -119,9 +125,14 @@ class OnnxSession {
 
   const OnnxTensorInfo* FindInput(const std::string& name) const;
   Status MakeInputValue(const GatheredInput& input, OrtPtr<OrtValue>* value) const;
-  // GPU sessions: the input copied into a device buffer (kept in `held` until the batch is done).
-  Status MakeDeviceInputValue(const GatheredInput& input, std::vector<DeviceBuffer>* held,
-                              OrtPtr<OrtValue>* value) const;
+  // GPU sessions: the input's bytes on the device (see InputOnDevice), bound as the input.
+  Status MakeDeviceInputValue(const GatheredInput& input, RunScratch* scratch, OrtPtr<OrtValue>* value) const;
+  // GPU sessions: where the input's bytes are on the device. The client's own CUDA shared
+  // memory when one row there is all of it (no copy at all); otherwise a device buffer (kept in
+  // `scratch` until the batch is done) that the host rows are copied into and the CUDA shared
+  // memory rows gathered into, by one kernel launch, all on the instance's stream. A large host
+  // input left in place is copied from the caller's buffer, registered for the copy.
+  Status InputOnDevice(const GatheredInput& input, RunScratch* scratch, const void** data) const;
   // An FP32 input of an FP16 / BF16 model tensor, converted into a block of the model's type:
   // on the host (CPU) or after the copy to the device, by a kernel on the stream (GPU).
   Status MakeCastInputValue(const GatheredInput& input, const OnnxTensorInfo& info, BufferPool* pool,

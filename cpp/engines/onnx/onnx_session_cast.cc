@@ -49,8 +49,8 @@ Status OnnxSession::MakeCastInputValue(const GatheredInput& input, const OnnxTen
   int64_t elements = 0;
   RETURN_IF_ERROR(ElementCount(input.shape, &elements));
   const size_t count = static_cast<size_t>(elements);
-  if (input.buffer.Size() != count * DataTypeByteSize(input.dtype)) {
-    return Internal(what + " holds " + std::to_string(input.buffer.Size()) + " bytes, expected " +
+  if (input.byte_size != count * DataTypeByteSize(input.dtype)) {
+    return Internal(what + " holds " + std::to_string(input.byte_size) + " bytes, expected " +
                     std::to_string(count) + " " + DataTypeName(input.dtype) + " elements");
   }
   const size_t bytes = count * DataTypeByteSize(info.dtype);
@@ -65,17 +65,15 @@ Status OnnxSession::MakeCastInputValue(const GatheredInput& input, const OnnxTen
     data = block.Data();
     scratch->host.push_back(std::move(block));
   } else if (count > 0) {
-    // Copied as served (FP32), then cast on the stream into the model's type; both buffers are
-    // held until the batch is done, and the stream orders the kernel after the copy.
-    DeviceBuffer served;
+    // On the device as served (FP32), then cast on the stream into the model's type; the buffers
+    // are held until the batch is done, and the stream orders the kernel after the copies.
+    const void* served = nullptr;
+    RETURN_IF_ERROR(InputOnDevice(input, scratch, &served));
     DeviceBuffer model;
-    RETURN_IF_ERROR(stream_->Allocate(input.buffer.Size(), &served));
-    RETURN_IF_ERROR(stream_->CopyToDevice(served.Data(), input.buffer.Data(), input.buffer.Size()));
     RETURN_IF_ERROR(stream_->Allocate(bytes, &model));
-    RETURN_IF_ERROR(stream_->Cast(model.Data(), info.dtype, served.Data(), input.dtype, count));
+    RETURN_IF_ERROR(stream_->Cast(model.Data(), info.dtype, served, input.dtype, count));
     data = model.Data();
     where = device_memory_.get();
-    scratch->device.push_back(std::move(served));
     scratch->device.push_back(std::move(model));
   }
   return runtime_->Check(

@@ -20,14 +20,14 @@ Status OnnxSession::MakeInputValue(const GatheredInput& input, OrtPtr<OrtValue>*
   if (input.dtype != DataType::kBytes) {
     // A view of the pooled batch buffer: ONNX Runtime reads it in place.
     return runtime_->Check(
-        api->CreateTensorWithDataAsOrtValue(cpu_memory_.get(), input.buffer.Data(), input.buffer.Size(),
+        api->CreateTensorWithDataAsOrtValue(cpu_memory_.get(), input.buffer.Data(), input.byte_size,
                                             input.shape.data(), input.shape.size(), type, OutParam(*value)),
         what);
   }
   // The gathered buffer was validated per request; walking it checked again costs nothing and
   // keeps a bad gather from writing past the string tensor ONNX Runtime allocated.
   std::vector<std::string_view> items;
-  RETURN_IF_ERROR(SplitSerializedBytes(input.buffer.Data(), input.buffer.Size(), &items));
+  RETURN_IF_ERROR(SplitSerializedBytes(input.buffer.Data(), input.byte_size, &items));
   int64_t count = 0;
   RETURN_IF_ERROR(ElementCount(input.shape, &count));
   if (static_cast<uint64_t>(count) != items.size()) {
@@ -47,17 +47,51 @@ Status OnnxSession::MakeInputValue(const GatheredInput& input, OrtPtr<OrtValue>*
   return Status::Success();
 }
 
-Status OnnxSession::MakeDeviceInputValue(const GatheredInput& input, std::vector<DeviceBuffer>* held,
+Status OnnxSession::InputOnDevice(const GatheredInput& input, RunScratch* scratch, const void** data) const {
+  const std::vector<DeviceRows>& rows = input.device_rows;
+  if (rows.size() == 1 && rows[0].offset == 0 && rows[0].bytes == input.byte_size) {
+    *data = rows[0].src;  // read in place: the request holds the region until it is answered
+    return Status::Success();
+  }
+  DeviceBuffer device;
+  RETURN_IF_ERROR(stream_->Allocate(input.byte_size, &device));
+  auto* base = static_cast<uint8_t*>(device.Data());
+  if (input.host_in_place != nullptr) {
+    // Registered, the copy runs at the link's speed; unregistered (pages another registration
+    // holds), the driver stages it through its own pinned memory.
+    std::unique_ptr<HostRegistration> registered =
+        HostRegistration::Make(input.host_in_place, input.byte_size, stream_.get());
+    if (registered) scratch->registered.push_back(std::move(registered));
+    RETURN_IF_ERROR(stream_->CopyToDevice(base, input.host_in_place, input.byte_size));
+    *data = base;
+    scratch->device.push_back(std::move(device));
+    return Status::Success();
+  }
+  // The host rows in runs between the device rows (all of it when none is on the device).
+  std::vector<DeviceSpan> spans;
+  uint64_t at = 0;
+  for (size_t i = 0; i <= rows.size(); ++i) {
+    const uint64_t end = i < rows.size() ? rows[i].offset : input.byte_size;
+    if (end > at) RETURN_IF_ERROR(stream_->CopyToDevice(base + at, input.buffer.Data() + at, end - at));
+    if (i == rows.size()) break;
+    spans.push_back(DeviceSpan{rows[i].src, base + rows[i].offset, rows[i].bytes});
+    at = rows[i].offset + rows[i].bytes;
+  }
+  if (!spans.empty()) RETURN_IF_ERROR(stream_->CopySpans(spans.data(), spans.size()));
+  *data = base;
+  scratch->device.push_back(std::move(device));
+  return Status::Success();
+}
+
+Status OnnxSession::MakeDeviceInputValue(const GatheredInput& input, RunScratch* scratch,
                                          OrtPtr<OrtValue>* value) const {
   const std::string what = "input '" + input.name + "'";
-  DeviceBuffer device;
-  RETURN_IF_ERROR(stream_->Allocate(input.buffer.Size(), &device));
-  RETURN_IF_ERROR(stream_->CopyToDevice(device.Data(), input.buffer.Data(), input.buffer.Size()));
-  void* data = device.Data();
-  held->push_back(std::move(device));
+  const void* data = nullptr;
+  RETURN_IF_ERROR(InputOnDevice(input, scratch, &data));
+  // ONNX Runtime never writes an input: the const_cast only fits its C API.
   return runtime_->Check(runtime_->Api()->CreateTensorWithDataAsOrtValue(
-                             device_memory_.get(), data, input.buffer.Size(), input.shape.data(), input.shape.size(),
-                             OnnxFromDataType(input.dtype), OutParam(*value)),
+                             device_memory_.get(), const_cast<void*>(data), input.byte_size, input.shape.data(),
+                             input.shape.size(), OnnxFromDataType(input.dtype), OutParam(*value)),
                          what);
 }
 
@@ -195,8 +229,8 @@ Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t ro
     const OnnxTensorInfo* info = FindInput(input.name);
     if (info != nullptr && info->served == input.dtype && info->dtype != input.dtype) {
       RETURN_IF_ERROR(MakeCastInputValue(input, *info, pool, &scratch, &input_values.back()));
-    } else if (on_device && input.dtype != DataType::kBytes && input.buffer.Size() > 0) {
-      RETURN_IF_ERROR(MakeDeviceInputValue(input, &scratch.device, &input_values.back()));
+    } else if (on_device && input.dtype != DataType::kBytes && input.byte_size > 0) {
+      RETURN_IF_ERROR(MakeDeviceInputValue(input, &scratch, &input_values.back()));
     } else {
       RETURN_IF_ERROR(MakeInputValue(input, &input_values.back()));
     }

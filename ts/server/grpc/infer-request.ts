@@ -9,6 +9,7 @@ import type { Metadata } from '@grpc/grpc-js';
 import { clip, invalidArg } from '../../errors';
 import type { CancelSignal } from '../../model';
 import type { NDArray } from '../../tensor';
+import type { DeviceTensor } from '../../device-tensor';
 import type { InferenceAnswer, InferenceCall, OutputRequest } from '../inference-service';
 import { checkForwardedHeader, splitRequestParameters, type RequestParameters } from '../parameters';
 import type { ServerContext } from '../context';
@@ -69,7 +70,7 @@ function forwardedHeaders(env: CallEnvironment, into: Record<string, unknown>): 
 
 function inputTensor(
   ctx: ServerContext, msg: InferRequestMessage, input: TensorMessage, raw: { next: number },
-): NDArray {
+): NDArray | DeviceTensor {
   const what = `input '${clip(input.name)}' for model '${clip(msg.modelName)}'`;
   const dtype = wireDataType(input.datatype, what);
   const shape = wireShape(input.shape, what, true, dtype);

@@ -15,6 +15,7 @@
 import { clip, invalidArg } from '../../errors';
 import { describeValue } from '../../describe-value';
 import { dataTypeByteSize, type NDArray, type DataType } from '../../tensor';
+import type { DeviceTensor } from '../../device-tensor';
 import type { InferenceCall, OutputRequest } from '../inference-service';
 import { markBigIntegers, unmarkOutside } from '../big-integers';
 import { checkForwardedHeader, compileHeaderForwardPattern, exactSequenceId, splitRequestParameters } from '../parameters';
@@ -35,7 +36,7 @@ export interface RawInputSpec {
 /** Where decoding finds what the bytes do not carry; one per frontend, not per request. */
 export interface InferSources {
   /** Reads an input from shared memory; null where no shared memory is served (the bench's bare server). */
-  sharedMemoryInput: ((what: string, dtype: DataType, shape: number[], ref: ShmRef) => NDArray) | null;
+  sharedMemoryInput: ((what: string, dtype: DataType, shape: number[], ref: ShmRef) => NDArray | DeviceTensor) | null;
   /** The model's input, for raw binary requests (resolves the model: may throw NOT_FOUND). */
   rawInput: (model: string, version?: string) => RawInputSpec;
   /** Headers whose names match are passed to the model as request parameters. */
@@ -131,7 +132,7 @@ function decodeInputs(list: unknown, binary: Buffer, opts: InferDecodeOptions): 
       throw invalidArg(`${what}: ${sources === 0 ? 'no tensor data. ' : ''}Input must set only one of the following fields: ` +
         `'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'`);
     }
-    let tensor: NDArray;
+    let tensor: NDArray | DeviceTensor;
     if (size !== undefined) {
       const n = byteCount(size, 'binary_data_size', what);
       if (n > binary.length - offset) {

@@ -1,0 +1,27 @@
+/**
+ * An inference input left where a client put it: in a CUDA shared-memory region (Triton's CUDA
+ * shared-memory extension), decoded without reading its bytes. The server hands it as it is to
+ * a model whose engine is native (ONNX): a GPU instance on the region's device reads it there —
+ * in place when it is the whole input, else gathered on the device with the batch's other rows —
+ * and a CPU instance copies it to the host on its own thread, off the event loop. Every other
+ * consumer (JS models, ensembles, the response cache, tracing) gets the bytes read to the host
+ * first (InferenceService), as Triton's backends that need CPU memory do.
+ * @internal
+ */
+import type { CudaSharedMemory } from './native';
+import type { DataType } from './tensor';
+
+export class DeviceTensor {
+  /**
+   * `memory`: the registered region, `offset` and `byteSize`: the input's bytes in it (checked
+   * against the region and the shape before this is made); `what`: how messages name it.
+   */
+  constructor(
+    readonly dtype: Exclude<DataType, 'BYTES'>,
+    readonly shape: number[],
+    readonly memory: CudaSharedMemory,
+    readonly offset: number,
+    readonly byteSize: number,
+    readonly what: string,
+  ) {}
+}
