@@ -8,6 +8,7 @@
 #include "memory/cuda_host.h"
 #include "memory/device_stream.h"
 #include "memory/half_cast.h"
+#include "memory/span_copy.h"
 
 namespace infernode {
 
@@ -65,6 +66,12 @@ class CudaDeviceStream final : public DeviceStream {
   Status Cast(void* dst, DataType dst_type, const void* src, DataType src_type, size_t count) override {
     RETURN_IF_ERROR(CudaStatus("selecting the CUDA device", cudaSetDevice(device_)));
     return LaunchHalfCast(stream_, dst, dst_type, src, src_type, count);
+  }
+
+  Status CopySpans(const DeviceSpan* spans, size_t count) override {
+    if (count == 0) return Status::Success();
+    RETURN_IF_ERROR(CudaStatus("selecting the CUDA device", cudaSetDevice(device_)));
+    return LaunchSpanCopy(stream_, spans, count);
   }
 
   Status Record(DeviceMark mark) override {

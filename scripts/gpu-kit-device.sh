@@ -78,7 +78,8 @@ case "${1:-}" in
     rm -rf "$HOME_KIT"; mkdir -p "$HOME_KIT"  # a new kit: no piece of an older one stays
     keep "$2"; unpack
     jest_gpu test/gpu/cuda.test.ts test/gpu/pinned-memory.test.ts test/gpu/gpu-metrics.test.ts \
-      test/gpu/cuda-shared-memory.test.ts test/gpu/half-cast.test.ts 2>&1 | tee "$RESULTS/gpu-tests-base.log" | tail -60
+      test/gpu/cuda-shared-memory.test.ts test/gpu/half-cast.test.ts test/gpu/span-copy.test.ts \
+      test/gpu/streams.test.ts 2>&1 | tee "$RESULTS/gpu-tests-base.log" | tail -60
     ;;
   keep) keep "${2:-}" ;;
   full)

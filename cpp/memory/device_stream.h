@@ -4,11 +4,12 @@
 // the whole device. Device memory comes from CUDA's stream-ordered pool (cudaMallocAsync on this
 // stream; freed in stream order), which caches blocks between batches.
 // Created on the load worker; afterwards used only from its instance's thread.
-// Implemented in cuda/device_stream.cu; the CPU build (device_stream_none.cc) has none, and its
-// casts' twin (half_cast_none.cc) answers UNAVAILABLE.
+// Implemented in cuda/device_stream.cu; the CPU build (device_stream_none.cc) has none, and the
+// twins of its kernels (half_cast_none.cc, span_copy_none.cc) answer UNAVAILABLE.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "core/datatype.h"
@@ -17,6 +18,18 @@
 namespace infernode {
 
 class DeviceStream;
+
+// One device-to-device copy of a span: `bytes` bytes from `src` to `dst`, both in memory of the
+// stream's device (a CUDA IPC region opened on it counts), any alignment, any size.
+struct DeviceSpan {
+  const void* src = nullptr;
+  void* dst = nullptr;
+  uint64_t bytes = 0;
+};
+
+// How many spans one launch of the span-copy kernel (cuda/span_copy.cu) takes: its span table is
+// a by-value kernel parameter (24 bytes a span), within CUDA's 4 KiB parameter limit.
+constexpr size_t kMaxSpansPerLaunch = 128;
 
 // Move-only owner of a block of device memory, returned to the pool in stream order.
 class DeviceBuffer {
@@ -61,6 +74,10 @@ class DeviceStream {
   // Converts `count` elements of device memory between FP32 and FP16 / BF16 on this stream
   // (the kernels of cuda/half_cast.cu, rounding as core/half_float.h does). Asynchronous.
   virtual Status Cast(void* dst, DataType dst_type, const void* src, DataType src_type, size_t count) = 0;
+  // Copies every span on this stream, asynchronously: a batch's rows gathered from scattered
+  // places into one buffer, or one buffer's rows scattered to several places. One kernel launch
+  // per kMaxSpansPerLaunch spans (not one cudaMemcpyAsync per span); spans must not overlap.
+  virtual Status CopySpans(const DeviceSpan* spans, size_t count) = 0;
   virtual Status Record(DeviceMark mark) = 0;
   // Waits for this stream alone.
   virtual Status Synchronize() = 0;
