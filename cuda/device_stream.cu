@@ -134,6 +134,8 @@ Status DeviceStream::Create(int device_id, std::unique_ptr<DeviceStream>* out) {
   }
   RETURN_IF_ERROR(CudaStatus("selecting the CUDA device", cudaSetDevice(device_id)));
   KeepPoolBlocks(device_id);
+  LoadHalfCastKernels();  // now, not at a batch's first launch (see half_cast.h)
+  LoadSpanCopyKernel();
   cudaStream_t stream = nullptr;
   RETURN_IF_ERROR(CudaStatus("creating a CUDA stream", cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
   cudaEvent_t events[kDeviceMarks] = {};

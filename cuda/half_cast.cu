@@ -47,8 +47,21 @@ void Launch(unsigned blocks, cudaStream_t stream, const void* src, void* dst, si
       <<<blocks, kThreads, 0, stream>>>(static_cast<const From*>(src), static_cast<To*>(dst), count);
 }
 
+template <typename From, typename To, typename Convert>
+void Load() {
+  cudaFuncAttributes attributes;
+  if (cudaFuncGetAttributes(&attributes, CastKernel<From, To, Convert>) != cudaSuccess) cudaGetLastError();
+}
+
 }  // namespace half_cast_internal
 using namespace half_cast_internal;  // NOLINT(build/namespaces): this file's own kernels
+
+void LoadHalfCastKernels() {
+  Load<float, __half, ToHalf>();
+  Load<float, __nv_bfloat16, ToBfloat16>();
+  Load<__half, float, FromHalf>();
+  Load<__nv_bfloat16, float, FromBfloat16>();
+}
 
 Status LaunchHalfCast(void* stream, void* dst, DataType dst_type, const void* src, DataType src_type, size_t count) {
   const std::string what = std::string("casting ") + DataTypeName(src_type) + " to " + DataTypeName(dst_type);

@@ -55,7 +55,8 @@ Status CopyParts(const std::vector<const InputTensor*>& parts, int device_id, Bu
       const auto* base = static_cast<const uint8_t*>(part->device->DevicePointer());
       gathered->device_rows.push_back(DeviceRows{offset, base + part->device_offset, part->byte_size});
     } else if (part->device != nullptr) {
-      const Status copied = part->device->CopyToHost(part->device_offset, gathered->buffer.Data() + offset, part->byte_size);
+      const Status copied =
+          part->device->CopyToHost(part->device_offset, gathered->buffer.Data() + offset, part->byte_size);
       if (!copied.IsOk()) return Status(copied.Code(), "input '" + part->name + "': " + copied.Message());
     } else {
       std::memcpy(gathered->buffer.Data() + offset, part->data, part->byte_size);

@@ -24,7 +24,7 @@ struct DeviceRows {
 struct GatheredInput {
   std::string name;
   DataType dtype = DataType::kInvalid;
-  Shape shape;  // [rows, dims...]; [total elements] for a ragged input whose shapes differ
+  Shape shape;             // [rows, dims...]; [total elements] for a ragged input whose shapes differ
   uint64_t byte_size = 0;  // the whole input's
   // The host rows at their offsets; left empty when every row is on the device. The bytes at
   // device_rows' offsets are not written.

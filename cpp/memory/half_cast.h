@@ -18,4 +18,9 @@ namespace infernode {
 // launches nothing. Asynchronous: a failure of the kernel itself shows at the next synchronise.
 Status LaunchHalfCast(void* stream, void* dst, DataType dst_type, const void* src, DataType src_type, size_t count);
 
+// Loads the cast kernels on the current device now (CUDA loads a kernel lazily, at its first
+// launch, and that load waits for kernels other instances have running on the device). Called
+// by DeviceStream::Create, so the wait happens once, at model load; CUDA builds only.
+void LoadHalfCastKernels();
+
 }  // namespace infernode

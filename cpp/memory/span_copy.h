@@ -22,4 +22,8 @@ namespace infernode {
 // synchronise.
 Status LaunchSpanCopy(void* stream, const DeviceSpan* spans, size_t count);
 
+// Loads the span-copy kernel on the current device now, as LoadHalfCastKernels (half_cast.h)
+// does for the casts; CUDA builds only.
+void LoadSpanCopyKernel();
+
 }  // namespace infernode

@@ -329,7 +329,8 @@ void DeviceInputFromJs(Napi::Env env, const Napi::Array& where, int64_t byte_siz
     throw Napi::TypeError::New(env, "enqueue: a device input must be [CudaSharedMemory, offset]");
   }
   if (in->dtype == DataType::kBytes) {
-    ThrowStatus(env, InvalidArg("input '" + in->name + "': BYTES tensors are read from CUDA shared memory on the host"));
+    ThrowStatus(env,
+                InvalidArg("input '" + in->name + "': BYTES tensors are read from CUDA shared memory on the host"));
   }
   std::shared_ptr<const CudaIpcRegion> region = CudaSharedMemory::Unwrap(memory.As<Napi::Object>())->Shared(env);
   const int64_t at = SaturatedInt64(offset.As<Napi::Number>().DoubleValue());

@@ -384,7 +384,8 @@ TEST(GatherListsDeviceRowsOnTheInstancesGpuAndCopiesTheHostRowsAroundThem) {
   const std::vector<float> gathered = FloatsOf(out[0]);
   EXPECT_EQ(gathered.size(), 8u);
   if (gathered.size() != 8) return;
-  EXPECT_TRUE((std::vector<float>{gathered[0], gathered[1], gathered[6], gathered[7]}) == (std::vector<float>{1, 2, 7, 8}));
+  EXPECT_TRUE((std::vector<float>{gathered[0], gathered[1], gathered[6], gathered[7]}) ==
+              (std::vector<float>{1, 2, 7, 8}));
 }
 
 TEST(GatherTakesNoHostBufferWhenEveryRowIsOnTheDevice) {

@@ -50,8 +50,8 @@ Status OnnxSession::MakeCastInputValue(const GatheredInput& input, const OnnxTen
   RETURN_IF_ERROR(ElementCount(input.shape, &elements));
   const size_t count = static_cast<size_t>(elements);
   if (input.byte_size != count * DataTypeByteSize(input.dtype)) {
-    return Internal(what + " holds " + std::to_string(input.byte_size) + " bytes, expected " +
-                    std::to_string(count) + " " + DataTypeName(input.dtype) + " elements");
+    return Internal(what + " holds " + std::to_string(input.byte_size) + " bytes, expected " + std::to_string(count) +
+                    " " + DataTypeName(input.dtype) + " elements");
   }
   const size_t bytes = count * DataTypeByteSize(info.dtype);
   void* data = input.buffer.Data();  // an empty tensor has nothing to convert

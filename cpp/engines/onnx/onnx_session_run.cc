@@ -20,8 +20,8 @@ Status OnnxSession::MakeInputValue(const GatheredInput& input, OrtPtr<OrtValue>*
   if (input.dtype != DataType::kBytes) {
     // A view of the pooled batch buffer: ONNX Runtime reads it in place.
     return runtime_->Check(
-        api->CreateTensorWithDataAsOrtValue(cpu_memory_.get(), input.buffer.Data(), input.byte_size,
-                                            input.shape.data(), input.shape.size(), type, OutParam(*value)),
+        api->CreateTensorWithDataAsOrtValue(cpu_memory_.get(), input.buffer.Data(), input.byte_size, input.shape.data(),
+                                            input.shape.size(), type, OutParam(*value)),
         what);
   }
   // The gathered buffer was validated per request; walking it checked again costs nothing and
