@@ -87,7 +87,7 @@ class OpenedIpcRegion final : public CudaIpcRegion {
   }
   uint64_t ByteSize() const override { return byte_size_; }
   int DeviceId() const override { return device_; }
-  const void* DevicePointer() const override { return base_; }
+  void* DevicePointer() const override { return base_; }
   Status CopyToHost(uint64_t offset, void* dst, uint64_t bytes) const override {
     return Copy(dst, static_cast<const uint8_t*>(base_) + offset, bytes, cudaMemcpyDeviceToHost);
   }

@@ -9,7 +9,7 @@
  * @internal
  */
 import type { CudaSharedMemory } from './native';
-import type { DataType } from './tensor';
+import type { DataType, NDArray } from './tensor';
 
 export class DeviceTensor {
   /**
@@ -25,3 +25,22 @@ export class DeviceTensor {
     readonly what: string,
   ) {}
 }
+
+/**
+ * An output the client wants in a CUDA shared-memory region, for a model that acceptsDeviceInputs:
+ * a GPU instance on the region's device writes its rows there device to device when they fit.
+ * @internal
+ */
+export interface DeviceOutput {
+  name: string;
+  memory: CudaSharedMemory;
+  offset: number;
+  byteSize: number;
+}
+
+/**
+ * The outputs a native engine has already written into their request's DeviceOutput (NativeOutput
+ * `onDevice`): the server answers them without copying them in again.
+ * @internal
+ */
+export const writtenOnDevice = new WeakSet<NDArray>();

@@ -14,7 +14,7 @@ import {
   native, type Dispatch, type EnqueueData, type HandedBack, type RateLimiter, type EnqueueInputs, type NativeModel,
   type NativeOutput, type NativeResponses, type NativeSequence,
 } from './native';
-import { DeviceTensor } from './device-tensor';
+import { DeviceTensor, writtenOnDevice, type DeviceOutput } from './device-tensor';
 import {
   DEFAULT_MAX_QUEUED_RESPONSES, ResponseSender, ResponseStream, driveDecoupled, type DecoupledSink,
 } from './decoupled';
@@ -65,6 +65,12 @@ export interface InferOptions {
   sequenceStart?: boolean;
   /** The last request of its sequence (Triton's `sequence_end`). */
   sequenceEnd?: boolean;
+  /**
+   * Outputs the client wants in CUDA shared memory: a native engine's GPU instance writes them
+   * there device to device where it can (models that acceptsDeviceInputs only).
+   * @internal
+   */
+  deviceOutputs?: DeviceOutput[];
   /**
    * The inputs belong to infernode until the request settles (the frontends' received buffers,
    * warm-up data): they are read in place. Without it the inputs are copied when the request is
@@ -142,11 +148,12 @@ const RESOLVED = Promise.resolve();
 function nativeOutputsToArrays(outputs: Record<string, NativeOutput>, model: string): Record<string, NDArray> {
   const arrays: Record<string, NDArray> = {};
   for (const name in outputs) {
-    const { dtype, shape, data } = outputs[name];
+    const { dtype, shape, data, onDevice } = outputs[name];
     const dt = dtype as DataType;
     arrays[name] = dt === 'BYTES'
       ? new NDArray('BYTES', shape, deserializeBytes(new Uint8Array(data), elementCount(shape), `output '${name}' of model '${model}'`))
       : new NDArray(dt, shape, new (typedArrayFor(dt))(data));
+    if (onDevice) writtenOnDevice.add(arrays[name]);
   }
   return arrays;
 }
@@ -381,6 +388,9 @@ export class BoundModel {
       data.push(this.#nativeEngine ? bytes : undefined);
     }
     meta[0] = data.length;
+    if (options.deviceOutputs && this.#nativeEngine) {
+      data.push(options.deviceOutputs.flatMap((o) => [o.name, o.memory, o.offset, o.byteSize]));
+    }
     meta[1] = options.priority ?? 0;
     meta[2] = options.timeoutMicroseconds ?? 0;
     meta[3] = copyInNative ? 1 : 0;

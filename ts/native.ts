@@ -26,6 +26,8 @@ export interface NativeOutput {
   dtype: string;
   shape: number[];
   data: ArrayBuffer;
+  /** True when the engine also wrote it into the request's CUDA shared memory (absent otherwise). */
+  onDevice?: true;
 }
 
 /** A tensor of an ONNX model as ONNX Runtime reports it (-1 for symbolic dims). */
@@ -303,7 +305,13 @@ export interface CopyBandwidth {
  * One input's data for enqueue: a TypedArray (or Buffer) of its datatype's kind; undefined for a
  * JS engine's input (JS reads it); [region, offset] for an input left in CUDA shared memory.
  */
-export type EnqueueData = ArrayBufferView | [CudaSharedMemory, number] | undefined;
+export type EnqueueData = ArrayBufferView | [CudaSharedMemory, number] | undefined | DeviceOutputList;
+
+/**
+ * Outputs wanted in CUDA shared memory, as [name, region, offset, byteSize]*: an optional array
+ * after the inputs' data in enqueue's arguments.
+ */
+export type DeviceOutputList = (string | number | CudaSharedMemory)[];
 
 /** A client's CUDA IPC region (cpp/napi/shared_memory.h). Main thread only. */
 export interface CudaSharedMemory {

@@ -16,8 +16,9 @@ class DeviceBytes {
   virtual ~DeviceBytes() = default;
   virtual int DeviceId() const = 0;
   virtual uint64_t ByteSize() const = 0;
-  // The first byte, valid on DeviceId() only (never dereferenced on the host).
-  virtual const void* DevicePointer() const = 0;
+  // The first byte, valid on DeviceId() only (never dereferenced on the host). Inputs are read
+  // there and outputs written there by kernels and copies on that device.
+  virtual void* DevicePointer() const = 0;
   // Copies `bytes` from `offset` into host memory, synchronously; bounds are the caller's.
   virtual Status CopyToHost(uint64_t offset, void* dst, uint64_t bytes) const = 0;
 };

@@ -49,6 +49,17 @@ struct CorrelationId {
   std::string Key() const { return is_string ? "s" + text : "u" + std::to_string(number); }
 };
 
+// An output the client asked to receive in its CUDA shared-memory region: a GPU instance on the
+// region's device writes the request's rows there from its own device buffer when they fit
+// `byte_size`, and marks the output in_device_memory; otherwise the frontend copies the host
+// output in, or refuses it, as before. The request holds the region until it is answered.
+struct DeviceOutputTarget {
+  std::string name;
+  std::shared_ptr<const DeviceBytes> region;
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+
 // Request flags (Triton's TRITONSERVER_REQUEST_FLAG_SEQUENCE_*).
 constexpr uint32_t kSequenceStart = 1;
 constexpr uint32_t kSequenceEnd = 2;
@@ -56,11 +67,12 @@ constexpr uint32_t kSequenceEnd = 2;
 struct InferenceRequest {
   uint64_t id = 0;
   std::vector<InputTensor> inputs;
-  uint32_t priority = 0;         // as the client sent it; 0 = the model's default level
-  uint64_t timeout_us = 0;       // the client's timeout; 0 = none
-  int32_t instance = -1;         // warm-up: the instance that must run it; -1 = any
-  CorrelationId correlation_id;  // sequence batcher models only
-  uint32_t flags = 0;            // kSequenceStart | kSequenceEnd
+  uint32_t priority = 0;                           // as the client sent it; 0 = the model's default level
+  uint64_t timeout_us = 0;                         // the client's timeout; 0 = none
+  int32_t instance = -1;                           // warm-up: the instance that must run it; -1 = any
+  CorrelationId correlation_id;                    // sequence batcher models only
+  std::vector<DeviceOutputTarget> device_outputs;  // usually empty
+  uint32_t flags = 0;                              // kSequenceStart | kSequenceEnd
   // A row the direct sequence batcher adds to keep other rows in their slots (READY = 0): it
   // has no client, gets no response and is not counted.
   bool is_null = false;
@@ -85,6 +97,8 @@ struct OutputTensor {
   // only its byte size (napi/native_model.cc, Enqueue).
   const uint8_t* data = nullptr;
   uint64_t byte_size = 0;  // BYTES: serialized (4-byte length before each element)
+  // Also written into the request's DeviceOutputTarget of the same name, on the device.
+  bool in_device_memory = false;
 };
 
 struct InferenceResponse {

@@ -58,6 +58,7 @@ Napi::Object OutputsToJs(Napi::Env env, const std::vector<OutputTensor>& outputs
       shape.Set(static_cast<uint32_t>(d), static_cast<double>(out.shape[d]));
     tensor.Set("shape", shape);
     tensor.Set("data", OutputDataToJs(env, out));
+    if (out.in_device_memory) tensor.Set("onDevice", true);  // rare: no property otherwise
     result.Set(out.name, tensor);
   }
   return result;
@@ -317,29 +318,59 @@ void CopyInput(Napi::Env env, BufferPool* pool, InputTensor* in) {
   in->owner = std::move(copy);
 }
 
+// The region of a [memory: CudaSharedMemory, ...] argument; `what` names it in a TypeError.
+std::shared_ptr<const CudaIpcRegion> RegionFromJs(Napi::Env env, Napi::Value memory, const char* what) {
+  if (!memory.IsObject() ||
+      !memory.As<Napi::Object>().InstanceOf(env.GetInstanceData<AddonData>()->cuda_shared_memory.Value())) {
+    throw Napi::TypeError::New(env, std::string("enqueue: ") + what + " needs a CudaSharedMemory");
+  }
+  return CudaSharedMemory::Unwrap(memory.As<Napi::Object>())->Shared(env);
+}
+
+// INVALID_ARG unless [offset, offset + bytes) lies within the region.
+void CheckRegionRange(Napi::Env env, const std::string& what, int64_t offset, int64_t bytes, uint64_t size) {
+  if (offset < 0 || bytes < 0 || static_cast<uint64_t>(offset) > size || static_cast<uint64_t>(bytes) > size - offset) {
+    ThrowStatus(env, InvalidArg(what + ": offset " + std::to_string(offset) + " + byte size " + std::to_string(bytes) +
+                                " exceeds the CUDA shared memory region's " + std::to_string(size) + " bytes"));
+  }
+}
+
+// [name, memory, offset, byteSize, ...]: outputs to be written into CUDA shared memory where a
+// GPU instance can (core/request.h, DeviceOutputTarget); names the model does not serve are refused.
+void DeviceOutputsFromJs(Napi::Env env, const Napi::Array& flat, const ModelConfig& config, InferenceRequest* request) {
+  const uint32_t length = flat.Length();
+  if (length % 4 != 0)
+    throw Napi::TypeError::New(env, "enqueue: device outputs come as [name, memory, offset, byteSize]*");
+  for (uint32_t at = 0; at < length; at += 4) {
+    DeviceOutputTarget target;
+    target.name = flat.Get(at).As<Napi::String>().Utf8Value();
+    bool served = false;
+    for (const TensorConfig& output : config.outputs) served = served || output.name == target.name;
+    if (!served)
+      throw Napi::TypeError::New(env, "enqueue: device output '" + target.name + "' is not an output of the model");
+    target.region = RegionFromJs(env, flat.Get(at + 1), "a device output");
+    const int64_t offset = SaturatedInt64(flat.Get(at + 2).As<Napi::Number>().DoubleValue());
+    const int64_t bytes = SaturatedInt64(flat.Get(at + 3).As<Napi::Number>().DoubleValue());
+    CheckRegionRange(env, "output '" + target.name + "'", offset, bytes, target.region->ByteSize());
+    target.offset = static_cast<uint64_t>(offset);
+    target.byte_size = static_cast<uint64_t>(bytes);
+    request->device_outputs.push_back(std::move(target));
+  }
+}
+
 // [memory: CudaSharedMemory, offset]: an input left in a client's CUDA shared-memory region
 // (ts/server/device-tensor.ts). The request holds the region until it is answered; the bounds
 // were checked by the frontend and are checked again here, where a mistake would read past it.
 void DeviceInputFromJs(Napi::Env env, const Napi::Array& where, int64_t byte_size, InputTensor* in) {
-  Napi::Value memory = where.Get(uint32_t{0});
   const Napi::Value offset = where.Get(uint32_t{1});
-  if (!memory.IsObject() ||
-      !memory.As<Napi::Object>().InstanceOf(env.GetInstanceData<AddonData>()->cuda_shared_memory.Value()) ||
-      !offset.IsNumber()) {
-    throw Napi::TypeError::New(env, "enqueue: a device input must be [CudaSharedMemory, offset]");
-  }
+  if (!offset.IsNumber()) throw Napi::TypeError::New(env, "enqueue: a device input must be [CudaSharedMemory, offset]");
   if (in->dtype == DataType::kBytes) {
     ThrowStatus(env,
                 InvalidArg("input '" + in->name + "': BYTES tensors are read from CUDA shared memory on the host"));
   }
-  std::shared_ptr<const CudaIpcRegion> region = CudaSharedMemory::Unwrap(memory.As<Napi::Object>())->Shared(env);
+  std::shared_ptr<const CudaIpcRegion> region = RegionFromJs(env, where.Get(uint32_t{0}), "a device input");
   const int64_t at = SaturatedInt64(offset.As<Napi::Number>().DoubleValue());
-  const uint64_t size = region->ByteSize();
-  if (at < 0 || byte_size < 0 || static_cast<uint64_t>(at) > size || static_cast<uint64_t>(byte_size) > size - at) {
-    ThrowStatus(env, InvalidArg("input '" + in->name + "': offset " + std::to_string(at) + " + byte size " +
-                                std::to_string(byte_size) + " exceeds the CUDA shared memory region's " +
-                                std::to_string(size) + " bytes"));
-  }
+  CheckRegionRange(env, "input '" + in->name + "'", at, byte_size, region->ByteSize());
   in->device = std::move(region);
   in->device_offset = static_cast<uint64_t>(at);
   in->byte_size = static_cast<uint64_t>(byte_size);
@@ -369,6 +400,8 @@ void SequenceFromJs(Napi::Env env, const Napi::Array& sequence, InferenceRequest
 // A JS engine's inputs are read by JS only, so BoundModel passes no data for them (undefined):
 // such an input is data_in_js, its byte size meta's, and JS has checked its elements. An input
 // in CUDA shared memory comes as [region, offset] (DeviceInputFromJs), its byte size meta's.
+// After the inputs' data, an optional array lists outputs wanted in CUDA shared memory
+// (DeviceOutputsFromJs).
 Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const ModelConfig& config = scheduler_->Config();
@@ -417,6 +450,9 @@ Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
     if (copy_inputs) CopyInput(env, pool_.get(), &in);
   }
   if (info[2].IsArray()) SequenceFromJs(env, info[2].As<Napi::Array>(), request.get());
+  if (info.Length() > 3 + count && info[3 + count].IsArray()) {
+    DeviceOutputsFromJs(env, info[3 + count].As<Napi::Array>(), config, request.get());
+  }
   if (stopped_) ThrowStatus(env, Unavailable("model '" + config.name + "' is stopped"));
   Status status = scheduler_->Enqueue(request);
   if (!status.IsOk()) ThrowStatus(env, status);

@@ -313,7 +313,7 @@ class HostBackedDeviceBytes final : public DeviceBytes {
       : device_(device), bytes_(std::move(bytes)), fail_(fail) {}
   int DeviceId() const override { return device_; }
   uint64_t ByteSize() const override { return bytes_.size(); }
-  const void* DevicePointer() const override { return bytes_.data(); }
+  void* DevicePointer() const override { return const_cast<uint8_t*>(bytes_.data()); }
   Status CopyToHost(uint64_t offset, void* dst, uint64_t bytes) const override {
     if (fail_) return InvalidArg("CUDA shared memory copy failed: an illegal memory access");
     std::memcpy(dst, bytes_.data() + offset, bytes);

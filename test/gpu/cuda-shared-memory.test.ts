@@ -192,9 +192,14 @@ describeGpu('CUDA shared memory', () => {
     await post(http, '/v2/cudasharedmemory/unregister');
   });
 
-  /** Six add_sub requests at once (one batch): even ones from the region at odd offsets, odd ones as JSON. */
-  async function mixedBatch(model: string): Promise<void> {
+  /**
+   * Six add_sub requests at once (one batch): even ones from the region at odd offsets, with
+   * their outputs into it, odd ones as JSON. `onDevice`: the instance writes those outputs there
+   * itself (a GPU instance), rather than the server copying them in when it answers.
+   */
+  async function mixedBatch(model: string, onDevice: boolean): Promise<void> {
     const readDevice = jest.spyOn(triton.server!.sharedMemory, 'readDevice');
+    const write = jest.spyOn(triton.server!.sharedMemory, 'write');
     expect((await register('rows')).status).toBe(200);
     const rows = [0, 1, 2, 3, 4, 5].map((i) => [1 + i, -2 * i, 0.5 * i, 100 + i]);
     const offsets = [4, 0, 1204, 0, 2052, 0];  // 4-byte aligned, not 16: rows scattered and misaligned
@@ -209,16 +214,32 @@ describeGpu('CUDA shared memory', () => {
           { name: 'INPUT0', datatype: 'FP32', shape: [1, 4], data: row },
           { name: 'INPUT1', datatype: 'FP32', shape: [1, 4], data: [1, 1, 1, 1] },
         ],
+      outputs: i % 2 === 0
+        ? [
+          { name: 'OUTPUT0', parameters: shm('rows', offsets[i] + 32, 16) },
+          { name: 'OUTPUT1', parameters: shm('rows', offsets[i] + 48, 20) },  // room to spare
+        ]
+        : undefined,
     })));
-    answers.forEach((r, i) => {
+    for (let i = 0; i < 6; i++) {
+      const r = answers[i];
       expect(r.status).toBe(200);
-      const outputs = r.json<{ outputs: { name: string; data: number[] }[] }>().outputs;
-      expect(outputs.find((o) => o.name === 'OUTPUT0')?.data).toEqual(rows[i].map((v) => v + 1));
-      expect(outputs.find((o) => o.name === 'OUTPUT1')?.data).toEqual(rows[i].map((v) => v - 1));
-    });
+      const outputs = r.json<{ outputs: { name: string; data?: number[]; parameters?: object }[] }>().outputs;
+      if (i % 2 === 0) {
+        expect(outputs).toEqual([
+          { name: 'OUTPUT0', datatype: 'FP32', shape: [1, 4], parameters: shm('rows', offsets[i] + 32, 16) },
+          { name: 'OUTPUT1', datatype: 'FP32', shape: [1, 4], parameters: shm('rows', offsets[i] + 48, 16) },
+        ]);
+        expect(floats(await peer.read(offsets[i] + 32, 32))).toEqual([...rows[i].map((v) => v + 1), ...rows[i].map((v) => v - 1)]);
+      } else {
+        expect(outputs.find((o) => o.name === 'OUTPUT0')?.data).toEqual(rows[i].map((v) => v + 1));
+        expect(outputs.find((o) => o.name === 'OUTPUT1')?.data).toEqual(rows[i].map((v) => v - 1));
+      }
+    }
     const stats = (await get(http, `/v2/models/${model}/stats`)).json<{ model_stats: { batch_stats: { batch_size: number; compute_infer: { count: number } }[] }[] }>();
     expect(stats.model_stats[0].batch_stats).toEqual([expect.objectContaining({ batch_size: 6, compute_infer: expect.objectContaining({ count: 1 }) })]);
     expect(readDevice).not.toHaveBeenCalled();  // never read on the event loop
+    expect(write).toHaveBeenCalledTimes(onDevice ? 0 : 6);
   }
 
   test('HTTP: an ONNX model reads its inputs from the region and writes its outputs into it', async () => {
@@ -246,16 +267,16 @@ describeGpu('CUDA shared memory', () => {
     expect(floats(await peer.read(128, 16))).toEqual([-9, -18, -27, -36]);
   });
 
-  test('KIND_GPU: a batch gathers its rows from scattered offsets of the region on the device', async () => {
-    await mixedBatch('add_sub_gpu');
+  test('KIND_GPU: a batch gathers its rows from scattered offsets of the region and writes its outputs there, on the device', async () => {
+    await mixedBatch('add_sub_gpu', true);
   });
 
   test('KIND_GPU: an FP16 model served as FP32 casts the rows it gathered on the device', async () => {
-    await mixedBatch('half_add_gpu');
+    await mixedBatch('half_add_gpu', true);
   });
 
-  test('KIND_CPU: the instance copies the rows in the region to the host itself', async () => {
-    await mixedBatch('add_sub_cpu');
+  test('KIND_CPU: the instance copies the rows in the region to the host itself; outputs are copied in when answered', async () => {
+    await mixedBatch('add_sub_cpu', false);
   });
 
   test('KIND_GPU: a whole input is read in place, over gRPC too', async () => {
@@ -274,6 +295,17 @@ describeGpu('CUDA shared memory', () => {
     expect(floats(r.response!.raw_output_contents[0])).toEqual([2, 3, 4, 5, 7, 8, 9, 10]);
     expect(floats(r.response!.raw_output_contents[1])).toEqual([0, 1, 2, 3, 3, 4, 5, 6]);
     expect(readDevice).not.toHaveBeenCalled();
+    // An output range too small for the rows is refused with Triton's text, as on the host path.
+    const small = await unary(stub, 'ModelInfer', {
+      model_name: 'add_sub_gpu_alone',
+      inputs: [
+        { name: 'INPUT0', datatype: 'FP32', shape: [2, 4], parameters: grpcShm('whole', 3200, 32) },
+        { name: 'INPUT1', datatype: 'FP32', shape: [2, 4], parameters: grpcShm('whole', 3232, 32) },
+      ],
+      outputs: [{ name: 'OUTPUT0', parameters: grpcShm('whole', 3264, 16) }],
+    });
+    expect(small.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(small.error?.details).toContain('should be at least 32 bytes to hold the results');
   });
 
   test('a region unregistered while a queued request reads it stays open until that request is done', async () => {

@@ -188,9 +188,9 @@ gpuTest('BF16 identity served as FP32: GPU and CPU agree bit for bit, single req
 });
 
 gpuTest('a lone request\'s large input goes to the GPU from the caller\'s buffer, pinned or registered for the copy', async () => {
-  twins('big', identityModel('FP32', [-1]), 'max_batch_size: 8', 2);
-  const triton = await serve();
   const elements = (5 << 20) / 4 + 3;  // past the 4 MiB from which a buffer is registered, not staged
+  twins('big', identityModel('FP32', [elements]), 'max_batch_size: 8', 2);
+  const triton = await serve();
   const both = randomFloats(2 * elements + 1024, 11);
   // Two inputs in one ArrayBuffer, a page apart at most: run at once on the two instances, the
   // second registration overlaps the first's pages and falls back to a staged copy.

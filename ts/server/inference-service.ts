@@ -6,12 +6,12 @@
 import { InferenceServerError, clip, invalidArg } from '../errors';
 import type { ResponseStream } from '../decoupled';
 import type { BoundModel, CancelSignal, InferOptions, ModelInputs } from '../model';
-import { DeviceTensor } from '../device-tensor';
+import { DeviceTensor, writtenOnDevice, type DeviceOutput } from '../device-tensor';
 import type { NDArray, DataType } from '../tensor';
 import type { ServedTriton } from './served-triton';
 import { classify } from './classification';
 import type { RequestParameters } from './parameters';
-import { tensorFromBytes, tensorToBytes } from './tensor-codec';
+import { tensorFromBytes, tensorToBytes, wireByteSize } from './tensor-codec';
 import type { RegionHold, SharedMemoryManager, ShmRef } from './shared-memory';
 import type { Trace } from './trace';
 
@@ -133,7 +133,7 @@ export class InferenceService {
       call.trace.tensors('TENSOR_QUEUE_INPUT', tensors);
       call.trace.tensors('TENSOR_BACKEND_INPUT', tensors);
     }
-    const queued = model.infer(inputs, this.#optionsOf(call, requested));
+    const queued = model.infer(inputs, this.#optionsOf(call, requested, model));
     if (!this.onSuccess && !call.trace) return queued;
     const started = this.onSuccess ? performance.now() : 0;
     return queued.then((results) => {
@@ -194,7 +194,7 @@ export class InferenceService {
 
   #open(call: InferenceCall, model: BoundModel, requested: OutputRequest[] | null): ResponseStream {
     return model.inferStream(this.#inputsOf(call, model), {
-      ...this.#optionsOf(call, requested), maxQueuedResponses: this.triton.config.maxQueuedResponses,
+      ...this.#optionsOf(call, requested, model), maxQueuedResponses: this.triton.config.maxQueuedResponses,
     });
   }
 
@@ -215,7 +215,22 @@ export class InferenceService {
     return inputs;
   }
 
-  #optionsOf(call: InferenceCall, requested: OutputRequest[] | null): InferOptions {
+  /**
+   * The outputs the client wants in a CUDA region, for a model whose GPU instances write them
+   * there themselves (acceptsDeviceInputs; not traced, not classified). Undefined when none.
+   */
+  #deviceOutputsOf(call: InferenceCall, model: BoundModel, requested: OutputRequest[] | null): DeviceOutput[] | undefined {
+    if (!requested || call.trace || !model.acceptsDeviceInputs) return undefined;
+    let found: DeviceOutput[] | undefined;
+    for (const output of requested) {
+      if (!output.shm || output.classification !== undefined) continue;
+      const target = this.sharedMemory.cudaTarget(output.shm);
+      if (target) (found ??= []).push({ name: output.name, ...target });
+    }
+    return found;
+  }
+
+  #optionsOf(call: InferenceCall, requested: OutputRequest[] | null, model: BoundModel): InferOptions {
     return {
       priority: call.parameters.priority,
       timeoutMicroseconds: call.parameters.timeoutMicroseconds,
@@ -226,6 +241,7 @@ export class InferenceService {
       sequenceStart: call.parameters.sequenceStart,
       sequenceEnd: call.parameters.sequenceEnd,
       inputsOwned: true,  // views of the received body or message, held until the request settles
+      deviceOutputs: this.#deviceOutputsOf(call, model, requested),
     };
   }
 
@@ -248,7 +264,11 @@ export class InferenceService {
     const answered: AnsweredOutput = {
       name: request.name, datatype: data.dtype, shape: data.shape, data, request: listed ? request : undefined,
     };
-    if (request.shm) {
+    if (request.shm && data === tensor && writtenOnDevice.has(tensor)) {
+      // The GPU instance wrote it into the region itself (it fit the region's byte size).
+      answered.data = null;
+      answered.shm = { ...request.shm, byteSize: wireByteSize(tensor) };
+    } else if (request.shm) {
       const bytes = tensorToBytes(data);
       this.sharedMemory.write(request.shm, bytes, outputLabel(model, request));
       answered.data = null;

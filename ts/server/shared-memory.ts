@@ -12,7 +12,7 @@
  */
 import { describeValue } from '../describe-value';
 import { InferenceServerError, invalidArg } from '../errors';
-import { DeviceTensor } from '../device-tensor';
+import { DeviceTensor, type DeviceOutput } from '../device-tensor';
 import { native, type CudaSharedMemory, type SystemSharedMemoryRegion } from '../native';
 import type { DataType, NDArray } from '../tensor';
 import { checkByteSize, tensorFromBytes } from './tensor-codec';
@@ -232,6 +232,17 @@ export class SharedMemoryManager {
     if (region.kind !== 'cuda' || dtype === 'BYTES') return null;
     checkByteSize(what, dtype, shape, ref.byteSize);
     return new DeviceTensor(dtype, shape, region.memory, ref.offset, ref.byteSize, what);
+  }
+
+  /**
+   * Where an output wanted in a CUDA region goes, for an engine that writes it there itself;
+   * null for a system region, an unknown one or a range past its end (answering the output
+   * then copies it in, or refuses it with Triton's text, as for any other model).
+   */
+  cudaTarget(ref: ShmRef): Omit<DeviceOutput, 'name'> | null {
+    const region = this.#regions.get(ref.region);
+    if (region?.kind !== 'cuda' || ref.offset > region.byteSize || ref.byteSize > region.byteSize - ref.offset) return null;
+    return { memory: region.memory, offset: ref.offset, byteSize: ref.byteSize };
   }
 
   /** A DeviceTensor's bytes read to the host, for a model that cannot read them in place. */

@@ -9,6 +9,39 @@
 
 namespace infernode {
 
+namespace {
+
+// The rows each request asked to receive in CUDA shared memory on `device_id` (the instance's
+// GPU; none on the CPU): the session writes them there device to device.
+std::vector<DeviceOutputWrite> DeviceOutputWrites(const Batch& batch, int device_id) {
+  std::vector<DeviceOutputWrite> writes;
+  if (device_id < 0) return writes;
+  int64_t row = 0;
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    const InferenceRequest& request = *batch.requests[i];
+    for (const DeviceOutputTarget& target : request.device_outputs) {
+      if (target.region->DeviceId() != device_id) continue;
+      void* dst = static_cast<uint8_t*>(target.region->DevicePointer()) + target.offset;
+      writes.push_back(DeviceOutputWrite{target.name, i, row, request.batch_size, dst, target.byte_size, false});
+    }
+    row += request.batch_size;
+  }
+  return writes;
+}
+
+// Marks the outputs written into their requests' CUDA shared memory.
+void MarkDeviceWrites(const std::vector<DeviceOutputWrite>& writes,
+                      std::vector<std::vector<OutputTensor>>* per_request) {
+  for (const DeviceOutputWrite& write : writes) {
+    if (!write.written || write.request >= per_request->size()) continue;
+    for (OutputTensor& out : (*per_request)[write.request]) {
+      if (out.name == write.name) out.in_device_memory = true;
+    }
+  }
+}
+
+}  // namespace
+
 OnnxInstance::OnnxInstance(std::unique_ptr<OnnxSession> session, const ModelConfig* config, BufferPool* pool,
                            BatchCompleter* completer, CompletionSink* sink)
     : session_(std::move(session)), config_(config), pool_(pool), completer_(completer), sink_(sink) {
@@ -67,8 +100,10 @@ void OnnxInstance::RunBatch(const Batch& batch) {
   const uint64_t gathered = SteadyNowNs();
   timings.input_ns = gathered > batch.dispatch_ns ? gathered - batch.dispatch_ns : 0;
   DeviceCopyTimes copies;
+  std::vector<DeviceOutputWrite> writes = DeviceOutputWrites(batch, session_->DeviceId());
   if (status.IsOk()) {
-    status = session_->Run(inputs, batch.rows, config_->max_batch_size > 0, served_outputs_, pool_, &outputs, &copies);
+    status = session_->Run(inputs, batch.rows, config_->max_batch_size > 0, served_outputs_, pool_, &outputs, &copies,
+                           &writes);
   }
   if (status.IsOk()) UndoOutputReshapes(*config_, &outputs);
   const uint64_t ran = SteadyNowNs();
@@ -77,6 +112,7 @@ void OnnxInstance::RunBatch(const Batch& batch) {
   timings.infer_ns = ran - gathered > copied ? ran - gathered - copied : 0;
   timings.input_ns += copies.to_device_ns;
   if (status.IsOk()) status = SplitOutputs(batch, config_->max_batch_size > 0, outputs, &per_request);
+  if (status.IsOk()) MarkDeviceWrites(writes, &per_request);
   timings.output_ns = SteadyNowNs() - ran + copies.to_host_ns;
   if (!status.IsOk()) { status = Status(status.Code(), "model '" + config_->name + "': " + status.Message()); }
   // `batch` must not be touched after this call: the scheduler frees it.

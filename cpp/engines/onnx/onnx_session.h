@@ -43,6 +43,20 @@ struct DeviceCopyTimes {
   uint64_t to_host_ns = 0;
 };
 
+// One request's rows of an output, to be written into the client's CUDA shared memory on the
+// device (core/request.h, DeviceOutputTarget): rows [row_begin, row_begin + rows) of the batch's
+// output `name` (all of it for a model that does not batch), to `dst`, when they fit `capacity`
+// bytes and the output was computed into a device buffer. `written` says whether they were.
+struct DeviceOutputWrite {
+  std::string name;
+  size_t request = 0;  // the request's index in its batch
+  int64_t row_begin = 0;
+  int64_t rows = 0;
+  void* dst = nullptr;
+  uint64_t capacity = 0;
+  bool written = false;
+};
+
 struct OnnxSessionOptions {
   int intra_op_threads = 0;  // 0 = ONNX Runtime's default
   int inter_op_threads = 0;
@@ -90,16 +104,18 @@ class OnnxSession {
   // On a GPU session the inputs are copied to device buffers and the known-shape outputs come
   // back from device buffers, all on the instance's stream; `device_times` (optional) gets how
   // long those copies took on the device, or the host casts on the CPU (ServeConfigTypes).
+  // `device_writes` (optional, GPU sessions): rows also written device to device into clients'
+  // CUDA shared memory, on the stream, before it is waited for.
   Status Run(const std::vector<GatheredInput>& inputs, int64_t rows, bool batching,
              const std::vector<std::string>& wanted, BufferPool* pool, std::vector<OutputTensor>* outputs,
-             DeviceCopyTimes* device_times = nullptr);
+             DeviceCopyTimes* device_times = nullptr, std::vector<DeviceOutputWrite>* device_writes = nullptr);
 
  private:
   OnnxSession() = default;
   Status ReadMetadata();
   Status RunOnce(const std::vector<GatheredInput>& inputs, int64_t rows, bool batching,
                  const std::vector<std::string>& wanted, BufferPool* pool, std::vector<OutputTensor>* outputs,
-                 DeviceCopyTimes* device_times);
+                 DeviceCopyTimes* device_times, std::vector<DeviceOutputWrite>* device_writes);
   // What one batch holds until Run returns: host blocks of a model's type (CPU casts) and device
   // buffers (GPU sessions, freed in stream order after the stream is synchronised).
   struct RunScratch {
@@ -152,8 +168,14 @@ class OnnxSession {
                         std::vector<OrtPtr<OrtValue>>* values, BufferPool* pool, RunScratch* scratch,
                         std::vector<OutputTensor>* outputs) const;
   // GPU sessions: the known-shape outputs cast (where served so) and copied into their pooled
-  // host blocks, then one wait on the instance's stream (so the device buffers may be freed).
-  Status CopyOutputsToHost(const std::vector<OutputSlot>& slots, DeviceCopyTimes* times);
+  // host blocks, and the rows of `writes` copied into clients' memory (one span-copy launch),
+  // then one wait on the instance's stream (so the device buffers may be freed).
+  Status CopyOutputsToHost(const std::vector<const OnnxTensorInfo*>& fetched, const std::vector<OutputSlot>& slots,
+                           int64_t rows, bool batching, std::vector<DeviceOutputWrite>* writes, DeviceCopyTimes* times);
+  // The spans that write `writes` from the slots' served device buffers; marks those written.
+  void OutputWriteSpans(const std::vector<const OnnxTensorInfo*>& fetched, const std::vector<OutputSlot>& slots,
+                        int64_t rows, bool batching, std::vector<DeviceOutputWrite>* writes,
+                        std::vector<DeviceSpan>* spans) const;
   Status ReadOutputValue(OrtValue* value, const std::string& name, std::shared_ptr<const void> owner,
                          OutputTensor* out) const;
 

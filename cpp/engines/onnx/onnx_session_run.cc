@@ -142,7 +142,31 @@ Status OnnxSession::ReadOutputValue(OrtValue* value, const std::string& name, st
   return Status::Success();
 }
 
-Status OnnxSession::CopyOutputsToHost(const std::vector<OutputSlot>& slots, DeviceCopyTimes* times) {
+void OnnxSession::OutputWriteSpans(const std::vector<const OnnxTensorInfo*>& fetched,
+                                   const std::vector<OutputSlot>& slots, int64_t rows, bool batching,
+                                   std::vector<DeviceOutputWrite>* writes, std::vector<DeviceSpan>* spans) const {
+  for (DeviceOutputWrite& write : *writes) {
+    for (size_t i = 0; i < fetched.size(); ++i) {
+      const OutputSlot& slot = slots[i];
+      if (fetched[i]->name != write.name || slot.device.Data() == nullptr) continue;
+      const DeviceBuffer& served = slot.device_served.Data() != nullptr ? slot.device_served : slot.device;
+      const uint64_t total = slot.count * DataTypeByteSize(slot.served_type);
+      // A batching model's output is the batch's rows first; one that does not batch has one request.
+      if (batching && (rows <= 0 || total % static_cast<uint64_t>(rows) != 0)) break;
+      const uint64_t per_row = batching ? total / static_cast<uint64_t>(rows) : 0;
+      const uint64_t begin = batching ? per_row * static_cast<uint64_t>(write.row_begin) : 0;
+      const uint64_t bytes = batching ? per_row * static_cast<uint64_t>(write.rows) : total;
+      if (bytes > write.capacity || begin + bytes > total) break;  // the frontend says it does not fit
+      spans->push_back(DeviceSpan{static_cast<const uint8_t*>(served.Data()) + begin, write.dst, bytes});
+      write.written = true;
+      break;
+    }
+  }
+}
+
+Status OnnxSession::CopyOutputsToHost(const std::vector<const OnnxTensorInfo*>& fetched,
+                                      const std::vector<OutputSlot>& slots, int64_t rows, bool batching,
+                                      std::vector<DeviceOutputWrite>* writes, DeviceCopyTimes* times) {
   // Casts count as compute output (as Triton counts conversions): they follow kComputed.
   RETURN_IF_ERROR(stream_->Record(DeviceMark::kComputed));
   for (const OutputSlot& slot : slots) {
@@ -154,6 +178,15 @@ Status OnnxSession::CopyOutputsToHost(const std::vector<OutputSlot>& slots, Devi
       from = &slot.device_served;
     }
     RETURN_IF_ERROR(stream_->CopyToHost(slot.host->Data(), from->Data(), from->Size()));
+  }
+  if (writes != nullptr && !writes->empty()) {
+    std::vector<DeviceSpan> spans;
+    OutputWriteSpans(fetched, slots, rows, batching, writes, &spans);
+    const Status copied = stream_->CopySpans(spans.data(), spans.size());
+    if (!copied.IsOk()) {
+      for (DeviceOutputWrite& write : *writes) write.written = false;
+      return copied;
+    }
   }
   RETURN_IF_ERROR(stream_->Record(DeviceMark::kOutputsCopied));
   RETURN_IF_ERROR(stream_->Synchronize());
@@ -199,8 +232,8 @@ Status OnnxSession::BindOutput(const OnnxTensorInfo& info, int64_t rows, bool ba
 
 Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, bool batching,
                         const std::vector<std::string>& wanted, BufferPool* pool, std::vector<OutputTensor>* outputs,
-                        DeviceCopyTimes* device_times) {
-  Status status = RunOnce(inputs, rows, batching, wanted, pool, outputs, device_times);
+                        DeviceCopyTimes* device_times, std::vector<DeviceOutputWrite>* device_writes) {
+  Status status = RunOnce(inputs, rows, batching, wanted, pool, outputs, device_times, device_writes);
   if (stream_ != nullptr) {
     // Whatever failed, no copy may still read the caller's input blocks once Run returns.
     const Status synced = stream_->Synchronize();
@@ -211,7 +244,8 @@ Status OnnxSession::Run(const std::vector<GatheredInput>& inputs, int64_t rows, 
 
 Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t rows, bool batching,
                             const std::vector<std::string>& wanted, BufferPool* pool,
-                            std::vector<OutputTensor>* outputs, DeviceCopyTimes* device_times) {
+                            std::vector<OutputTensor>* outputs, DeviceCopyTimes* device_times,
+                            std::vector<DeviceOutputWrite>* device_writes) {
   const OrtApi* api = runtime_->Api();
   outputs->clear();
   // GPU sessions: device buffers of this batch, released (in stream order) when Run returns,
@@ -268,7 +302,7 @@ Status OnnxSession::RunOnce(const std::vector<GatheredInput>& inputs, int64_t ro
   }
   RETURN_IF_ERROR(status);
   if (on_device) {
-    const Status copied = CopyOutputsToHost(slots, device_times);
+    const Status copied = CopyOutputsToHost(fetched, slots, rows, batching, device_writes, device_times);
     if (!copied.IsOk()) {
       // Copies queued before the failure write into the slots' pooled blocks, which return to
       // the model's pool (shared by every instance) when this returns: let them finish first.
