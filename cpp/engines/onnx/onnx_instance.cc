@@ -12,8 +12,10 @@ namespace infernode {
 namespace {
 
 // The rows each request asked to receive in CUDA shared memory on `device_id` (the instance's
-// GPU; none on the CPU): the session writes them there device to device.
-std::vector<DeviceOutputWrite> DeviceOutputWrites(const Batch& batch, int device_id) {
+// GPU; none on the CPU): the session writes them there device to device. An output every request
+// of the batch wants there, and that is no sequence state (fed back from the host), is wanted
+// only on the device.
+std::vector<DeviceOutputWrite> DeviceOutputWrites(const Batch& batch, const ModelConfig& config, int device_id) {
   std::vector<DeviceOutputWrite> writes;
   if (device_id < 0) return writes;
   int64_t row = 0;
@@ -22,9 +24,19 @@ std::vector<DeviceOutputWrite> DeviceOutputWrites(const Batch& batch, int device
     for (const DeviceOutputTarget& target : request.device_outputs) {
       if (target.region->DeviceId() != device_id) continue;
       void* dst = static_cast<uint8_t*>(target.region->DevicePointer()) + target.offset;
-      writes.push_back(DeviceOutputWrite{target.name, i, row, request.batch_size, dst, target.byte_size, false});
+      writes.push_back(DeviceOutputWrite{target.name, i, row, request.batch_size, dst, target.byte_size, false, false});
     }
     row += request.batch_size;
+  }
+  for (DeviceOutputWrite& write : writes) {
+    std::vector<bool> wants(batch.requests.size(), false);  // by request: a name may be listed twice
+    for (const DeviceOutputWrite& other : writes) {
+      if (other.name == write.name) wants[other.request] = true;
+    }
+    const auto wanting = static_cast<size_t>(std::count(wants.begin(), wants.end(), true));
+    bool state = false;
+    for (const StateConfig& s : config.sequence.states) state = state || s.output_name == write.name;
+    write.only_on_device = wanting == batch.requests.size() && !state;
   }
   return writes;
 }
@@ -100,7 +112,7 @@ void OnnxInstance::RunBatch(const Batch& batch) {
   const uint64_t gathered = SteadyNowNs();
   timings.input_ns = gathered > batch.dispatch_ns ? gathered - batch.dispatch_ns : 0;
   DeviceCopyTimes copies;
-  std::vector<DeviceOutputWrite> writes = DeviceOutputWrites(batch, session_->DeviceId());
+  std::vector<DeviceOutputWrite> writes = DeviceOutputWrites(batch, *config_, session_->DeviceId());
   if (status.IsOk()) {
     status = session_->Run(inputs, batch.rows, config_->max_batch_size > 0, served_outputs_, pool_, &outputs, &copies,
                            &writes);

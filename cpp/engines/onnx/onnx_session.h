@@ -54,6 +54,10 @@ struct DeviceOutputWrite {
   int64_t rows = 0;
   void* dst = nullptr;
   uint64_t capacity = 0;
+  // Every request of the batch wants this output on the device, and nothing else reads it (not
+  // a sequence state): when all its writes are made, its copy to the host is skipped, and the
+  // output's host block is left unwritten (its requests are answered from the device).
+  bool only_on_device = false;
   bool written = false;
 };
 
@@ -169,13 +173,15 @@ class OnnxSession {
                         std::vector<OutputTensor>* outputs) const;
   // GPU sessions: the known-shape outputs cast (where served so) and copied into their pooled
   // host blocks, and the rows of `writes` copied into clients' memory (one span-copy launch),
-  // then one wait on the instance's stream (so the device buffers may be freed).
+  // then one wait on the instance's stream (so the device buffers may be freed). An output every
+  // request receives on the device (DeviceOutputWrite::only_on_device) is not copied to the host.
   Status CopyOutputsToHost(const std::vector<const OnnxTensorInfo*>& fetched, const std::vector<OutputSlot>& slots,
                            int64_t rows, bool batching, std::vector<DeviceOutputWrite>* writes, DeviceCopyTimes* times);
   // The spans that write `writes` from the slots' served device buffers; marks those written.
+  // `host_skipped[i]`: slot i is only wanted on the device, and every write of it fits.
   void OutputWriteSpans(const std::vector<const OnnxTensorInfo*>& fetched, const std::vector<OutputSlot>& slots,
                         int64_t rows, bool batching, std::vector<DeviceOutputWrite>* writes,
-                        std::vector<DeviceSpan>* spans) const;
+                        std::vector<DeviceSpan>* spans, std::vector<bool>* host_skipped) const;
   Status ReadOutputValue(OrtValue* value, const std::string& name, std::shared_ptr<const void> owner,
                          OutputTensor* out) const;
 

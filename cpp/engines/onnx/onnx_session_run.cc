@@ -144,7 +144,10 @@ Status OnnxSession::ReadOutputValue(OrtValue* value, const std::string& name, st
 
 void OnnxSession::OutputWriteSpans(const std::vector<const OnnxTensorInfo*>& fetched,
                                    const std::vector<OutputSlot>& slots, int64_t rows, bool batching,
-                                   std::vector<DeviceOutputWrite>* writes, std::vector<DeviceSpan>* spans) const {
+                                   std::vector<DeviceOutputWrite>* writes, std::vector<DeviceSpan>* spans,
+                                   std::vector<bool>* host_skipped) const {
+  // A slot skips its host copy when it has writes, all of them only on the device and made.
+  std::vector<int> state(fetched.size(), 0);  // 0: no write yet, 1: skippable so far, -1: copy it
   for (DeviceOutputWrite& write : *writes) {
     for (size_t i = 0; i < fetched.size(); ++i) {
       const OutputSlot& slot = slots[i];
@@ -161,15 +164,25 @@ void OnnxSession::OutputWriteSpans(const std::vector<const OnnxTensorInfo*>& fet
       write.written = true;
       break;
     }
+    for (size_t i = 0; i < fetched.size(); ++i) {
+      if (fetched[i]->name != write.name) continue;
+      if (state[i] >= 0) state[i] = write.written && write.only_on_device ? 1 : -1;
+    }
   }
+  host_skipped->assign(fetched.size(), false);
+  for (size_t i = 0; i < fetched.size(); ++i) (*host_skipped)[i] = state[i] == 1;
 }
 
 Status OnnxSession::CopyOutputsToHost(const std::vector<const OnnxTensorInfo*>& fetched,
                                       const std::vector<OutputSlot>& slots, int64_t rows, bool batching,
                                       std::vector<DeviceOutputWrite>* writes, DeviceCopyTimes* times) {
+  std::vector<DeviceSpan> spans;
+  std::vector<bool> host_skipped(slots.size(), false);
+  if (writes != nullptr) OutputWriteSpans(fetched, slots, rows, batching, writes, &spans, &host_skipped);
   // Casts count as compute output (as Triton counts conversions): they follow kComputed.
   RETURN_IF_ERROR(stream_->Record(DeviceMark::kComputed));
-  for (const OutputSlot& slot : slots) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const OutputSlot& slot = slots[i];
     if (slot.device.Data() == nullptr) continue;
     const DeviceBuffer* from = &slot.device;
     if (slot.device_served.Data() != nullptr) {
@@ -177,11 +190,10 @@ Status OnnxSession::CopyOutputsToHost(const std::vector<const OnnxTensorInfo*>& 
           stream_->Cast(slot.device_served.Data(), slot.served_type, slot.device.Data(), slot.model_type, slot.count));
       from = &slot.device_served;
     }
-    RETURN_IF_ERROR(stream_->CopyToHost(slot.host->Data(), from->Data(), from->Size()));
+    if (!host_skipped[i]) RETURN_IF_ERROR(stream_->CopyToHost(slot.host->Data(), from->Data(), from->Size()));
   }
-  if (writes != nullptr && !writes->empty()) {
-    std::vector<DeviceSpan> spans;
-    OutputWriteSpans(fetched, slots, rows, batching, writes, &spans);
+  if (!spans.empty()) {
+    // After the casts on the same stream: the spans read the served (cast) buffers.
     const Status copied = stream_->CopySpans(spans.data(), spans.size());
     if (!copied.IsOk()) {
       for (DeviceOutputWrite& write : *writes) write.written = false;
