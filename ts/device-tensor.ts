@@ -6,11 +6,11 @@
  * and a CPU instance copies it to the host on its own thread, off the event loop. Every other
  * consumer (JS models, ensembles, the response cache, tracing) gets the bytes read to the host
  * first (InferenceService), as Triton's backends that need CPU memory do.
- * @internal
  */
 import type { CudaSharedMemory } from './native';
 import type { DataType, NDArray } from './tensor';
 
+/** An input in a CUDA shared-memory region, not read (see the file's comment); made by the server only. */
 export class DeviceTensor {
   /**
    * `memory`: the registered region, `offset` and `byteSize`: the input's bytes in it (checked
@@ -29,7 +29,6 @@ export class DeviceTensor {
 /**
  * An output the client wants in a CUDA shared-memory region, for a model that acceptsDeviceInputs:
  * a GPU instance on the region's device writes its rows there device to device when they fit.
- * @internal
  */
 export interface DeviceOutput {
   name: string;
@@ -41,6 +40,5 @@ export interface DeviceOutput {
 /**
  * The outputs a native engine has already written into their request's DeviceOutput (NativeOutput
  * `onDevice`): the server answers them without copying them in again.
- * @internal
  */
 export const writtenOnDevice = new WeakSet<NDArray>();
