@@ -324,8 +324,9 @@ describeGpu('CUDA shared memory', () => {
       ],
     });
     expect(r.error).toBeUndefined();
-    expect(floats(r.response!.raw_output_contents[0])).toEqual([2, 3, 4, 5, 7, 8, 9, 10]);
-    expect(floats(r.response!.raw_output_contents[1])).toEqual([0, 1, 2, 3, 3, 4, 5, 6]);
+    const raw = r.response!.raw_output_contents as Buffer[];
+    expect(floats(raw[0])).toEqual([2, 3, 4, 5, 7, 8, 9, 10]);
+    expect(floats(raw[1])).toEqual([0, 1, 2, 3, 3, 4, 5, 6]);
     expect(readDevice).not.toHaveBeenCalled();
     // An output range too small for the rows is refused with Triton's text, as on the host path.
     const small = await unary(stub, 'ModelInfer', {
