@@ -112,23 +112,28 @@ describe('reshape', () => {
 
 describe('instance groups', () => {
   /**
-   * Sends `requests` concurrently to a slow model (one request per execution: max_batch_size 0)
-   * and measures how far its executions overlapped: the sum of their durations (Triton's compute
-   * statistics, dispatch to completion) against the wall time of the whole. One instance at a
-   * time keeps the sum at most the wall time, whatever the machine does; above it, two ran at
-   * once (how far above depends on how much CPU the machine gives the instances: 1.14 with the
-   * suite and a CI run side by side on 2 cores, about 2 when idle). The executions are long
-   * (~50 ms idle) so that the JS thread's own delays around them weigh little. It also samples
-   * how many run at once (pending − queued), which a busy machine can miss.
+   * Sends `requests` at once to a slow model (one request per execution: max_batch_size 0).
+   * `dispatched`: how many the scheduler handed to instances at once, read right after its first
+   * dispatch (a microtask after the requests were queued; a request leaves `pending` only when its
+   * completion reaches this thread, a macrotask later, so no timing can lower it): one per
+   * instance, each on its own thread. `busyOverWall`: the sum of the executions' durations
+   * (Triton's compute statistics) against the wall time of the whole; one instance at a time
+   * keeps it at most 1, whatever the machine does. Above 1 only shows how much CPU the machine
+   * gave the instances (about 2 when idle, 0.7 with a CI run and `bench onnx` side by side on 2
+   * cores), so it is not asserted above 1. `sampledMax`: the most seen running at once later.
    */
-  async function overlap(triton: Triton, requests: number): Promise<{ sampledMax: number; busyOverWall: number }> {
+  async function overlap(triton: Triton, requests: number): Promise<{ dispatched: number; sampledMax: number; busyOverWall: number }> {
     const model = triton.model('slow');
     const input = new NDArray('FP32', [1, 96, 96], new Float32Array(96 * 96).fill(0.001));
     const before = model.stats();
     let max = 0;
     let done = false;
     const started = process.hrtime.bigint();
-    const all = Promise.all(Array.from({ length: requests }, () => triton.infer('slow', { INPUT0: input }))).finally(() => { done = true; });
+    // model.infer queues synchronously (triton.infer may first await), and schedules one pump.
+    const all = Promise.all(Array.from({ length: requests }, () => model.infer({ INPUT0: input }))).finally(() => { done = true; });
+    await Promise.resolve();  // after the pump's microtask, before any completion
+    const first = model.stats();
+    const dispatched = first.pending - first.queued;
     while (!done) {
       const s = model.stats();
       max = Math.max(max, s.pending - s.queued);
@@ -140,7 +145,7 @@ describe('instance groups', () => {
     const after = model.stats();
     const busyNs = (['computeInput', 'computeInfer', 'computeOutput'] as const)
       .reduce((sum, phase) => sum + after[phase].ns - before[phase].ns, 0);
-    return { sampledMax: max, busyOverWall: busyNs / wallNs };
+    return { dispatched, sampledMax: max, busyOverWall: busyNs / wallNs };
   }
 
   function slowConfig(group: string): string {
@@ -160,8 +165,8 @@ describe('instance groups', () => {
     await waitFor(() => newComputeThreads(before, base).length >= 2, 'two instance threads');
     expect(newComputeThreads(before, base)).toHaveLength(2);  // one intra-op thread each: no ONNX Runtime workers
     const two = await overlap(triton, 8);
+    expect(two.dispatched).toBe(2);  // both instances got a request at once, each on its own thread
     expect(two.sampledMax).toBeLessThanOrEqual(2);
-    expect(two.busyOverWall).toBeGreaterThan(1);
     expect(triton.model('slow').stats().executionCount).toBe(8);
     await triton.stop();
 
@@ -170,6 +175,7 @@ describe('instance groups', () => {
     // Sampling alone once failed here: with the suite and a CI run side by side on 2 cores, this
     // thread's 1 ms timer fired only after every execution had ended and saw none running.
     const one = await overlap(triton, 6);
+    expect(one.dispatched).toBe(1);
     expect(one.sampledMax).toBeLessThanOrEqual(1);
     expect(one.busyOverWall).toBeLessThanOrEqual(1);
     expect(triton.model('slow').stats().executionCount).toBe(6);
@@ -185,8 +191,8 @@ describe('instance groups', () => {
     await waitFor(() => newComputeThreads(before, base).length >= 3, 'three instance threads');
     expect(newComputeThreads(before, base)).toHaveLength(3);
     const three = await overlap(triton, 9);
+    expect(three.dispatched).toBe(3);  // all three got a request at once
     expect(three.sampledMax).toBeLessThanOrEqual(3);
-    expect(three.busyOverWall).toBeGreaterThan(1);  // they execute at the same time
   });
 
   test('KIND_AUTO (and no instance_group at all) resolves to KIND_CPU in the served config', async () => {
