@@ -138,7 +138,8 @@ function nativeSequence(options: InferOptions, model: string): NativeSequence {
 /** What executes a model's batches: JS callables (bind, model.js) or a native engine. */
 export type ModelEngine =
   | { kind: 'js'; funcs: InferFunc[]; strict: boolean }
-  | { kind: 'onnx'; handle: object };
+  /** ONNX Runtime sessions: one handle per instance group, in the config's order (ts/engines/onnx.ts). */
+  | { kind: 'onnx'; handles: object[] };
 
 let nextRequestId = 1;
 
@@ -203,7 +204,7 @@ export class BoundModel {
       config,
       (instance, token, ids) => this.#execute(instance, token, ids),
       (responses) => this.#settle(responses),
-      engine.kind === 'onnx' ? engine.handle : undefined,
+      engine.kind === 'onnx' ? engine.handles : undefined,
       rateLimiter,
     );
     [this.#dispatchView, this.#completedIds, this.#completedCodes, this.#pumpOwed] = this.#native.views();

@@ -233,13 +233,14 @@ export type CompleteCallback = (responses: HandedBack) => void;
 
 export interface NativeModelConstructor {
   /**
-   * Without `onnx`, the instances are the JS callables; with it, ONNX Runtime sessions. With
+   * Without `onnx`, the instances are the JS callables; with it, ONNX Runtime sessions (a handle,
+   * or one handle per instance group in the config's order, each taken once). With
    * `rateLimiter` (the Triton's, shared by its models) an instance executes only when the
    * resources of its group (`config.instanceGroup[].rateLimiter`) are available; throws
    * INVALID_ARG when the limiter cannot serve them (cpp/scheduling/rate_limiter.h).
    */
   new (
-    config: NormalizedModelConfig, onExecute: ExecuteCallback, onComplete: CompleteCallback, onnx?: object,
+    config: NormalizedModelConfig, onExecute: ExecuteCallback, onComplete: CompleteCallback, onnx?: object | object[],
     rateLimiter?: RateLimiter,
   ): NativeModel;
 }

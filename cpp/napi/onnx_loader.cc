@@ -161,6 +161,15 @@ Napi::Value OnnxRuntimeInfo(const Napi::CallbackInfo& info) {
 }
 
 std::vector<std::unique_ptr<OnnxSession>> TakeOnnxSessions(const Napi::Value& handle) {
+  if (handle.IsArray()) {
+    // One handle per instance group, in the config's order: the instances are numbered so.
+    Napi::Array handles = handle.As<Napi::Array>();
+    std::vector<std::unique_ptr<OnnxSession>> all;
+    for (uint32_t i = 0; i < handles.Length(); ++i) {
+      for (auto& session : TakeOnnxSessions(handles.Get(i))) all.push_back(std::move(session));
+    }
+    return all;
+  }
   bool tagged = false;
   if (!handle.IsExternal() || napi_check_object_type_tag(handle.Env(), handle, &kOnnxSessionsTag, &tagged) != napi_ok ||
       !tagged) {

@@ -24,7 +24,8 @@ Napi::Value LoadOnnxModel(const Napi::CallbackInfo& info);
 // process's runtime) on the calling thread; for `infernode doctor`, not for the hot path.
 Napi::Value OnnxRuntimeInfo(const Napi::CallbackInfo& info);
 
-// The sessions of a handle (moved out; empty when taken already or not a handle).
+// The sessions of a handle, or of an array of handles in order (moved out; none from a handle
+// taken already or from anything that is not a handle).
 std::vector<std::unique_ptr<OnnxSession>> TakeOnnxSessions(const Napi::Value& handle);
 
 }  // namespace infernode

@@ -211,3 +211,17 @@ gpuTest('a lone request\'s large input goes to the GPU from the caller\'s buffer
     sameBits(b.OUTPUT0, second);
   }
 });
+
+gpuTest('a KIND_CPU group and a KIND_GPU group in one model: sessions on both, same answers from either', async () => {
+  repo.onnx('mixed', 1, addConstModel(3, 16));
+  repo.config('mixed', `platform: "onnxruntime_onnx"\nmax_batch_size: 8
+    instance_group [ { name: "host", count: 1, kind: KIND_CPU }, { name: "device", count: 1, kind: KIND_GPU } ]`);
+  const triton = await serve();
+  expect(triton.model('mixed').config.instanceGroup.map((g) => [g.name, g.kind, g.gpus])).toEqual([
+    ['host', 'KIND_CPU', []], ['device', 'KIND_GPU', Array.from({ length: native().buildInfo().cudaDeviceCount }, (_, i) => i)],
+  ]);
+  // Enough requests at once that every instance takes some; each answer is exact on either.
+  const answers = await Promise.all(Array.from({ length: 64 }, (_, i) =>
+    triton.infer('mixed', { INPUT0: new NDArray('FP32', [1, 16], new Float32Array(16).fill(i)) })));
+  answers.forEach((a, i) => expect(Array.from(a.OUTPUT0.data as Float32Array)).toEqual(new Array(16).fill(i + 3)));
+});

@@ -269,7 +269,7 @@ instance_group [
 
     test('KIND_CPU listing GPUs is INVALID_ARG; KIND_MODEL is UNSUPPORTED', () => {
       expectError(() => fromPbtxt(`${IO}\ninstance_group { kind: KIND_CPU gpus: [ 0 ] }`), 'INVALID_ARG',
-        "model 'm': instance group 'm_0' has kind KIND_CPU but lists GPUs [0]");
+        'instance group m_0 of model m has kind KIND_CPU but specifies one or more GPUs ([0]); remove gpus, or use kind KIND_GPU');
       expectError(() => fromPbtxt(`${IO}\ninstance_group { kind: KIND_MODEL }`), 'UNSUPPORTED',
         "model 'm': instance_group kind KIND_MODEL is not supported by infernode yet");
     });

@@ -1,11 +1,12 @@
 /**
- * Where instances run (ts/config/instances.ts, ts/repository/loader.ts onnxInstances): Triton's
+ * Where instances run (ts/config/instances.ts, ts/repository/loader.ts onnxSessionGroups): Triton's
  * `count` instances on each GPU a KIND_GPU group lists, every GPU when it lists none, GPU ids past
- * the devices present refused with Triton's text, KIND_AUTO falling back to the CPU.
+ * the devices present and KIND_GPU without a GPU refused with Triton's texts, KIND_AUTO falling
+ * back to the CPU, groups of different kinds placed one by one.
  */
 import type { NormalizedInstanceGroup } from '../../ts/config/normalize';
-import { instanceDevices, instanceTotal } from '../../ts/config/instances';
-import { onnxInstances } from '../../ts/repository/loader';
+import { instanceDevices, instanceTotal, placeInstanceGroups, type PlacedGroup } from '../../ts/config/instances';
+import { onnxSessionGroups } from '../../ts/repository/loader';
 
 const group = (g: Partial<NormalizedInstanceGroup>): NormalizedInstanceGroup => ({ name: 'g', kind: 'KIND_GPU', count: 1, gpus: [], ...g });
 
@@ -22,34 +23,56 @@ describe('instanceDevices', () => {
   });
 });
 
-describe('onnxInstances', () => {
-  test('KIND_GPU groups on two GPUs: one session per instance on its GPU; the served groups list their GPUs', () => {
-    const plan = onnxInstances('m', [group({ count: 2, gpus: [0, 1] }), group({ name: 'h', count: 1, gpus: [1] })], 2);
-    expect(plan.gpuDevices).toEqual([0, 0, 1, 1, 1]);
-    expect(plan.gpuGroups.map((g) => g.gpus)).toEqual([[0, 1], [1]]);
-    expect(plan.cpuCount).toBe(3);
+describe('placeInstanceGroups (Triton\'s NormalizeInstanceGroup and ValidateInstanceGroup)', () => {
+  const kinds = (placed: PlacedGroup[]): [string, number[], boolean][] => placed.map((p) => [p.group.kind, p.group.gpus, p.fromAuto]);
+
+  test('KIND_GPU listing none gets every GPU present; listed ones are kept in their order', () => {
+    expect(kinds(placeInstanceGroups('m', [group({ count: 2 }), group({ name: 'h', gpus: [1, 0] })], 3)))
+      .toEqual([['KIND_GPU', [0, 1, 2], false], ['KIND_GPU', [1, 0], false]]);
   });
 
-  test('a KIND_GPU or KIND_AUTO group listing no GPU gets every GPU present', () => {
-    expect(onnxInstances('m', [group({ count: 2 })], 3).gpuDevices).toEqual([0, 0, 1, 1, 2, 2]);
-    const auto = onnxInstances('m', [group({ kind: 'KIND_AUTO' })], 2);
-    expect(auto.gpuDevices).toEqual([0, 1]);
-    expect(auto.gpuGroups[0]).toMatchObject({ kind: 'KIND_GPU', gpus: [0, 1] });
+  test('KIND_AUTO: the GPU (every one, or those listed) when all it lists are there, else the CPU', () => {
+    expect(kinds(placeInstanceGroups('m', [group({ kind: 'KIND_AUTO' }), group({ kind: 'KIND_AUTO', gpus: [1] })], 2)))
+      .toEqual([['KIND_GPU', [0, 1], true], ['KIND_GPU', [1], true]]);
+    expect(kinds(placeInstanceGroups('m', [group({ kind: 'KIND_AUTO', gpus: [0, 5] })], 2))).toEqual([['KIND_CPU', [], false]]);
+    expect(kinds(placeInstanceGroups('m', [group({ kind: 'KIND_AUTO' })], 0))).toEqual([['KIND_CPU', [], false]]);
   });
 
-  test('a KIND_GPU group naming a GPU that is not there is refused with Triton\'s text', () => {
-    expect(() => onnxInstances('m', [group({ name: 'm_0', gpus: [0, 3] })], 2)).toThrow(
+  test('groups of different kinds are placed one by one, in order', () => {
+    const placed = placeInstanceGroups('m', [group({ kind: 'KIND_CPU', count: 2 }), group({ name: 'h', count: 1 }), group({ kind: 'KIND_AUTO', gpus: [4] })], 1);
+    expect(kinds(placed)).toEqual([['KIND_CPU', [], false], ['KIND_GPU', [0], false], ['KIND_CPU', [], false]]);
+    expect(placed.map((p) => p.group.name)).toEqual(['g', 'h', 'g']);
+  });
+
+  test('KIND_GPU naming a GPU that is not there is refused with Triton\'s text', () => {
+    expect(() => placeInstanceGroups('m', [group({ name: 'm_0', gpus: [0, 3] })], 2)).toThrow(
       'instance group m_0 of model m specifies invalid or unsupported gpu id 3. GPUs with at least the minimum ' +
       'required CUDA compute compatibility of 6.000000 are: 0, 1');
   });
 
-  test('KIND_AUTO runs on the CPU when a listed GPU is not there or there is no GPU; KIND_CPU always', () => {
-    expect(onnxInstances('m', [group({ kind: 'KIND_AUTO', count: 2, gpus: [5] })], 2)).toMatchObject({ gpuDevices: null, cpuCount: 2 });
-    expect(onnxInstances('m', [group({ kind: 'KIND_AUTO', count: 2 })], 0)).toMatchObject({ gpuDevices: null, cpuCount: 2 });
-    expect(onnxInstances('m', [group({ kind: 'KIND_CPU', count: 4 })], 2)).toMatchObject({ gpuDevices: null, cpuCount: 4 });
+  test('KIND_GPU without any GPU is refused with Triton\'s text and what to use instead', () => {
+    for (const g of [group({ name: 'm_0' }), group({ name: 'm_0', gpus: [0] })]) {
+      expect(() => placeInstanceGroups('m', [g], 0)).toThrow(
+        'instance group m_0 of model m has kind KIND_GPU but no GPUs are available (this machine has no usable CUDA ' +
+        'device); use kind KIND_AUTO (the GPU when there is one, else the CPU) or KIND_CPU');
+    }
+  });
+});
+
+describe('onnxSessionGroups', () => {
+  test('one entry per group: CPU sessions, or one session per instance on its GPU', () => {
+    const { sessions } = onnxSessionGroups('m', [group({ count: 2, gpus: [0, 1] }), group({ name: 'c', kind: 'KIND_CPU', count: 3 }),
+      group({ name: 'a', kind: 'KIND_AUTO', count: 1 })], 2);
+    expect(sessions).toEqual([
+      { name: 'g', count: 2, gpus: [0, 0, 1, 1], cpuFallback: false },
+      { name: 'c', count: 3, gpus: null, cpuFallback: false },
+      { name: 'a', count: 1, gpus: [0, 1], cpuFallback: true },
+    ]);
   });
 
-  test('KIND_GPU without any GPU asks for none: the load then fails saying why (onnx-engine.test.ts)', () => {
-    expect(onnxInstances('m', [group({ count: 2 })], 0)).toMatchObject({ gpuDevices: [], cpuCount: 2 });
+  test('without a GPU every KIND_AUTO and KIND_CPU group is CPU sessions', () => {
+    const { sessions, placed } = onnxSessionGroups('m', [group({ kind: 'KIND_AUTO', count: 2 }), group({ kind: 'KIND_CPU', count: 4 })], 0);
+    expect(sessions.map((s) => [s.count, s.gpus])).toEqual([[2, null], [4, null]]);
+    expect(placed.map((p) => p.group.kind)).toEqual(['KIND_CPU', 'KIND_CPU']);
   });
 });

@@ -4,6 +4,7 @@
  * Warm-up (every instance), JS models and the ONNX loader count with these;
  * cpp/napi/config_from_js.cc counts the same way for the native scheduler.
  */
+import { invalidArg } from '../errors';
 import type { NormalizedInstanceGroup } from './normalize';
 
 type Group = Pick<NormalizedInstanceGroup, 'count' | 'kind' | 'gpus'>;
@@ -17,4 +18,44 @@ export function instanceDevices(group: Group): (number | null)[] {
 /** How many instances `groups` make together. */
 export function instanceTotal(groups: readonly Group[]): number {
   return groups.reduce((n, g) => n + instanceDevices(g).length, 0);
+}
+
+/** A group with its kind resolved; `fromAuto` when KIND_AUTO put it on the GPU. */
+export interface PlacedGroup {
+  group: NormalizedInstanceGroup & { kind: 'KIND_CPU' | 'KIND_GPU'; gpus: number[] };
+  fromAuto: boolean;
+}
+
+const CPU_HINT = 'use kind KIND_AUTO (the GPU when there is one, else the CPU) or KIND_CPU';
+
+/**
+ * The groups as Triton resolves them before a model loads (core's model_config_utils.cc,
+ * NormalizeInstanceGroup then ValidateInstanceGroup), for every engine, on a machine with
+ * `deviceCount` GPUs:
+ * - KIND_AUTO runs on the GPU unless there is none or one it lists is not there; then on the CPU.
+ * - KIND_GPU listing no GPU gets every GPU present; with none present, or listing one that is not
+ *   there, the load fails with Triton's text (and what to do instead).
+ * `fromAuto` lets an engine that finds it cannot use the GPU after all (ONNX Runtime without its
+ * CUDA provider) run a KIND_AUTO group on the CPU, which KIND_GPU never does.
+ */
+export function placeInstanceGroups(model: string, groups: readonly NormalizedInstanceGroup[], deviceCount: number): PlacedGroup[] {
+  const present = Array.from({ length: deviceCount }, (_, i) => i);
+  return groups.map((g, i) => {
+    const name = g.name ?? `${model}_${i}`;
+    const listed = g.gpus ?? [];
+    const cpu = (): PlacedGroup => ({ group: { ...g, kind: 'KIND_CPU', gpus: [] }, fromAuto: false });
+    if (g.kind === 'KIND_CPU') return cpu();
+    if (g.kind === 'KIND_AUTO' && (deviceCount === 0 || listed.some((id) => id >= deviceCount))) return cpu();
+    if (deviceCount === 0) {
+      throw invalidArg(`instance group ${name} of model ${model} has kind KIND_GPU but no GPUs are available ` +
+        `(this machine has no usable CUDA device); ${CPU_HINT}`);
+    }
+    const missing = listed.find((id) => id >= deviceCount);
+    if (missing !== undefined) {
+      // CUDA 13 sees no device below compute capability 7.5; Triton's text names its own minimum.
+      throw invalidArg(`instance group ${name} of model ${model} specifies invalid or unsupported gpu id ${missing}. ` +
+        `GPUs with at least the minimum required CUDA compute compatibility of 6.000000 are: ${present.join(', ')}`);
+    }
+    return { group: { ...g, kind: 'KIND_GPU', gpus: listed.length > 0 ? [...listed] : present }, fromAuto: g.kind === 'KIND_AUTO' };
+  });
 }

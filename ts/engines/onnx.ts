@@ -11,14 +11,23 @@ import { locateOnnxRuntime, missingOnnxRuntimeHint, GPU_PROVIDERS_PACKAGE, GPU_P
 
 export type InstanceKind = 'KIND_CPU' | 'KIND_GPU' | 'KIND_AUTO';
 
+/**
+ * One instance group's sessions: `count` on the CPU, or one per entry of `gpus`, on that GPU
+ * (ts/repository/loader.ts, onnxSessionGroups). `cpuFallback`: KIND_AUTO put the group on the GPU,
+ * so it runs on the CPU when no GPU provider can be used (KIND_GPU fails the load instead).
+ */
+export interface OnnxSessionGroup {
+  name: string;
+  count: number;
+  gpus: number[] | null;
+  cpuFallback: boolean;
+}
+
 export interface OnnxEngineRequest {
   modelName: string;
   modelPath: string;
-  /** Sessions on the CPU. */
-  instanceCount: number;
-  kind: InstanceKind;
-  /** On the GPU, one session per entry, on that GPU (ts/repository/loader.ts, onnxInstances). */
-  gpuDevices?: number[];
+  /** In the config's order: the native scheduler numbers instances group after group. */
+  groups: OnnxSessionGroup[];
   /** The TensorRT accelerator's parameters when the config asks for it. */
   tensorRt?: TensorRtLoadOptions;
   intraOpThreads?: number;
@@ -28,6 +37,14 @@ export interface OnnxEngineRequest {
   /** Nice increment of the compute threads (instance threads, ONNX Runtime's pools). */
   computeThreadNice?: number;
   log?: (line: string) => void;
+}
+
+/** The loaded sessions: one handle per group, and the provider each group got ('CPU', 'CUDA', 'TensorRT'). */
+export interface OnnxEngine {
+  inputs: OnnxModelHandle['inputs'];
+  outputs: OnnxModelHandle['outputs'];
+  providers: string[];
+  handles: object[];
 }
 
 /**
@@ -42,7 +59,7 @@ export interface OnnxEngineRequest {
  *   and a worker spinning after a run takes the CPU the next request's parsing needs
  *   (measured 2.4× fewer requests/s at concurrency 1 with spinning on).
  */
-export function onnxSessionDefaults(req: Pick<OnnxEngineRequest, 'instanceCount' | 'intraOpThreads' | 'sessionConfig'>,
+export function onnxSessionDefaults(req: Pick<OnnxEngineRequest, 'intraOpThreads' | 'sessionConfig'> & { instanceCount: number },
   cpus = availableParallelism()): Pick<OnnxLoadOptions, 'intraOpThreads' | 'sessionConfig'> {
   return {
     intraOpThreads: req.intraOpThreads ?? Math.max(1, Math.floor(cpus / Math.max(1, req.instanceCount))),
@@ -50,30 +67,49 @@ export function onnxSessionDefaults(req: Pick<OnnxEngineRequest, 'instanceCount'
   };
 }
 
-/** Loads the sessions with the best provider allowed; KIND_GPU without CUDA is a load error. */
-export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxModelHandle> {
-  const base: OnnxLoadOptions = {
-    ...onnxSessionDefaults(req), interOpThreads: req.interOpThreads, computeThreadNice: req.computeThreadNice,
-  };
-  const devices = req.gpuDevices ?? [];
-  const gpuWanted = req.kind === 'KIND_GPU' || (req.kind === 'KIND_AUTO' && devices.length > 0 && native().buildInfo().cudaDeviceCount > 0);
-  // On the GPU each session has its own device; CPU threads are shared among the sessions on the CPU.
-  const gpu: OnnxLoadOptions = {
-    ...base, ...onnxSessionDefaults({ ...req, instanceCount: Math.max(1, devices.length) }), deviceIds: devices.length > 0 ? devices : undefined,
-  };
-  const attempts: { name: string; count: number; options: OnnxLoadOptions }[] = [];
-  if (gpuWanted && req.tensorRt) attempts.push({ name: 'TensorRT', count: devices.length, options: { ...gpu, useTensorRt: true, tensorRt: req.tensorRt } });
-  if (gpuWanted) attempts.push({ name: 'CUDA', count: devices.length, options: { ...gpu, useCuda: true } });
-  if (req.kind !== 'KIND_GPU') attempts.push({ name: 'CPU', count: req.instanceCount, options: base });
-  const log = req.log ?? ((line: string) => console.log(line));
+/**
+ * Loads each group's sessions with the best provider allowed; a KIND_GPU group without a usable
+ * provider is a load error. GPU groups load first: a KIND_AUTO group that falls back to the CPU
+ * shares the CPU's threads with the CPU groups.
+ */
+export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxEngine> {
   const location = locateOnnxRuntime();
   if (!location) throw new InferenceServerError('UNAVAILABLE', `model '${req.modelName}' is an ONNX model, but ${missingOnnxRuntimeHint()}`);
-  const library = location.openPath;
+  const load = (count: number, options: OnnxLoadOptions): Promise<OnnxModelHandle> =>
+    native().loadOnnxModel(location.openPath, req.modelPath, count, options);
+  const base: OnnxLoadOptions = { interOpThreads: req.interOpThreads, computeThreadNice: req.computeThreadNice };
+  const gpuSessions = req.groups.reduce((n, g) => n + (g.gpus?.length ?? 0), 0);
+  const loaded: (OnnxModelHandle | undefined)[] = [];
+  for (const [i, group] of req.groups.entries()) {
+    if (group.gpus) loaded[i] = await loadGpuGroup(req, group, req.groups.length > 1, (options) => load(group.gpus!.length, {
+      ...base, ...onnxSessionDefaults({ ...req, instanceCount: gpuSessions }), ...options, deviceIds: group.gpus!,
+    }));
+  }
+  // Sessions on the CPU share its threads (onnxSessionDefaults).
+  const cpuSessions = req.groups.reduce((n, g, i) => n + (loaded[i] ? 0 : g.count), 0);
+  for (const [i, group] of req.groups.entries()) {
+    loaded[i] ??= await load(group.count, { ...base, ...onnxSessionDefaults({ ...req, instanceCount: cpuSessions }) });
+  }
+  const handles = loaded as OnnxModelHandle[];
+  return { inputs: handles[0].inputs, outputs: handles[0].outputs, providers: handles.map((h) => h.provider), handles: handles.map((h) => h.handle) };
+}
+
+/**
+ * A GPU group's sessions: TensorRT when asked for, else CUDA; undefined when neither can be used
+ * and the group may run on the CPU (KIND_AUTO), with a log line saying so.
+ */
+async function loadGpuGroup(req: OnnxEngineRequest, group: OnnxSessionGroup, named: boolean,
+  load: (options: OnnxLoadOptions) => Promise<OnnxModelHandle>): Promise<OnnxModelHandle | undefined> {
+  const attempts: { name: string; options: OnnxLoadOptions }[] = [];
+  if (req.tensorRt) attempts.push({ name: 'TensorRT', options: { useTensorRt: true, tensorRt: req.tensorRt } });
+  attempts.push({ name: 'CUDA', options: { useCuda: true } });
+  const log = req.log ?? ((line: string) => console.log(line));
+  const who = named ? `model '${req.modelName}' instance group ${group.name}` : `model '${req.modelName}'`;
   let lastError: unknown;
   for (const attempt of attempts) {
     try {
-      const handle = await native().loadOnnxModel(library, req.modelPath, Math.max(1, attempt.count || req.instanceCount), attempt.options);
-      if (attempt !== attempts[0]) log(`infernode: model '${req.modelName}' runs on ${handle.provider} (${attempts[0].name} unavailable)`);
+      const handle = await load(attempt.options);
+      if (attempt !== attempts[0]) log(`infernode: ${who} runs on ${handle.provider} (${attempts[0].name} unavailable)`);
       return handle;
     } catch (err) {
       lastError = err;
@@ -81,19 +117,20 @@ export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxModelH
       if (!(err instanceof InferenceServerError) || err.code !== 'UNAVAILABLE') throw err;
     }
   }
-  if (req.kind === 'KIND_GPU') {
-    throw new InferenceServerError('UNAVAILABLE', `model '${req.modelName}' asks for KIND_GPU instances, but no CUDA ` +
-      `execution provider could be used: ${(lastError as Error)?.message ?? 'no CUDA device'}. ${gpuHint()}`);
+  if (group.cpuFallback) {
+    log(`infernode: ${who} runs on CPU (${attempts[0].name} unavailable)`);
+    return undefined;
   }
-  throw lastError;
+  throw new InferenceServerError('UNAVAILABLE', `model '${req.modelName}' asks for KIND_GPU instances, but no CUDA ` +
+    `execution provider could be used: ${(lastError as Error)?.message ?? 'no CUDA device'}. ${gpuHint()}`);
 }
 
-/** What to do when KIND_GPU cannot be served: which piece is missing on this machine. */
+/**
+ * What to do when a GPU is there but KIND_GPU cannot be served: which piece is missing (without a
+ * GPU the load fails earlier, ts/config/instances.ts).
+ */
 function gpuHint(): string {
   const cpuFallback = 'Use kind KIND_AUTO (GPU when usable, else CPU) or KIND_CPU to run it on the CPU';
-  if (native().buildInfo().cudaDeviceCount === 0) {
-    return `${cpuFallback}: this machine has no usable CUDA device.`;
-  }
   const providers = locateOnnxRuntime()?.gpuProviders;
   const install = providers ? `the CUDA provider in ${providers} is there` : `install ONNX Runtime's CUDA provider (npm install ${GPU_PROVIDERS_PACKAGE}@${GPU_PROVIDERS_VERSION})`;
   return `${cpuFallback}, or ${install}; it needs cuDNN 9 and cuBLAS on LD_LIBRARY_PATH (docs/gpu.md, \`npx infernode doctor\`).`;

@@ -187,7 +187,8 @@ function normalizeInstanceGroups(model: string, groups: ProtoInstanceGroup[] | u
     const gpus = g.gpus ?? [];
     const kind = g.kind ?? 'KIND_AUTO';
     if (kind === 'KIND_CPU' && gpus.length > 0) {
-      throw invalidArg(`model '${model}': instance group '${name}' has kind KIND_CPU but lists GPUs [${gpus.join(', ')}]`);
+      throw invalidArg(`instance group ${name} of model ${model} has kind KIND_CPU but specifies one or more GPUs ` +
+        `([${gpus.join(', ')}]); remove gpus, or use kind KIND_GPU`);
     }
     if (gpus.some((id) => id < 0)) throw invalidArg(`model '${model}': instance group '${name}' lists a negative GPU id`);
     // Validated here; carried as written, so the served config prints back what was given.

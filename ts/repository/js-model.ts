@@ -42,7 +42,10 @@ export interface JsModelArgs {
   parameters: Record<string, string>;
   instanceIndex: number;
   instanceName: string;
+  /** 'KIND_CPU' or 'KIND_GPU', as the load resolved its group (ts/config/instances.ts). */
   instanceKind: string;
+  /** The instance's GPU; 0 on the CPU (Python's `args['model_instance_device_id']`). */
+  instanceDeviceId: number;
 }
 
 /** The exports of a model.js / model.mjs. */
@@ -133,10 +136,11 @@ export async function loadJsModel(file: string, config: NormalizedModelConfig, d
   }
   const count = instanceTotal(config.instanceGroup) || 1;
   const kinds = config.instanceGroup.flatMap((g) => instanceDevices(g).map(() => g.kind));
+  const devices = config.instanceGroup.flatMap((g) => instanceDevices(g));
   const argsOf = (i: number): JsModelArgs => ({
     modelConfig: config, modelName: config.name, modelVersion: config.version,
     modelRepository: dir.repository, modelDirectory: dir.dir, parameters: { ...(config.parameters ?? {}) },
-    instanceIndex: i, instanceName: `${config.name}_${i}`, instanceKind: kinds[i] ?? 'KIND_CPU',
+    instanceIndex: i, instanceName: `${config.name}_${i}`, instanceKind: kinds[i] ?? 'KIND_CPU', instanceDeviceId: devices[i] ?? 0,
   });
   const initialized: JsModelArgs[] = [];
   const finalize = async (): Promise<void> => {

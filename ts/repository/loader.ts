@@ -7,10 +7,10 @@ import { statSync } from 'node:fs';
 import * as path from 'node:path';
 import { InferenceServerError, toInferenceServerError } from '../errors';
 import { BoundModel } from '../model';
-import { instanceDevices } from '../config/instances';
+import { instanceDevices, placeInstanceGroups, type PlacedGroup } from '../config/instances';
 import type { NormalizedInstanceGroup, NormalizedModelConfig } from '../config/normalize';
-import { loadOnnxEngine, type InstanceKind } from '../engines/onnx';
-import { native, type OnnxModelHandle, type RateLimiter, type TensorRtLoadOptions } from '../native';
+import { loadOnnxEngine, type OnnxEngine, type OnnxSessionGroup } from '../engines/onnx';
+import { native, type RateLimiter, type TensorRtLoadOptions } from '../native';
 import { warmUp } from '../warmup';
 import { autoCompleteOnnxConfig, castTensors, type RawModelConfig } from './autocomplete';
 import { precheckModelConfig, precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
@@ -52,49 +52,25 @@ function configuredEngine(model: string, backend: string, platform: string): Mod
     'is not supported by infernode (supported: onnxruntime, js)');
 }
 
-/**
- * What the instance groups ask of ONNX Runtime: `cpuCount` sessions on the CPU, or one session
- * per entry of `gpuDevices` on that GPU (null when the GPUs cannot be used: a KIND_AUTO group
- * lists one that is not there, or there are none); `gpuGroups` are the groups as the served
- * config shows them when the model runs on the GPU.
- */
-export interface OnnxInstancePlan {
-  kind: InstanceKind;
-  cpuCount: number;
-  gpuDevices: number[] | null;
-  gpuGroups: NormalizedInstanceGroup[];
-}
-
-export function onnxInstances(model: string, groups: NormalizedInstanceGroup[], deviceCount: number): OnnxInstancePlan {
-  const kinds = [...new Set(groups.map((g) => g.kind))];
-  if (kinds.length > 1) {
-    throw new InferenceServerError('UNSUPPORTED', `model '${model}': instance groups of different kinds (${kinds.join(', ')}) ` +
-      'are not supported by infernode yet; use one kind per model');
-  }
-  const kind = kinds[0];
-  const cpuCount = groups.reduce((n, g) => n + g.count, 0);
-  const usable = kind !== 'KIND_CPU' && deviceCount > 0 &&
-    (kind === 'KIND_GPU' || groups.every((g) => (g.gpus ?? []).every((id) => id < deviceCount)));
-  if (!usable) return { kind, cpuCount, gpuDevices: kind === 'KIND_GPU' ? [] : null, gpuGroups: groups };
-  const gpuGroups = groups.map((g) => ({ ...g, kind: 'KIND_GPU' as const, gpus: groupGpus(model, g, deviceCount) }));
-  return { kind, cpuCount, gpuDevices: gpuGroups.flatMap((g) => instanceDevices(g).map((d) => d ?? 0)), gpuGroups };
+export interface OnnxPlacement {
+  placed: PlacedGroup[];
+  sessions: OnnxSessionGroup[];
 }
 
 /**
- * A KIND_GPU group's GPUs, as Triton resolves them: the listed ones, each of which must exist
- * (Triton's text; CUDA 13 sees no device below compute capability 7.5), or every GPU present when
- * it lists none.
+ * The ONNX Runtime sessions each instance group asks for, in the config's order, once Triton's
+ * rules have put the group on the CPU or on its GPUs (ts/config/instances.ts); `placed` are the
+ * groups as the served config shows them when they run where placed.
  */
-function groupGpus(model: string, group: NormalizedInstanceGroup, deviceCount: number): number[] {
-  const present = Array.from({ length: deviceCount }, (_, i) => i);
-  const listed = group.gpus ?? [];
-  const missing = listed.find((id) => id >= deviceCount);
-  if (missing !== undefined) {
-    throw new InferenceServerError('INVALID_ARG', `instance group ${group.name} of model ${model} specifies invalid or ` +
-      `unsupported gpu id ${missing}. GPUs with at least the minimum required CUDA compute compatibility of 6.000000 ` +
-      `are: ${present.join(', ')}`);
-  }
-  return listed.length > 0 ? [...listed] : present;
+export function onnxSessionGroups(model: string, groups: NormalizedInstanceGroup[], deviceCount: number): OnnxPlacement {
+  const placed = placeInstanceGroups(model, groups, deviceCount);
+  const sessions = placed.map(({ group, fromAuto }) => ({
+    name: group.name ?? model,
+    count: group.count,
+    gpus: group.kind === 'KIND_GPU' ? instanceDevices(group).map((d) => d ?? 0) : null,
+    cpuFallback: fromAuto,
+  }));
+  return { placed, sessions };
 }
 
 /** An integer parameter of the config within [0, max]; `zero` says what 0 means. */
@@ -190,39 +166,42 @@ async function loadVersion(
   if (found.kind === 'onnx') {
     // Everything that needs no model file is checked before ONNX Runtime creates sessions.
     const groups = precheckRawConfig({ backend: 'onnxruntime', ...raw }, normalizeOptions(dir, version, options));
-    const instances = onnxInstances(dir.name, groups, native().buildInfo().cudaDeviceCount);
+    const instances = onnxSessionGroups(dir.name, groups, native().buildInfo().cudaDeviceCount);
     const intraOpThreads = intParameter(dir.name, raw, 'intra_op_thread_count', 1024, "ONNX Runtime's default");
     const interOpThreads = intParameter(dir.name, raw, 'inter_op_thread_count', 1024, "ONNX Runtime's default");
     const computeThreadNice = intParameter(dir.name, raw, 'compute_thread_nice', 19, 'the JS thread\'s priority') ??
       DEFAULT_COMPUTE_THREAD_NICE;
-    let handle: OnnxModelHandle;
+    let engine: OnnxEngine;
     try {
-      handle = await loadOnnxEngine({
-        modelName: dir.name, modelPath: found.file, instanceCount: instances.cpuCount, kind: instances.kind,
-        gpuDevices: instances.gpuDevices ?? undefined, tensorRt: tensorRtOptions(dir.name, raw) ?? undefined, intraOpThreads, interOpThreads,
-        sessionConfig: sessionConfigEntries(raw), computeThreadNice, log: options.log,
+      engine = await loadOnnxEngine({
+        modelName: dir.name, modelPath: found.file, groups: instances.sessions, tensorRt: tensorRtOptions(dir.name, raw) ?? undefined,
+        intraOpThreads, interOpThreads, sessionConfig: sessionConfigEntries(raw), computeThreadNice, log: options.log,
       });
     } catch (err) {
       throw inVersion(where, err);
     }
-    const completed = autoCompleteOnnxConfig(dir.name, { backend: 'onnxruntime', ...raw }, handle.inputs, handle.outputs);
+    const completed = autoCompleteOnnxConfig(dir.name, { backend: 'onnxruntime', ...raw }, engine.inputs, engine.outputs);
     const config = normalize(completed, dir, version, options);
-    const cast = castTensors(completed, handle.inputs, handle.outputs);
+    const onCpu = engine.providers.map((p) => p === 'CPU');
+    const cast = castTensors(completed, engine.inputs, engine.outputs);
     if (cast.length > 0) {
-      (options.log ?? ((line: string) => console.log(line)))(
-        `infernode: model '${dir.name}' serves FP32 for ${cast.join(', ')}: converted on the ${handle.provider === 'CPU' ? 'host' : 'GPU'}`);
+      const where = onCpu.every(Boolean) ? 'host' : onCpu.some(Boolean) ? 'host (CPU instances) and the GPU (GPU instances)' : 'GPU';
+      (options.log ?? ((line: string) => console.log(line)))(`infernode: model '${dir.name}' serves FP32 for ${cast.join(', ')}: converted on the ${where}`);
     }
-    // The served config tells where the instances run (Triton prints the resolved kind).
-    // On the GPU, with the GPUs each group's instances run on (Triton lists every GPU when a group names none).
-    config.instanceGroup = handle.provider === 'CPU'
-      ? config.instanceGroup.map((g) => ({ ...g, kind: 'KIND_CPU', gpus: [] }))
-      : config.instanceGroup.map((g, i) => ({ ...g, kind: 'KIND_GPU', gpus: [...(instances.gpuGroups[i]?.gpus ?? [])] }));
-    return warmedUp({ model: new BoundModel(config, { kind: 'onnx', handle: handle.handle }, options.rateLimiter), finalize: async () => {} });
+    // The served config tells where each group runs (Triton prints the resolved kind), with the
+    // GPUs of a group on the GPU (Triton lists every GPU when a group names none).
+    config.instanceGroup = config.instanceGroup.map((g, i) => (onCpu[i]
+      ? { ...g, kind: 'KIND_CPU', gpus: [] }
+      : { ...g, kind: 'KIND_GPU', gpus: [...instances.placed[i].group.gpus] }));
+    return warmedUp({ model: new BoundModel(config, { kind: 'onnx', handles: engine.handles }, options.rateLimiter), finalize: async () => {} });
   }
   if (!raw.input || !raw.output) {
     throw new InferenceServerError('INVALID_ARG', `model '${dir.name}': a JS model needs a config.pbtxt declaring its inputs and outputs`);
   }
   const config = normalize({ backend: 'js', ...raw }, dir, version, options);
+  // Triton's placement applies to every backend: a KIND_GPU group lists every GPU when it names
+  // none, and without a GPU it fails the load.
+  config.instanceGroup = placeInstanceGroups(dir.name, config.instanceGroup, native().buildInfo().cudaDeviceCount).map((p) => p.group);
   const js = await loadJsModel(found.file, config, dir);
   let model: BoundModel;
   try {

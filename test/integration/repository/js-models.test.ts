@@ -8,6 +8,7 @@
  */
 import { expectRejects, gate, settleLoop, track, waitFor } from '../helpers';
 import { NDArray } from '../../../ts/tensor';
+import { native } from '../../../ts/native';
 import { TempRepo, startRepoTriton, type Served } from './repo-helpers';
 
 /** What the test models record (they run in this realm, so globalThis is shared). */
@@ -103,6 +104,35 @@ test('initialize runs once per instance with its args, before the model is ready
   });
   expect((events.args[0].modelConfig as { maxBatchSize: number }).maxBatchSize).toBe(2);
   expect(served.triton.model('m').config.instanceGroup).toEqual([expect.objectContaining({ kind: 'KIND_CPU', count: 3 })]);
+});
+
+test('instance groups are placed as Triton places them: KIND_GPU without a GPU fails the load, KIND_AUTO and KIND_CPU run on the CPU', async () => {
+  const groups = (g: string): string => CONFIG().replace(/instance_group \[[^\]]*\]/, `instance_group [ ${g} ]`);
+  writeModel('gpu', groups('{ count: 2, kind: KIND_GPU }'));
+  writeModel('listed', groups('{ count: 1, kind: KIND_GPU, gpus: [ 7 ] }'));
+  writeModel('mixed', groups('{ count: 1, kind: KIND_CPU }, { count: 2, kind: KIND_AUTO, gpus: [ 7 ] }'));
+  served = await startRepoTriton(repo.root);
+  const gpus = native().buildInfo().cudaDeviceCount;
+  const index = Object.fromEntries(served.triton.repositoryIndex().map((e) => [e.name, e]));
+  if (gpus === 0) {
+    expect(index.gpu).toMatchObject({ state: 'UNAVAILABLE', reason: 'instance group gpu_0 of model gpu has kind KIND_GPU but no GPUs are ' +
+      'available (this machine has no usable CUDA device); use kind KIND_AUTO (the GPU when there is one, else the CPU) or KIND_CPU' });
+  } else {
+    // Every GPU present, count on each (Triton lists them in the served config).
+    expect(served.triton.model('gpu').config.instanceGroup).toEqual([
+      expect.objectContaining({ kind: 'KIND_GPU', count: 2, gpus: Array.from({ length: gpus }, (_, i) => i) })]);
+    expect(events.args.filter((a) => a.modelName === 'gpu').map((a) => [a.instanceKind, a.instanceDeviceId]))
+      .toEqual(Array.from({ length: gpus }, (_, i) => [['KIND_GPU', i], ['KIND_GPU', i]]).flat());
+  }
+  expect(index.listed.state).toBe('UNAVAILABLE');
+  expect(index.listed.reason).toMatch(gpus === 0 ? /^instance group listed_0 of model listed has kind KIND_GPU but no GPUs are available/
+    : /^instance group listed_0 of model listed specifies invalid or unsupported gpu id 7\. GPUs with at least/);
+  // KIND_AUTO listing a GPU that is not there runs on the CPU, beside the KIND_CPU group.
+  expect(index.mixed.state).toBe('READY');
+  expect(served.triton.model('mixed').config.instanceGroup.map((g) => [g.kind, g.count, g.gpus])).toEqual([['KIND_CPU', 1, []], ['KIND_CPU', 2, []]]);
+  expect(events.args.filter((a) => a.modelName === 'mixed').map((a) => [a.instanceIndex, a.instanceKind, a.instanceDeviceId]))
+    .toEqual([[0, 'KIND_CPU', 0], [1, 'KIND_CPU', 0], [2, 'KIND_CPU', 0]]);
+  expect(await out('mixed', 1, 2)).toEqual([10, 20]);
 });
 
 test('execute runs the batches the native batcher forms: each request gets its own rows back', async () => {

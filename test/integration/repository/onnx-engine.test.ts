@@ -155,6 +155,23 @@ describe('instance groups', () => {
       parameters { key: "intra_op_thread_count", value: { string_value: "1" } }`;
   }
 
+  test('groups of different kinds in one model: each group gets its own sessions, placed by its kind, all executing', async () => {
+    // KIND_CPU (2) + KIND_AUTO (1): three sessions, numbered group after group. Without a GPU both
+    // groups run on the CPU; with one the KIND_AUTO group runs on it (test/gpu/onnx-cuda.test.ts
+    // mixes KIND_CPU and KIND_GPU).
+    repo.onnx('slow', 1, slowAddModel(5, 96, 160));
+    repo.config('slow', slowConfig('instance_group [ { name: "host", count: 2, kind: KIND_CPU }, { name: "auto", count: 1, kind: KIND_AUTO } ]'));
+    const triton = await serve();
+    const groups = triton.model('slow').config.instanceGroup;
+    expect(groups.map((g) => [g.name, g.count])).toEqual([['host', 2], ['auto', 1]]);
+    expect(groups[0]).toMatchObject({ kind: 'KIND_CPU', gpus: [] });
+    if (native().buildInfo().cudaDeviceCount === 0) expect(groups[1]).toMatchObject({ kind: 'KIND_CPU', gpus: [] });
+    const three = await overlap(triton, 9);
+    expect(three.dispatched).toBe(3);  // every session of both groups got a request at once
+    expect(three.sampledMax).toBeLessThanOrEqual(3);
+    expect(triton.model('slow').stats().executionCount).toBe(9);
+  });
+
   test('count 2: two sessions execute requests at the same time; count 1 never does', async () => {
     repo.onnx('slow', 1, slowAddModel(5, 96, 160));
     repo.config('slow', slowConfig('instance_group [ { count: 2, kind: KIND_CPU } ]'));
@@ -220,17 +237,24 @@ describe('instance groups', () => {
       return;
     }
     expect(entry.state).toBe('UNAVAILABLE');
-    expect(entry.reason).toMatch(/^model 'gpu' asks for KIND_GPU instances, but no CUDA execution provider could be used: ./);
-    expect(entry.reason).toContain('Use kind KIND_AUTO (GPU when usable, else CPU) or KIND_CPU to run it on the CPU');
+    if (native().buildInfo().cudaDeviceCount === 0) {
+      // Triton's text (ValidateInstanceGroup), then what to do.
+      expect(entry.reason).toBe('instance group gpu_0 of model gpu has kind KIND_GPU but no GPUs are available ' +
+        '(this machine has no usable CUDA device); use kind KIND_AUTO (the GPU when there is one, else the CPU) or KIND_CPU');
+    } else {
+      expect(entry.reason).toMatch(/^model 'gpu' asks for KIND_GPU instances, but no CUDA execution provider could be used: ./);
+      expect(entry.reason).toContain('Use kind KIND_AUTO (GPU when usable, else CPU) or KIND_CPU to run it on the CPU');
+    }
     expect(triton.repositoryIndex().find((e) => e.name === 'cpu')!.state).toBe('READY');
   });
 
-  test('instance groups of different kinds in one model are refused', async () => {
+  test('a KIND_GPU group beside a KIND_CPU group fails the load without a GPU, naming the GPU group', async () => {
     repo.onnx('mixed', 1, addConstModel(1));
     repo.config('mixed', 'platform: "onnxruntime_onnx"\nmax_batch_size: 4\ninstance_group [ { kind: KIND_CPU }, { kind: KIND_GPU } ]');
     const triton = await serve({ controlMode: 'explicit' });
+    if (native().buildInfo().cudaDeviceCount > 0) return;  // test/gpu/onnx-cuda.test.ts runs it on a GPU
     await expectRejects(triton.loadModel('mixed'), 'INVALID_ARG',
-      "failed to load 'mixed': model 'mixed': instance groups of different kinds (KIND_CPU, KIND_GPU) are not supported by infernode yet");
+      "failed to load 'mixed': instance group mixed_1 of model mixed has kind KIND_GPU but no GPUs are available");
   });
 
   test('the TensorRT accelerator on CPU instances is ignored (no GPU asked for): the model runs on the CPU', async () => {

@@ -74,15 +74,14 @@ test('zero_data and input_data_file samples run count × instances times through
   ]);
 });
 
-test('a KIND_GPU group makes count instances on each GPU it lists, and warm-up runs on each of them', async () => {
-  // A JS model's instances run in JS wherever the group places them; the count is Triton's:
-  // 2 instances on each of GPUs 0 and 1 (native scheduler and JS instances agree on 4).
+test('warm-up runs on every instance of every group', async () => {
+  // Two groups of 2 (native scheduler and JS instances agree on 4); each instance runs the sample.
   repo.config('m', `
     backend: "js"
     max_batch_size: 4
     input [ { name: "IN", data_type: TYPE_INT32, dims: [ 3 ] } ]
     output [ { name: "OUT", data_type: TYPE_INT32, dims: [ 3 ] } ]
-    instance_group [ { count: 2, kind: KIND_GPU, gpus: [ 0, 1 ] } ]
+    instance_group [ { count: 2, kind: KIND_CPU }, { count: 2, kind: KIND_CPU } ]
     model_warmup [ { name: "zeros", batch_size: 1, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], zero_data: true } } } ]`);
   repo.write('m/1/model.js', RECORDER);
   served = await startRepoTriton(repo.root);
