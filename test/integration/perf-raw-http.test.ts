@@ -2,11 +2,13 @@
  * The raw keep-alive HTTP transport of `infernode perf` (ts/perf/raw-http.ts) against real
  * servers on loopback: answers framed every way HTTP/1.1 allows (Content-Length, chunked, until
  * close), sockets reused and dropped as the server says, and every failure a clear error rather
- * than a hang: a refused connection, an answer cut short, no answer in time.
+ * than a hang: a refused connection, an answer cut short, no answer in time. Each answer carries
+ * the moments perf's client timers use: its request written, its first bytes arrived.
  */
 import * as http from 'node:http';
 import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { RawHttpPool } from '../../ts/perf/raw-http';
 
 const servers: (http.Server | net.Server)[] = [];
@@ -79,6 +81,23 @@ test('a chunked answer is read whole, with its status and headers', async () => 
   expect(answer.headers['x-note']).toBe('chunked');
   expect(JSON.parse(answer.body.toString())).toEqual({ error: 'bad abc' });
   expect((await pool.send(post('next'))).body.toString()).toBe('{"error":"bad next"}');  // the socket stays usable
+});
+
+test('an answer says when its request was written and when its first bytes came, in that order', async () => {
+  // Head and first chunk at once, the rest later: the first bytes come before the answer is whole.
+  const { pool } = await listen(echoServer((body, res) => {
+    res.write(`re:${body}`);
+    setTimeout(() => res.end('.'), 5);
+  }));
+  for (let i = 0; i < 3; i++) {
+    const before = performance.now();
+    const answer = await pool.send(post(`t${i}`));
+    const after = performance.now();
+    expect(answer.body.toString()).toBe(`re:t${i}.`);
+    expect(answer.sentAt).toBeGreaterThanOrEqual(before);
+    expect(answer.firstByteAt).toBeGreaterThanOrEqual(answer.sentAt);
+    expect(answer.firstByteAt).toBeLessThanOrEqual(after);
+  }
 });
 
 test('Connection: close drops the socket; the next request opens another', async () => {

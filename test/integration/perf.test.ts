@@ -4,17 +4,20 @@
  * and CSV in perf_analyzer's layout, every option, request counts that match the server's own
  * statistics, every datatype and the input data modes reaching the model, and the errors (unknown
  * model, bad shapes, unreachable servers, bad ranges) exiting 1 with a clear message and no stack.
+ * The client timers (Client Send, Client Recv, the "Avg HTTP/gRPC time" line) are checked for
+ * being measured (> 0) and for agreeing with the rest of the report, never for their size.
  *
  * The server runs in this process (ports 0), so perf runs asynchronously (spawn): the event loop
  * must keep serving while perf loads it. Windows are short (-p 100) to keep the file quick.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { ensureLib, LIB } from './lib-build';
 import { TempRepo, startRepoTriton, type Served } from './repository/repo-helpers';
-import { CSV_COLUMNS } from '../../ts/perf/report';
+import { CSV_CACHE_COLUMNS, CSV_COLUMNS } from '../../ts/perf/report';
+import { Triton } from '../../ts/triton';
 
 const MAIN = path.join(LIB, 'cli', 'main.js');
 
@@ -137,9 +140,9 @@ interface PerfRun {
 }
 
 /** Runs `infernode perf ...` to its end without blocking this process's event loop (it serves). */
-function perf(args: string[]): Promise<PerfRun> {
+function perf(args: string[], env: Record<string, string> = {}): Promise<PerfRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, 'perf', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN, 'perf', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
@@ -174,6 +177,70 @@ function expectOk(run: PerfRun): void {
 /** The per-level sections of the report. */
 function sections(stdout: string, heading: RegExp): string[] {
   return stdout.split(/\n(?=Request concurrency: |Request Rate: )/).filter((s) => heading.test(s));
+}
+
+/** The client library line of a level (perf_analyzer's "Avg HTTP time" / "Avg gRPC time"), the last of its Client section. */
+interface ClientLine {
+  request: number;
+  /** send + receive ((un)marshal for gRPC). */
+  sendRecv: number;
+  wait: number;
+}
+
+const CLIENT_LINES: Record<'HTTP' | 'gRPC' | 'in-process', { plain: RegExp; verbose: RegExp }> = {
+  'HTTP': {
+    plain: /\n {4}Avg HTTP time: (\d+) usec \(send\/recv (\d+) usec \+ response wait (\d+) usec\)\n {2}Server: /,
+    verbose: /\n {4}Avg HTTP time: (\d+) usec \(send (\d+) usec \+ response wait (\d+) usec \+ receive (\d+) usec\)\n {2}Server: /,
+  },
+  'gRPC': {
+    plain: /\n {4}Avg gRPC time: (\d+) usec \(\(un\)marshal request\/response (\d+) usec \+ response wait (\d+) usec\)\n {2}Server: /,
+    verbose: /\n {4}Avg gRPC time: (\d+) usec \(marshal (\d+) usec \+ response wait (\d+) usec \+ unmarshal (\d+) usec\)\n {2}Server: /,
+  },
+  'in-process': {
+    plain: /\n {4}Avg in-process time: (\d+) usec \(send\/recv (\d+) usec \+ response wait (\d+) usec\)\n {2}Server: /,
+    verbose: /\n {4}Avg in-process time: (\d+) usec \(send (\d+) usec \+ response wait (\d+) usec \+ receive (\d+) usec\)\n {2}Server: /,
+  },
+};
+
+function clientLine(level: string, library: keyof typeof CLIENT_LINES, verbose = false): ClientLine {
+  const m = CLIENT_LINES[library][verbose ? 'verbose' : 'plain'].exec(level);
+  if (!m) throw new Error(`no ${verbose ? 'verbose ' : ''}${library} client line before "Server:" in:\n${level}`);
+  const n = m.slice(1).map(Number);
+  return verbose ? { request: n[0], sendRecv: n[1] + n[3], wait: n[2] } : { request: n[0], sendRecv: n[1], wait: n[2] };
+}
+
+const SERVER_COLUMNS = ['Server Queue', 'Server Compute Input', 'Server Compute Infer', 'Server Compute Output', 'Server Cache Hit', 'Server Cache Miss'];
+
+/**
+ * The client timers of a run, in the CSV and the report: for each row, Client Send measured
+ * (> 0), Client Recv measured (> 0) or, where nothing is received (in process), 0;
+ * Network+Server Send/Recv what the level's average latency leaves after the row's other times,
+ * floored at 0 (perf_analyzer's definition); and the level's client line adding up, its
+ * send/recv the CSV's two. Rows and levels are matched by their concurrency or rate.
+ */
+function expectClientTimes(stdout: string, csvFile: string, library: keyof typeof CLIENT_LINES, o: { recv?: boolean; verbose?: boolean } = {}): void {
+  const [head, ...rows] = readFileSync(csvFile, 'utf8').trim().split('\n');
+  const columns = head.split(',');
+  const levels = new Map(sections(stdout, /^Request (concurrency|Rate): [\d.]+\n/)
+    .map((s) => [Number(/^Request (?:concurrency|Rate): ([\d.]+)/.exec(s)![1]), s]));
+  expect(rows.length).toBe(levels.size);
+  for (const row of rows) {
+    const values = row.split(',').map(Number);
+    const at = (column: string): number => values[columns.indexOf(column)];
+    const level = levels.get(values[0]);
+    if (!level) throw new Error(`no report section for the CSV row ${row}`);
+    const avg = Number(/ {4}Avg latency: (\d+) usec/.exec(level)![1]);
+    const send = at('Client Send');
+    const recv = at('Client Recv');
+    expect(send).toBeGreaterThan(0);
+    if (o.recv === false) expect(recv).toBe(0);
+    else expect(recv).toBeGreaterThan(0);
+    const server = SERVER_COLUMNS.filter((c) => columns.includes(c)).reduce((sum, c) => sum + at(c), 0);
+    expect(at('Network+Server Send/Recv')).toBe(Math.max(0, avg - send - recv - server));
+    const line = clientLine(level, library, o.verbose);
+    expect(line.sendRecv).toBe(send + recv);
+    expect(line.wait).toBe(Math.max(0, line.request - line.sendRecv));
+  }
 }
 
 describe('HTTP', () => {
@@ -212,6 +279,7 @@ describe('HTTP', () => {
       expect(r[9]).toBeLessThanOrEqual(r[12]);  // p50 ≤ p99
     }
     expect(rows[0][1]).toBeLessThanOrEqual(rows[1][1]);  // sorted by throughput, as perf_analyzer
+    expectClientTimes(run.stdout, csv, 'HTTP');
     const svg = readFileSync(repo.path('out', 'http.svg'), 'utf8');
     expect(svg).toMatch(/^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
     expect(svg).toContain('<polyline');
@@ -235,9 +303,13 @@ describe('HTTP', () => {
     expect(output).toContain('Request concurrency: 1');
   });
 
-  test('the server section shows response cache hits and misses', async () => {
-    const run = await perf(['-m', 'cached', '-u', httpUrl, '--input-data', 'zero', ...FAST]);
+  test('the server section shows response cache hits and misses; the CSV has perf_analyzer\'s cache columns', async () => {
+    const csv = repo.path('out', 'cached.csv');
+    const run = await perf(['-m', 'cached', '-u', httpUrl, '--input-data', 'zero', '-f', csv, ...FAST]);
     expectOk(run);
+    expect(readFileSync(csv, 'utf8').split('\n')[0]).toBe(`Concurrency,${CSV_CACHE_COLUMNS.join(',')}`);
+    expect(CSV_CACHE_COLUMNS.slice(6, 10)).toEqual(['Server Compute Output', 'Server Cache Hit', 'Server Cache Miss', 'Client Recv']);
+    expectClientTimes(run.stdout, csv, 'HTTP');
     const level = sections(run.stdout, /^Request concurrency: 1\n/)[0];
     expect(level).toMatch(/ {4}Cache hit count: \d+\n {4}Cache miss count: \d+\n {4}Avg cache hit latency: \d+ usec\n {4}Avg cache miss latency: \d+ usec/);
     // Every request sends the same zeros: after the first (which may fall in the first window), each is a hit.
@@ -263,8 +335,10 @@ describe('HTTP', () => {
 
   test('-v prints each window; --stability-percentage and --max-trials decide how many', async () => {
     // Any three windows agree within 1000%: stable at the third.
-    const loose = await perf(['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '-p', '200', '-v', '-s', '1000', '-r', '6']);
+    const looseCsv = repo.path('out', 'verbose.csv');
+    const loose = await perf(['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '-p', '200', '-v', '-s', '1000', '-r', '6', '-f', looseCsv]);
     expectOk(loose);
+    expectClientTimes(loose.stdout, looseCsv, 'HTTP', { verbose: true });  // -v: send, wait and receive apart
     expect(loose.stdout.match(/^ {2}Pass \[\d+\] throughput: [\d.]+ infer\/sec\. Avg latency: \d+ usec \(std \d+ usec\)$/gm)).toHaveLength(3);
     expect(loose.stderr).not.toContain('stable measurement');
     // No two windows agree within 0.000001%: unstable after --max-trials windows, reported anyway.
@@ -300,23 +374,71 @@ describe('gRPC', () => {
     const lines = readFileSync(csv, 'utf8').trim().split('\n');
     expect(lines[0]).toBe(`Request Rate,${CSV_COLUMNS.join(',')}`);
     expect(lines.slice(1).map((l) => Number(l.split(',')[0])).sort((a, b) => a - b)).toEqual([50, 100]);
+    expectClientTimes(run.stdout, csv, 'gRPC');
   });
 
   test('--streaming sends each request on ModelStreamInfer; counts match the server\'s', async () => {
+    const csv = repo.path('out', 'streaming.csv');
     const run = await perfCounted('echo', ['-m', 'echo', '-u', grpcUrl, '-i', 'grpc', '--streaming', '--shape', 'IN:2',
-      '-b', '4', '--concurrency-range', '2', ...FAST]);
+      '-b', '4', '--concurrency-range', '2', '-v', '-f', csv, ...FAST]);
     expectOk(run);
     expect(run.stdout).toMatch(/Service Kind: gRPC streaming/);
     expect(run.stdout).toContain('Request concurrency: 2');
     expect(run.inferences).toBe(4 * requestsSent(run.stdout));
+    expectClientTimes(run.stdout, csv, 'gRPC', { verbose: true });
+  });
+});
+
+// Over https:// perf infers through the HTTP client's transport (node:https), not the raw sockets.
+const hasOpenssl = spawnSync('openssl', ['version']).status === 0;
+(hasOpenssl ? describe : describe.skip)('HTTPS', () => {
+  let tls: Triton | undefined;
+  let cert: string;
+
+  beforeAll(async () => {
+    const key = repo.path('out', 'tls-server.key');
+    cert = repo.write('out/tls-server.crt', '');
+    // Self-signed for 127.0.0.1; perf trusts it through NODE_EXTRA_CA_CERTS.
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+      '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'pipe' });
+    tls = new Triton({
+      config: {
+        allowHttp: true, httpAddress: '127.0.0.1', httpPort: 0, httpUseSsl: true, httpServerCert: cert, httpServerKey: key,
+        allowGrpc: false, allowMetrics: false, logInfo: false, logWarning: false,
+      },
+    });
+    tls.bind({
+      modelName: 'identity',
+      inferFunc: (requests) => requests.map((r) => ({ OUT: r.data.IN })),
+      inputs: [{ name: 'IN', dtype: 'FP32', shape: [4] }],
+      outputs: [{ name: 'OUT', dtype: 'FP32', shape: [4] }],
+      config: { maxBatchSize: 8 },
+    });
+    await tls.run();
+  }, 60_000);
+
+  afterAll(async () => {
+    await tls?.stop();
+  });
+
+  test('the client timers: send (encoding, handing to node:https), receive (the answer\'s body read and decoded)', async () => {
+    const csv = repo.path('out', 'https.csv');
+    const run = await perf(['-m', 'identity', '-u', `https://127.0.0.1:${tls!.ports.http}`, '--concurrency-range', '1:2', '-f', csv, ...FAST],
+      { NODE_EXTRA_CA_CERTS: cert });
+    expectOk(run);
+    expect(run.stdout).toMatch(/Service Kind: HTTP \(https:\/\/127\.0\.0\.1:\d+\)/);
+    expectClientTimes(run.stdout, csv, 'HTTP');
   });
 });
 
 describe('a decoupled model', () => {
   test('--streaming waits for each request\'s last response; counts match the server\'s', async () => {
-    const run = await perfCounted('counter', ['-m', 'counter', '-u', grpcUrl, '-i', 'grpc', '--streaming', '--concurrency-range', '2', ...FAST]);
+    const csv = repo.path('out', 'decoupled.csv');
+    const run = await perfCounted('counter', ['-m', 'counter', '-u', grpcUrl, '-i', 'grpc', '--streaming', '--concurrency-range', '2', '-f', csv, ...FAST]);
     expectOk(run);
     expect(run.inferences).toBe(requestsSent(run.stdout));
+    // Client Recv: unmarshalling the request's three responses and its empty final one.
+    expectClientTimes(run.stdout, csv, 'gRPC');
   });
 
   test('in process, through triton.inferStream()', async () => {
@@ -347,7 +469,8 @@ describe('--in-process', () => {
       expect(requests).toBeGreaterThan(0);
       expect(Number(/Inference count: (\d+)/.exec(level)![1])).toBe(2 * requests);
     }
-    expect(existsSync(csv)).toBe(true);
+    // Send: the triton.infer() call (checking, copying, queueing); nothing to receive.
+    expectClientTimes(run.stdout, csv, 'in-process', { recv: false });
     expect(inferenceCount('echo')).toBe(before);  // nothing went to the server
 
     const alias = await perf(['-m', 'echo', '-i', 'in-process', '--model-repository', repo.root, '--shape', 'IN:1', ...FAST]);

@@ -81,7 +81,7 @@ export function addPerfCommand(program: Command): void {
     .option('-r, --max-trials <n>', 'measurement windows at most per concurrency or rate before reporting it as unstable',
       parsePositiveInt('--max-trials'), 10)
     .option('--streaming', 'gRPC streaming (ModelStreamInfer); needed for decoupled models')
-    .option('-v, --verbose', 'print each measurement window (its throughput and latency)')
+    .option('-v, --verbose', 'print each measurement window (its throughput and latency), and the client\'s send and receive times apart')
     .option('-f, --latency-report-file <file.csv>', 'write the results as CSV in perf_analyzer\'s columns, and an SVG chart ' +
       'of latency vs throughput next to it (file.svg)')
     .action(async (flags: PerfFlags) => {

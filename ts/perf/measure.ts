@@ -5,12 +5,14 @@
  * of --measurement-interval ms until the last three agree within --stability-percentage on
  * throughput and on latency (average, or the --percentile), or --max-trials windows ran. The
  * result of a level merges its last three windows. Server-side numbers are deltas of the
- * model's statistics over the same windows.
+ * model's statistics over the same windows, and the client library's timers (send, receive) are
+ * deltas of the target's sums, read with the latencies.
  *
  * Everything runs on the event loop thread: the workers are async loops, a window is a timer.
  */
 import { performance } from 'node:perf_hooks';
 import type { NDArray } from '../tensor';
+import { addClientTimes, clientTimesDelta, zeroClientTimes, type ClientTimes } from './client-times';
 import type { PerfTarget } from './target';
 
 /** The server statistics perf reads, summed over the model's versions. */
@@ -85,6 +87,8 @@ export interface Window {
   /** Latencies (µs) of the requests that completed in the window. */
   latenciesUs: number[];
   server: ServerCounters;
+  /** The target's client timers over the window. */
+  client: ClientTimes;
 }
 
 /** What perf reports for one concurrency or request rate. */
@@ -101,6 +105,7 @@ export interface LevelResult {
   /** Percentile → latency (µs): 50, 90, 95, 99 and --percentile. */
   percentilesUs: Map<number, number>;
   server: ServerCounters;
+  client: ClientTimes;
   /** Requests sent and completed at this level, windows or not (the server counted all of them). */
   sent: number;
 }
@@ -219,6 +224,7 @@ function merge(windows: Window[]): Window {
     seconds: windows.reduce((s, w) => s + w.seconds, 0),
     latenciesUs: windows.flatMap((w) => w.latenciesUs),
     server: windows.reduce((s, w) => addCounters(s, w.server), ZERO_COUNTERS),
+    client: windows.reduce((s, w) => addClientTimes(s, w.client), zeroClientTimes()),
   };
 }
 
@@ -255,7 +261,7 @@ function levelResult(value: number, windows: Window[], stable: boolean, sent: nu
   return {
     value, stable, windows: windows.length, requestCount: sorted.length,
     throughput: merged.seconds > 0 ? (sorted.length * s.batchSize) / merged.seconds : 0,
-    avgUs: avg, stdUs: Math.sqrt(variance), percentilesUs: percentiles, server: merged.server, sent,
+    avgUs: avg, stdUs: Math.sqrt(variance), percentilesUs: percentiles, server: merged.server, client: merged.client, sent,
   };
 }
 
@@ -270,17 +276,23 @@ export async function measureLevel(
   try {
     let before = serverCounters(await target.modelStatistics());
     load.take();  // what completed before the first window belongs to none
+    // Read with the latencies (same tick): both cover the same completed requests.
+    let clientBefore = { ...target.clientTimes };
     let t0 = performance.now();
     while (windows.length < s.maxTrials && !isStable(windows, s) && !load.failed) {
       await sleep(s.intervalMs);
       const latencies = load.take();
+      const clientAfter = { ...target.clientTimes };
       const t1 = performance.now();
       const after = serverCounters(await target.modelStatistics());
-      const window = { seconds: (t1 - t0) / 1000, latenciesUs: latencies, server: counterDelta(after, before) };
+      const window = {
+        seconds: (t1 - t0) / 1000, latenciesUs: latencies, server: counterDelta(after, before), client: clientTimesDelta(clientAfter, clientBefore),
+      };
       windows.push(window);
       s.onWindow?.(value, windows.length, window);
       // What completes while the statistics call runs belongs to the next window, which starts at t1.
       before = after;
+      clientBefore = clientAfter;
       t0 = t1;
     }
   } finally {

@@ -35,17 +35,20 @@ export interface ModelShape {
   inputs: InputSpec[];
   maxBatchSize: number;
   decoupled: boolean;
+  /** Whether its config enables the response cache (the CSV then has perf_analyzer's cache columns). */
+  responseCache: boolean;
 }
 
 /** The inputs and batching of a model, from its metadata and config. */
 export function modelShape(metadata: ModelMetadata, config: Record<string, unknown>): ModelShape {
   const maxBatchSize = Number(config.max_batch_size ?? 0);
   const policy = config.model_transaction_policy as { decoupled?: boolean } | undefined;
+  const cache = config.response_cache as { enable?: boolean } | undefined;
   const inputs = metadata.inputs.map((t: TensorMetadata) => {
     const shape = t.shape.map(Number);
     return { name: t.name, dtype: parseDataType(t.datatype), dims: maxBatchSize > 0 ? shape.slice(1) : shape };
   });
-  return { inputs, maxBatchSize, decoupled: policy?.decoupled === true };
+  return { inputs, maxBatchSize, decoupled: policy?.decoupled === true, responseCache: cache?.enable === true };
 }
 
 /** Checks -b against the model's batching. */

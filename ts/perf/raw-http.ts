@@ -11,8 +11,12 @@
  * that ends when the server closes. A socket answered with `Connection: close`, closed, or in
  * error is dropped; the pool keeps at most as many sockets as requests were ever in flight.
  * Everything runs on the event loop thread.
+ *
+ * Each answer carries two moments for perf_analyzer's client timers: when its request was handed
+ * to the socket (SEND_END) and when the answer's first bytes arrived (RECV_START).
  */
 import * as net from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { InferenceServerError } from '../errors';
 import { ClientTimeoutError } from '../client/errors';
 import type { HttpResponse } from '../client/http-transport';
@@ -27,6 +31,14 @@ const CRLF = Buffer.from('\r\n');
 export function postRequest(host: string, path: string, headers: Record<string, string | number>, body: Buffer): Buffer {
   const lines = Object.entries({ Host: host, ...headers, 'Content-Length': body.length }).map(([k, v]) => `${k}: ${v}\r\n`).join('');
   return Buffer.concat([Buffer.from(`POST ${path} HTTP/1.1\r\n${lines}\r\n`, 'latin1'), body]);
+}
+
+/** An answer, and when (performance.now()) its request was written and its first bytes came. */
+export interface RawAnswer extends HttpResponse {
+  /** When socket.write() returned with the whole request: the bytes are the kernel's (or queued behind a connect). */
+  sentAt: number;
+  /** When the first chunk of the answer arrived. */
+  firstByteAt: number;
 }
 
 /** One parsed answer head: status, lower-cased headers, where the body starts. */
@@ -76,8 +88,11 @@ class Connection {
   reusable = true;
   #pending: Buffer = Buffer.alloc(0);
   #head: Head | null = null;
-  #waiting: { resolve: (r: HttpResponse) => void; reject: (e: Error) => void } | null = null;
+  #waiting: { resolve: (r: RawAnswer) => void; reject: (e: Error) => void } | null = null;
   #connected = false;
+  /** The request in flight: when it was written, when its answer's first chunk came (-1: not yet). */
+  #sentAt = 0;
+  #firstByteAt = -1;
 
   constructor(host: string, port: number, private readonly origin: string, private readonly onGone: (c: Connection) => void) {
     this.socket = net.connect(port, host);
@@ -91,7 +106,7 @@ class Connection {
   }
 
   /** Sends one request; an answer that has not come in `timeoutMs` fails it and drops the socket. */
-  send(request: Buffer, timeoutMs: number): Promise<HttpResponse> {
+  send(request: Buffer, timeoutMs: number): Promise<RawAnswer> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#gone(new ClientTimeoutError(`no answer from ${this.origin} within ${timeoutMs} ms`));
@@ -102,11 +117,14 @@ class Connection {
         f(v);
       };
       this.#waiting = { resolve: settle(resolve), reject: settle(reject) };
+      this.#firstByteAt = -1;
       this.socket.write(request);
+      this.#sentAt = performance.now();
     });
   }
 
   #onData(chunk: Buffer): void {
+    if (this.#firstByteAt < 0) this.#firstByteAt = performance.now();
     this.#pending = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
     try {
       this.#tryAnswer(false);
@@ -148,7 +166,7 @@ class Connection {
     this.#head = null;
     this.#waiting = null;
     if (!this.reusable) this.socket.end();
-    waiting?.resolve({ status: head.status, headers: head.headers, body });
+    waiting?.resolve({ status: head.status, headers: head.headers, body, sentAt: this.#sentAt, firstByteAt: this.#firstByteAt });
   }
 
   #onClose(): void {
@@ -182,7 +200,7 @@ export class RawHttpPool {
   }
 
   /** Sends `request` (a whole HTTP/1.1 request, head and body) and resolves with its answer. */
-  async send(request: Buffer, timeoutMs = ANSWER_TIMEOUT_MS): Promise<HttpResponse> {
+  async send(request: Buffer, timeoutMs = ANSWER_TIMEOUT_MS): Promise<RawAnswer> {
     if (this.#closed) throw new InferenceServerError('UNAVAILABLE', 'the perf transport is closed');
     const connection = this.#idle.pop() ?? this.#open();
     const answer = await connection.send(request, timeoutMs);

@@ -4,6 +4,7 @@
  * the CSV of -f (perf_analyzer's columns, rows by increasing throughput, times in µs) and an SVG
  * chart of latency against throughput next to it.
  */
+import { clientAverages } from './client-times';
 import type { LevelResult, ServerCounters, Window } from './measure';
 
 const us = (v: number): string => String(Math.round(v));
@@ -43,8 +44,40 @@ export function summaryLatencyUs(r: LevelResult, percentile: number | undefined)
 
 export type Mode = 'concurrency' | 'rate';
 
+/** Whose client timers a report shows: perf_analyzer's HTTP or gRPC client library, or triton.infer(). */
+export type ClientLibrary = 'HTTP' | 'gRPC' | 'in-process';
+
+/** The library of a target's kind ("HTTP", "gRPC", "gRPC streaming", "in-process"). */
+export function clientLibrary(kind: string): ClientLibrary {
+  if (kind.startsWith('gRPC')) return 'gRPC';
+  return kind === 'in-process' ? 'in-process' : 'HTTP';
+}
+
+/**
+ * The last line of the Client section, perf_analyzer's: the average time of a request in the
+ * client library, split into send + receive and the wait for the response between them (-v:
+ * send, wait and receive apart). The wait is the rest, so the parts add up to the whole.
+ * perf_analyzer prints no such line for its in-process mode (the C API); this one has the HTTP
+ * line's form.
+ */
+function clientLibraryText(r: LevelResult, library: ClientLibrary, verbose: boolean): string {
+  const c = clientAverages(r.client);
+  const request = Math.round(c.requestUs);
+  const send = Math.round(c.sendUs);
+  const recv = Math.round(c.recvUs);
+  const wait = Math.max(0, request - send - recv);
+  if (library === 'gRPC') {
+    return `    Avg gRPC time: ${request} usec (` + (verbose
+      ? `marshal ${send} usec + response wait ${wait} usec + unmarshal ${recv} usec)`
+      : `(un)marshal request/response ${send + recv} usec + response wait ${wait} usec)`);
+  }
+  return `    Avg ${library} time: ${request} usec (` + (verbose
+    ? `send ${send} usec + response wait ${wait} usec + receive ${recv} usec)`
+    : `send/recv ${send + recv} usec + response wait ${wait} usec)`);
+}
+
 /** The report of one level, as perf_analyzer prints it. */
-export function levelText(r: LevelResult, mode: Mode): string {
+export function levelText(r: LevelResult, mode: Mode, library: ClientLibrary, verbose = false): string {
   const b = serverBreakdown(r.server);
   const compute = b.computeInputUs + b.computeInferUs + b.computeOutputUs;
   const overhead = Math.max(0, b.requestUs - b.queueUs - compute);
@@ -56,6 +89,7 @@ export function levelText(r: LevelResult, mode: Mode): string {
     `    Avg latency: ${us(r.avgUs)} usec (standard deviation ${us(r.stdUs)} usec)`,
     // p50, p90, p95, p99, then --percentile when it is another.
     ...[...r.percentilesUs.entries()].map(([p, v]) => `    p${p} latency: ${us(v)} usec`),
+    clientLibraryText(r, library, verbose),
     '  Server: ',
     `    Inference count: ${r.server.inferenceCount}`,
     `    Execution count: ${r.server.executionCount}`,
@@ -98,21 +132,34 @@ export const CSV_COLUMNS = [
   'Server Compute Infer', 'Server Compute Output', 'Client Recv', 'p50 latency', 'p90 latency', 'p95 latency', 'p99 latency',
 ];
 
+/** perf_analyzer's columns of a model whose config enables the response cache: two more before Client Recv. */
+export const CSV_CACHE_COLUMNS = [...CSV_COLUMNS.slice(0, 7), 'Server Cache Hit', 'Server Cache Miss', ...CSV_COLUMNS.slice(7)];
+
 /**
- * perf_analyzer's CSV. Client Send and Client Recv (serializing the request, deserializing the
- * response) are not timed apart by infernode's clients: they are 0 here and their time is part of
- * Network+Server Send/Recv, which is the average latency less the server's queue and compute.
+ * perf_analyzer's CSV. Client Send and Client Recv are the client timers' averages.
+ * Network+Server Send/Recv is what the others leave of the average latency, as perf_analyzer
+ * computes it: the latency less client send, client recv, the server's queue and compute (and
+ * cache hit and miss), never below 0. It is taken from the rounded columns, so a row's times
+ * add up to the average latency the report prints (unless it was floored at 0).
  */
-export function csvText(results: LevelResult[], mode: Mode): string {
+export function csvText(results: LevelResult[], mode: Mode, responseCache = false): string {
   const rows = [...results].sort((a, b) => a.throughput - b.throughput).map((r) => {
     const b = serverBreakdown(r.server);
-    const network = Math.max(0, r.avgUs - b.queueUs - b.computeInputUs - b.computeInferUs - b.computeOutputUs);
+    const c = clientAverages(r.client);
+    const send = Math.round(c.sendUs);
+    const recv = Math.round(c.recvUs);
+    const queueCompute = [b.queueUs, b.computeInputUs, b.computeInferUs, b.computeOutputUs].map(Math.round);
+    const cache = [b.cacheHitUs, b.cacheMissUs].map(Math.round);  // 0 without a cache
+    const accounted = [send, recv, ...queueCompute, ...cache].reduce((x, y) => x + y, 0);
+    const network = Math.max(0, Math.round(r.avgUs) - accounted);
     return [
-      String(r.value), rate(r.throughput), '0', us(network), us(b.queueUs), us(b.computeInputUs), us(b.computeInferUs),
-      us(b.computeOutputUs), '0', ...[50, 90, 95, 99].map((p) => us(r.percentilesUs.get(p) ?? 0)),
+      String(r.value), rate(r.throughput), String(send), String(network), ...queueCompute.map(String),
+      ...(responseCache ? cache.map(String) : []), String(recv),
+      ...[50, 90, 95, 99].map((p) => us(r.percentilesUs.get(p) ?? 0)),
     ].join(',');
   });
-  return [[mode === 'concurrency' ? 'Concurrency' : 'Request Rate', ...CSV_COLUMNS].join(','), ...rows, ''].join('\n');
+  const columns = responseCache ? CSV_CACHE_COLUMNS : CSV_COLUMNS;
+  return [[mode === 'concurrency' ? 'Concurrency' : 'Request Rate', ...columns].join(','), ...rows, ''].join('\n');
 }
 
 const escapeXml = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');

@@ -11,7 +11,7 @@ import { InferenceServerError } from '../errors';
 import { measureLevel, type LevelResult } from './measure';
 import { checkBatchSize, modelShape, PerfInputError, requestInputs } from './model-inputs';
 import { checkOptions, rangeValues, type PerfOptions } from './options';
-import { chartSvg, csvText, levelText, passText, summaryText, type Mode } from './report';
+import { chartSvg, clientLibrary, csvText, levelText, passText, summaryText, type Mode } from './report';
 import { openTarget, type PerfTarget } from './target';
 
 export class PerfError extends Error {}
@@ -77,8 +77,10 @@ export async function runPerf(o: PerfOptions, io: PerfOutput): Promise<PerfSumma
   }
   try {
     let inputSets;
+    let responseCache: boolean;
     try {
       const shape = modelShape(await target.modelMetadata(), await target.modelConfig());
+      responseCache = shape.responseCache;
       if (shape.decoupled && !o.streaming && !o.inProcess) {
         throw new PerfInputError(`model '${o.modelName}' is decoupled (0..N responses per request): measure it with -i grpc --streaming`);
       }
@@ -115,7 +117,7 @@ export async function runPerf(o: PerfOptions, io: PerfOutput): Promise<PerfSumma
           `(the last 3 must agree within ${o.stabilityPercentage}%); its numbers merge the last 3 windows. ` +
           'Increase --measurement-interval or --max-trials for steadier results.');
       }
-      io.out(`${levelText(result, mode)}\n`);
+      io.out(`${levelText(result, mode, clientLibrary(target.kind), o.verbose)}\n`);
       results.push(result);
     }
     io.out(summaryText(results, mode, o.percentile));
@@ -125,7 +127,7 @@ export async function runPerf(o: PerfOptions, io: PerfOutput): Promise<PerfSumma
       const svg = chartPath(o.latencyReportFile);
       try {
         mkdirSync(path.dirname(path.resolve(o.latencyReportFile)), { recursive: true });
-        writeFileSync(o.latencyReportFile, csvText(results, mode));
+        writeFileSync(o.latencyReportFile, csvText(results, mode, responseCache));
         writeFileSync(svg, chartSvg(results, mode, o.percentile, `${o.modelName} (${target.kind})`));
       } catch (err) {
         throw new PerfError(`cannot write -f ${o.latencyReportFile}: ${(err as Error).message}`);

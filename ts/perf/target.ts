@@ -1,19 +1,37 @@
 /**
- * What `infernode perf` measures: a model behind the HTTP client, the gRPC client (unary or
- * ModelStreamInfer), or `triton.infer()` in this process. Each target answers the model's
- * metadata, config and statistics in Triton's JSON form and runs one inference; the load
- * generator does not know which it has. Everything runs on the event loop thread.
+ * What `infernode perf` measures: a model over HTTP, over gRPC (unary or ModelStreamInfer), or
+ * `triton.infer()` in this process. Each target answers the model's metadata, config and
+ * statistics in Triton's JSON form and runs one inference; the load generator does not know
+ * which it has. Everything runs on the event loop thread.
+ *
+ * Each target also keeps perf_analyzer's client timers (client-times.ts): per completed request,
+ * its whole time, its send time and its receive time. What they cover, per transport:
+ * - plain HTTP (raw-http.ts): send from the start of the request to its pre-encoded bytes written
+ *   to the socket; receive from the answer's first bytes to the answer framed and its status
+ *   checked (perf_analyzer: the body handed to curl, the answer body's first to last byte);
+ * - HTTPS: send from the start to the request encoded and handed to node:https; receive from the
+ *   answer's head to its body read and decoded into an InferResult;
+ * - gRPC, gRPC streaming (grpc-timed.ts): send is marshalling the request, receive unmarshalling
+ *   the response(s), as perf_analyzer's gRPC client;
+ * - in process: send is the triton.infer() (or inferStream()) call itself, which checks, copies
+ *   and queues the inputs before it returns (perf_analyzer's C API mode: its
+ *   TRITONSERVER_ServerInferAsync call); receive is 0, as there: the outputs arrive as NDArrays.
  */
+import * as http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import * as path from 'node:path';
 import { GrpcInferenceServerClient } from '../client/grpc';
 import { HttpInferenceServerClient, modelPath } from '../client/http';
-import { encodeInferRequest } from '../client/http-infer';
-import { errorFromResponse } from '../client/http-transport';
+import { decodeInferResponse, encodeInferRequest } from '../client/http-infer';
+import { errorFromResponse, HttpTransport } from '../client/http-transport';
 import type { InferenceServerClient, ModelMetadata } from '../client/types';
 import { toModelConfigJson } from '../config/model-config-json';
+import { InferenceServerError } from '../errors';
 import type { NDArray } from '../tensor';
 import { Triton } from '../triton';
 import { modelMetadata, statistics } from '../server/metadata';
+import { countRequest, zeroClientTimes, type ClientTimes } from './client-times';
+import { TimedGrpcInfer } from './grpc-timed';
 import { serverUrl, type PerfOptions } from './options';
 import { RawHttpPool, postRequest } from './raw-http';
 
@@ -22,6 +40,8 @@ export interface PerfTarget {
   readonly kind: string;
   /** Where: the server URL or the repository directory. */
   readonly where: string;
+  /** perf_analyzer's client timers, summed since the target opened; infer() adds to them. */
+  readonly clientTimes: ClientTimes;
   modelMetadata(): Promise<ModelMetadata>;
   /** The config in Triton's JSON form (snake_case fields). */
   modelConfig(): Promise<Record<string, unknown>>;
@@ -32,7 +52,13 @@ export interface PerfTarget {
   close(): Promise<void>;
 }
 
-/** A model behind one of the project's clients. */
+/** How a ClientTarget runs its inferences (timed into its clientTimes), and what it holds for them. */
+interface InferTransport {
+  send: (inputs: Record<string, NDArray>) => Promise<void>;
+  close: () => void;
+}
+
+/** A model behind a server: metadata, config and statistics through one of the project's clients, inference through `transport`. */
 class ClientTarget implements PerfTarget {
   constructor(
     readonly kind: string,
@@ -40,9 +66,8 @@ class ClientTarget implements PerfTarget {
     private readonly client: InferenceServerClient,
     private readonly model: string,
     private readonly version: string | undefined,
-    private readonly send: (inputs: Record<string, NDArray>) => Promise<void>,
-    /** Closes what `send` holds besides the client. */
-    private readonly release: () => void = () => undefined,
+    private readonly transport: InferTransport,
+    readonly clientTimes: ClientTimes,
   ) {}
 
   modelMetadata(): Promise<ModelMetadata> {
@@ -58,24 +83,58 @@ class ClientTarget implements PerfTarget {
   }
 
   infer(inputs: Record<string, NDArray>): Promise<void> {
-    return this.send(inputs);
+    return this.transport.send(inputs);
   }
 
   close(): Promise<void> {
-    this.release();
+    this.transport.close();
     return this.client.close();
   }
+}
+
+/** The whole body of an answer whose head has arrived. */
+function readBody(res: http.IncomingMessage, origin: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (chunk: Buffer) => chunks.push(chunk));
+    res.on('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+    res.on('error', (err) => reject(new InferenceServerError('UNAVAILABLE',
+      `the connection to ${origin} closed before the whole answer arrived: ${err.message}`)));
+  });
+}
+
+/**
+ * Inference over https://: the HTTP client's own transport and codec, called step by step (as
+ * its infer() calls them) so that the steps can be timed apart: the request encoded each time,
+ * handed to node:https, the answer's head, its body, its decoding into an InferResult.
+ */
+function clientHttpTransport(o: PerfOptions, url: string, times: ClientTimes): InferTransport {
+  const transport = new HttpTransport(url);
+  const requestPath = `${modelPath(o.modelName, o.modelVersion)}/infer`;
+  const send = async (inputs: Record<string, NDArray>): Promise<void> => {
+    const start = performance.now();
+    const { body, headers } = encodeInferRequest({ modelName: o.modelName, modelVersion: o.modelVersion, inputs }, true, true);
+    // open() hands the body to node:https before it returns; it resolves at the answer's head.
+    const answering = transport.open({ method: 'POST', path: requestPath, body, headers, timeoutMs: 60_000 });
+    const sent = performance.now();
+    const head = await answering;
+    const received = performance.now();
+    const answer = { status: head.status, headers: head.headers, body: await readBody(head.body, transport.url.origin) };
+    if (answer.status !== 200) throw errorFromResponse(answer);
+    decodeInferResponse(answer);
+    const end = performance.now();
+    countRequest(times, start, sent, end - received, end);
+  };
+  return { send, close: () => transport.close() };
 }
 
 function httpTarget(o: PerfOptions): PerfTarget {
   const url = serverUrl(o);
   const client = new HttpInferenceServerClient(url.replace(/^http:\/\//, ''));
   const parsed = new URL(url);
+  const times = zeroClientTimes();
   if (parsed.protocol !== 'http:') {
-    const send = async (inputs: Record<string, NDArray>): Promise<void> => {
-      await client.infer({ modelName: o.modelName, modelVersion: o.modelVersion, inputs });
-    };
-    return new ClientTarget('HTTP', url, client, o.modelName, o.modelVersion, send);
+    return new ClientTarget('HTTP', url, client, o.modelName, o.modelVersion, clientHttpTransport(o, url, times), times);
   }
   const pool = new RawHttpPool(parsed.hostname.replace(/^\[|\]$/g, ''), Number(parsed.port || 80));
   const requestPath = parsed.pathname.replace(/\/+$/, '') + `${modelPath(o.modelName, o.modelVersion)}/infer`;
@@ -91,31 +150,30 @@ function httpTarget(o: PerfOptions): PerfTarget {
     return bytes;
   };
   const send = async (inputs: Record<string, NDArray>): Promise<void> => {
+    const start = performance.now();
     const answer = await pool.send(bytesOf(inputs));
     if (answer.status !== 200) throw errorFromResponse(answer);
+    const end = performance.now();
+    countRequest(times, start, answer.sentAt, end - answer.firstByteAt, end);
   };
-  return new ClientTarget('HTTP', url, client, o.modelName, o.modelVersion, send, () => pool.close());
+  return new ClientTarget('HTTP', url, client, o.modelName, o.modelVersion, { send, close: () => pool.close() }, times);
 }
 
 function grpcTarget(o: PerfOptions): PerfTarget {
   const url = serverUrl(o);
   const client = new GrpcInferenceServerClient(url);
-  const request = (inputs: Record<string, NDArray>) => ({ modelName: o.modelName, modelVersion: o.modelVersion, inputs });
+  const times = zeroClientTimes();
+  const calls = new TimedGrpcInfer(client.address, o.modelName, o.modelVersion, times);
   // Streaming: each request on a ModelStreamInfer call of its own (HTTP/2 streams of one
   // connection), done at its final response: a decoupled model's 0..N responses all count.
-  const send = o.streaming
-    ? async (inputs: Record<string, NDArray>): Promise<void> => {
-      for await (const _response of client.streamInfer(request(inputs))) { /* drained */ }
-    }
-    : async (inputs: Record<string, NDArray>): Promise<void> => {
-      await client.infer(request(inputs));
-    };
-  return new ClientTarget(o.streaming ? 'gRPC streaming' : 'gRPC', url, client, o.modelName, o.modelVersion, send);
+  const send = o.streaming ? (inputs: Record<string, NDArray>) => calls.streamInfer(inputs) : (inputs: Record<string, NDArray>) => calls.infer(inputs);
+  return new ClientTarget(o.streaming ? 'gRPC streaming' : 'gRPC', url, client, o.modelName, o.modelVersion, { send, close: () => calls.close() }, times);
 }
 
 /** `triton.infer()` on a repository loaded in this process: no listener, no socket. */
 class InProcessTarget implements PerfTarget {
   readonly kind = 'in-process';
+  readonly clientTimes = zeroClientTimes();
 
   constructor(readonly where: string, private readonly triton: Triton, private readonly o: PerfOptions) {}
 
@@ -132,13 +190,23 @@ class InProcessTarget implements PerfTarget {
   }
 
   async infer(inputs: Record<string, NDArray>): Promise<void> {
+    const start = performance.now();
     const options = { modelVersion: this.#version() };
+    let sent: number;
+    // Both calls check, copy and queue the request before they return: that is the send time.
     // A decoupled model answers 0..N times: the request is done at the stream's end.
     if (this.#model().config.decoupled) {
-      for await (const _response of this.triton.inferStream(this.o.modelName, inputs, options)) { /* drained */ }
+      const responses = this.triton.inferStream(this.o.modelName, inputs, options);
+      sent = performance.now();
+      for await (const _response of responses) { /* drained */ }
     } else {
-      await this.triton.infer(this.o.modelName, inputs, options);
+      const answered = this.triton.infer(this.o.modelName, inputs, options);
+      sent = performance.now();
+      await answered;
     }
+    const end = performance.now();
+    // Nothing to receive: the outputs come as NDArrays, built by the model's completion (in the wait).
+    countRequest(this.clientTimes, start, sent, 0, end);
   }
 
   close(): Promise<void> {
