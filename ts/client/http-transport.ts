@@ -10,6 +10,8 @@ import * as zlib from 'node:zlib';
 import { InferenceServerError } from '../errors';
 import { ClientClosedError, ClientInvalidUrlError, ClientTimeoutError, codeFromHttpStatus } from './errors';
 import { isTlsFailure } from './tls';
+import { HttpConnectionPool, requestHead } from './http-connection';
+import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 
 export interface HttpResponse {
   status: number;
@@ -62,12 +64,19 @@ export interface OpenResponse {
   body: http.IncomingMessage;
 }
 
-/** One server: its base URL, a keep-alive agent, `send` (whole answers) and `open` (streamed answers). */
+/**
+ * One server: its base URL, `send` (whole answers, on the pool's sockets) and `open` (streamed
+ * answers, through node:http's keep-alive agent).
+ */
 export class HttpTransport {
   readonly url: URL;
   readonly #agent: http.Agent;
   readonly #module: typeof http | typeof https;
   readonly #headers: Record<string, string>;
+  /** The URL's path, without its trailing slashes: calls' paths go after it. */
+  readonly #base: string;
+  /** Whole-answer calls (send); the agent serves the streamed ones (open). */
+  readonly #pool: HttpConnectionPool;
   #closed = false;
 
   /**
@@ -91,6 +100,12 @@ export class HttpTransport {
     }
     this.#agent = parsed.protocol === 'https:' ? new https.Agent({ keepAlive: true, maxSockets, ...tls }) : new http.Agent({ keepAlive: true, maxSockets });
     this.#headers = headers;
+    this.#base = parsed.pathname.replace(/\/+$/, '');
+    this.#pool = new HttpConnectionPool({
+      hostname: parsed.hostname, port: Number(parsed.port) || (parsed.protocol === 'https:' ? 443 : 80), origin: parsed.origin,
+      tls: parsed.protocol === 'https:' ? { ...tls } as TlsConnectionOptions : undefined,
+      unreachable: (err) => this.#unreachable(err),
+    }, maxSockets);
   }
 
   /** The error of a request that never got an answer: no connection, or a failed TLS handshake. */
@@ -107,55 +122,19 @@ export class HttpTransport {
     return this.#closed;
   }
 
-  /** Sends one request; resolves with any HTTP answer, rejects on transport failures. */
-  send(request: TransportRequest): Promise<HttpResponse> {
-    if (this.#closed) return Promise.reject(new ClientClosedError());
-    const base = this.url.pathname.replace(/\/+$/, '');
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const fail = (err: Error): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        request.signal?.removeEventListener('abort', onAbort);
-        reject(err);
-      };
-      const req = this.#module.request({
-        agent: this.#agent, method: request.method, host: this.url.hostname, port: this.url.port || undefined,
-        path: base + request.path,
-        headers: { ...this.#headers, ...request.headers, 'Content-Length': request.body?.length ?? 0 },
-      }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('error', (err) => fail(new InferenceServerError('UNAVAILABLE',
-          `the connection to ${this.url.origin} closed before the whole answer arrived: ${err.message}`)));
-        res.on('end', () => {
-          inflate(res.headers['content-encoding'], chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)).then((body) => {
-            if (settled) return;
-            settled = true;
-            clearTimeout(timer);
-            request.signal?.removeEventListener('abort', onAbort);
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
-          }, fail);
-        });
-      });
-      // Registered first: a request destroyed before it was sent still reports its error here.
-      req.on('error', (err: NodeJS.ErrnoException) => {
-        fail(this.#closed ? new ClientClosedError()
-          : this.#unreachable(err));
-      });
-      const timer = setTimeout(() => {
-        fail(new ClientTimeoutError(`${request.method} ${request.path} timed out after ${request.timeoutMs} ms`));
-        req.destroy();
-      }, request.timeoutMs);
-      const onAbort = (): void => {
-        fail(new InferenceServerError('CANCELLED', `${request.method} ${request.path} was cancelled`));
-        req.destroy();
-      };
-      if (request.signal?.aborted) return onAbort();
-      request.signal?.addEventListener('abort', onAbort, { once: true });
-      req.end(request.body);
-    });
+  /**
+   * Sends one request; resolves with any HTTP answer, rejects on transport failures. Written and
+   * read on the pool's own keep-alive sockets (http-connection.ts), not through node:http.
+   */
+  async send(request: TransportRequest): Promise<HttpResponse> {
+    if (this.#closed) throw new ClientClosedError();
+    const head = requestHead(request.method, this.url.host, this.#base + request.path, { ...this.#headers, ...request.headers },
+      request.body?.length ?? 0);
+    const answer = await this.#pool.send(head, request.body, request.timeoutMs, request.signal, (why) => (why === 'timeout'
+      ? new ClientTimeoutError(`${request.method} ${request.path} timed out after ${request.timeoutMs} ms`)
+      : new InferenceServerError('CANCELLED', `${request.method} ${request.path} was cancelled`)));
+    const body = await inflate(answer.headers['content-encoding'], answer.body);
+    return { status: answer.status, headers: answer.headers, body };
   }
 
   /**
@@ -165,7 +144,7 @@ export class HttpTransport {
    */
   open(request: TransportRequest): Promise<OpenResponse> {
     if (this.#closed) return Promise.reject(new ClientClosedError());
-    const base = this.url.pathname.replace(/\/+$/, '');
+    const base = this.#base;
     const cancelled = (): InferenceServerError => new InferenceServerError('CANCELLED', `${request.method} ${request.path} was cancelled`);
     return new Promise((resolve, reject) => {
       let settled = false;
@@ -212,9 +191,10 @@ export class HttpTransport {
     });
   }
 
-  /** Closes the keep-alive sockets; later calls fail with ClientClosedError. */
+  /** Closes the keep-alive sockets; calls in flight and later ones fail with ClientClosedError. */
   close(): void {
     this.#closed = true;
+    this.#pool.close(new ClientClosedError());
     this.#agent.destroy();
   }
 }

@@ -1,0 +1,157 @@
+/**
+ * The HTTP client's keep-alive sockets (ts/client/http-connection.ts) against real servers on
+ * loopback, for what node:http's client used to do for it: request heads built and checked as
+ * node:http checks them, interim (1xx) answers and trailers skipped, at most maxSockets sockets
+ * with the calls beyond them served in turn, a deadline and an abort that drop the socket (the
+ * server sees the close), an idle socket the server closes replaced without a failed call, and
+ * every call in flight failing with ClientClosedError when the client closes. Framing and the
+ * failures of a single exchange are in perf-raw-http.test.ts (perf uses the same pool).
+ */
+import * as http from 'node:http';
+import * as net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { HttpConnectionPool, requestHead, type ServerAddress } from '../../ts/client/http-connection';
+import { ClientClosedError, ClientTimeoutError } from '../../ts/client/errors';
+import { HttpInferenceServerClient } from '../../ts/client/http';
+import { InferenceServerError } from '../../ts/errors';
+
+const servers: net.Server[] = [];
+const pools: HttpConnectionPool[] = [];
+const serverSockets = new Set<net.Socket>();
+
+afterEach(async () => {
+  for (const p of pools.splice(0)) p.close(new ClientClosedError());
+  for (const socket of serverSockets) socket.destroy();
+  serverSockets.clear();
+  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.close(resolve))));
+});
+
+async function listen<T extends net.Server>(server: T): Promise<{ server: T; port: number }> {
+  servers.push(server);
+  server.on('connection', (socket: net.Socket) => serverSockets.add(socket));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+function pool(port: number, maxSockets = Infinity): HttpConnectionPool {
+  const address: ServerAddress = {
+    hostname: '127.0.0.1', port, origin: `http://127.0.0.1:${port}`,
+    unreachable: (err) => new InferenceServerError('UNAVAILABLE', `cannot reach: ${err.code}`),
+  };
+  const p = new HttpConnectionPool(address, maxSockets);
+  pools.push(p);
+  return p;
+}
+
+const failure = (why: 'timeout' | 'abort'): Error =>
+  (why === 'timeout' ? new ClientTimeoutError('too late') : new InferenceServerError('CANCELLED', 'aborted'));
+
+function send(p: HttpConnectionPool, body: string, timeoutMs = 10_000, signal?: AbortSignal): Promise<string> {
+  const head = requestHead('POST', 'x', '/echo', { 'Content-Type': 'text/plain' }, Buffer.byteLength(body));
+  return p.send(head, Buffer.from(body), timeoutMs, signal, failure).then((a) => a.body.toString());
+}
+
+/** A node:http server answering each POST with `re:` and its body, after `delayMs`. */
+function echoServer(delayMs = 0): http.Server {
+  return http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => setTimeout(() => res.end(`re:${Buffer.concat(chunks).toString()}`), delayMs));
+  });
+}
+
+describe('requestHead', () => {
+  test('Host first, the headers (names without case, the last given wins), Content-Length last', () => {
+    const head = requestHead('POST', 'localhost:8000', '/v2/models/m/infer',
+      { 'X-A': 1, 'x-a': 'two', host: 'other:1', 'content-length': 99, 'Transfer-Encoding': 'chunked' }, 5).toString();
+    expect(head).toBe('POST /v2/models/m/infer HTTP/1.1\r\nhost: other:1\r\nx-a: two\r\nContent-Length: 5\r\n\r\n');
+  });
+
+  test('a line break or other forbidden character in a header, or a space in the path, is refused', () => {
+    expect(() => requestHead('GET', 'h', '/p', { 'X-A': 'v\r\nX-Injected: 1' }, 0)).toThrow(/Invalid character in header content/);
+    expect(() => requestHead('GET', 'h', '/p', { 'Bad Name': 'v' }, 0)).toThrow(/Header name must be a valid HTTP token/);
+    expect(() => requestHead('GET', 'h', '/a b', {}, 0)).toThrow(/Request path contains unescaped characters/);
+  });
+});
+
+test('at most maxSockets sockets: calls beyond them wait their turn and all get their own answers', async () => {
+  const { server, port } = await listen(echoServer(5));
+  let connections = 0;
+  server.on('connection', () => connections++);
+  const p = pool(port, 2);
+  const answers = await Promise.all(Array.from({ length: 9 }, (_, i) => send(p, `q${i}`)));
+  expect(answers).toEqual(Array.from({ length: 9 }, (_, i) => `re:q${i}`));
+  expect(connections).toBe(2);
+});
+
+test('a call waiting for a socket still has its deadline', async () => {
+  const { port } = await listen(echoServer(300));
+  const p = pool(port, 1);
+  const first = send(p, 'slow');
+  await expect(send(p, 'queued', 50)).rejects.toBeInstanceOf(ClientTimeoutError);
+  expect(await first).toBe('re:slow');
+  expect(await send(p, 'after')).toBe('re:after');  // the queue did not keep the timed-out call
+});
+
+test('an abort in flight fails the call CANCELLED and closes its socket, which the server sees', async () => {
+  let closed!: () => void;
+  const sawClose = new Promise<void>((resolve) => { closed = resolve; });
+  const { port } = await listen(http.createServer((req) => req.socket.once('close', closed)));  // never answers
+  const controller = new AbortController();
+  const call = send(pool(port), 'x', 10_000, controller.signal);
+  setTimeout(() => controller.abort(), 20);
+  await expect(call).rejects.toMatchObject({ code: 'CANCELLED' });
+  await sawClose;
+});
+
+test('interim 1xx answers are skipped and trailers after a chunked body are read past', async () => {
+  const { port } = await listen(net.createServer((socket) => {
+    socket.on('data', () => socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n' +
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: t\r\n\r\n'));
+  }));
+  const p = pool(port);
+  expect(await send(p, 'x')).toBe('abcde');
+  expect(await send(p, 'y')).toBe('abcde');  // the trailer was consumed: the socket is in step
+});
+
+test('an idle socket the server closes is replaced: the next call does not fail', async () => {
+  // Answers with keep-alive, then closes the socket 20 ms later, as a server's keep-alive timeout does.
+  let connections = 0;
+  const { port } = await listen(net.createServer((socket) => {
+    connections++;
+    socket.on('data', () => {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+      setTimeout(() => socket.end(), 20);
+    });
+  }));
+  const p = pool(port);
+  expect(await send(p, 'a')).toBe('ok');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  expect(await send(p, 'b')).toBe('ok');
+  expect(connections).toBe(2);
+});
+
+test('closing fails the calls in flight and those waiting with the error given', async () => {
+  const { port } = await listen(echoServer(10_000));
+  const p = pool(port, 1);
+  const calls = [send(p, 'in flight'), send(p, 'waiting')];
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  p.close(new ClientClosedError());
+  for (const call of calls) await expect(call).rejects.toBeInstanceOf(ClientClosedError);
+});
+
+test('the HTTP client: compressed answers, its headers on the wire, and a closed client failing its calls', async () => {
+  const seen: http.IncomingHttpHeaders[] = [];
+  const { port } = await listen(http.createServer((req, res) => {
+    seen.push(req.headers);
+    res.setHeader('Content-Encoding', 'gzip');
+    res.setHeader('Content-Type', 'application/json');
+    res.end(gzipSync(Buffer.from('{"live":true}')));
+  }));
+  const client = new HttpInferenceServerClient(`127.0.0.1:${port}`, { headers: { 'X-Default': 'd' } });
+  expect(await client.isServerLive({ headers: { 'X-Call': 'c' } })).toBe(true);
+  expect(seen[0]).toMatchObject({ host: `127.0.0.1:${port}`, 'x-default': 'd', 'x-call': 'c', 'content-length': '0' });
+  await client.close();
+  await expect(client.isServerLive()).rejects.toBeInstanceOf(ClientClosedError);
+});

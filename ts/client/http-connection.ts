@@ -1,0 +1,362 @@
+/**
+ * Whole HTTP/1.1 exchanges on keep-alive sockets that are written and read directly (node:net,
+ * or node:tls for https://), one request at a time on each socket: the HTTP client's calls whose
+ * answer is read whole, and `infernode perf`'s inference requests. Why not node:http's client
+ * (the Agent, ClientRequest and IncomingMessage streams): at concurrency 1 on a 2-core VM a small
+ * inference cost the client 350-430 µs of CPU through it and 180-220 µs here, and one connection
+ * carried 1.5-1.9× fewer calls per second (docs/http.md, "Clients"). Answers streamed as they arrive (server-sent events)
+ * still go through node:http (http-transport.ts, `open`).
+ *
+ * Answers are read as HTTP/1.1 says: after any 1xx heads, a Content-Length body, a chunked body,
+ * or (neither) a body that ends when the server closes. A socket answered with `Connection:
+ * close`, closed, in error, timed out or aborted is dropped; an idle socket the server closes
+ * leaves the pool at once. At most `maxSockets` sockets; calls beyond them wait their turn (FIFO),
+ * within their own deadline. Everything runs on the event loop thread.
+ */
+import * as net from 'node:net';
+import * as tls from 'node:tls';
+import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { InferenceServerError } from '../errors';
+
+/**
+ * An answer as the server sent it: status, lower-cased headers, the body (not decompressed), and
+ * two moments (performance.now()) for perf_analyzer's client timers: when the whole request was
+ * handed to the socket (SEND_END; queued behind a connect on a new socket) and when the first
+ * bytes of the answer arrived (RECV_START).
+ */
+export interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+  sentAt: number;
+  firstByteAt: number;
+}
+
+export interface ServerAddress {
+  /** Host name or address as the URL gives it (IPv6 in brackets). */
+  hostname: string;
+  port: number;
+  /** `http://host:port`, for messages. */
+  origin: string;
+  /** node:tls options (ca, cert, key, checkServerIdentity) for https://; absent for http://. */
+  tls?: tls.ConnectionOptions;
+  /** The error for a socket that never connected (refused, unknown host, failed TLS handshake). */
+  unreachable(err: NodeJS.ErrnoException): Error;
+}
+
+const HEADER_END = Buffer.from('\r\n\r\n');
+const CRLF = Buffer.from('\r\n');
+/** Characters node:http refuses in a request path (ERR_UNESCAPED_CHARACTERS). */
+const INVALID_PATH = /[^\u0021-\u00ff]/;
+
+/**
+ * The bytes of an HTTP/1.1 request head: `Host`, then `headers` (names compared without case, the
+ * last one given wins, as node:http's setHeader does), then `Content-Length`. Names and values are
+ * checked as node:http checks them, so no header can smuggle a line break.
+ */
+export function requestHead(method: string, host: string, path: string, headers: Record<string, string | number>, bodyLength: number): Buffer {
+  if (INVALID_PATH.test(path)) throw new TypeError(`Request path contains unescaped characters: ${JSON.stringify(path)}`);
+  const merged = new Map<string, [string, string]>([['host', ['Host', host]]]);
+  for (const [name, value] of Object.entries(headers)) {
+    validateHeaderName(name);
+    validateHeaderValue(name, String(value));
+    merged.set(name.toLowerCase(), [name, String(value)]);
+  }
+  merged.delete('content-length');
+  merged.delete('transfer-encoding');
+  merged.set('content-length', ['Content-Length', String(bodyLength)]);
+  let head = `${method} ${path} HTTP/1.1\r\n`;
+  for (const [name, value] of merged.values()) head += `${name}: ${value}\r\n`;
+  return Buffer.from(`${head}\r\n`, 'latin1');
+}
+
+/** One parsed answer head: status, lower-cased headers, where the body starts. */
+interface Head {
+  status: number;
+  headers: Record<string, string>;
+  bodyStart: number;
+}
+
+function parseHead(buf: Buffer, end: number): Head {
+  const lines = buf.toString('latin1', 0, end).split('\r\n');
+  if (!/^HTTP\/1\.[01] \d{3}/.test(lines[0])) throw new Error(`not an HTTP/1.1 answer: ${JSON.stringify(lines[0].slice(0, 80))}`);
+  const headers: Record<string, string> = {};
+  for (let i = 1; i < lines.length; i++) {
+    const colon = lines[i].indexOf(':');
+    if (colon <= 0) continue;
+    const name = lines[i].slice(0, colon).trim().toLowerCase();
+    const value = lines[i].slice(colon + 1).trim();
+    headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+  }
+  return { status: Number(lines[0].slice(9, 12)), headers, bodyStart: end + HEADER_END.length };
+}
+
+/**
+ * The body of a chunked answer when `buf` holds all of it (from `start`): the joined chunks and
+ * where the answer ends (after any trailers); null while incomplete.
+ */
+function chunkedBody(buf: Buffer, start: number): { body: Buffer; end: number } | null {
+  const parts: Buffer[] = [];
+  let at = start;
+  for (;;) {
+    const lineEnd = buf.indexOf(CRLF, at);
+    if (lineEnd < 0) return null;
+    const size = parseInt(buf.toString('latin1', at, lineEnd).split(';')[0], 16);
+    if (!Number.isFinite(size) || size < 0) throw new Error('malformed chunk size in a chunked answer');
+    if (size === 0) {
+      // Trailer lines, if any, then the empty line.
+      let line = lineEnd + 2;
+      for (;;) {
+        const next = buf.indexOf(CRLF, line);
+        if (next < 0) return null;
+        if (next === line) return { body: parts.length === 1 ? parts[0] : Buffer.concat(parts), end: next + 2 };
+        line = next + 2;
+      }
+    }
+    if (buf.length < lineEnd + 2 + size + 2) return null;
+    parts.push(buf.subarray(lineEnd + 2, lineEnd + 2 + size));
+    at = lineEnd + 2 + size + 2;
+  }
+}
+
+/** Where a complete answer's body is in `buf` (its head parsed); null while incomplete. */
+function answerBody(buf: Buffer, head: Head, closed: boolean): { body: Buffer; end: number } | null {
+  if (head.headers['transfer-encoding']?.toLowerCase().includes('chunked')) return chunkedBody(buf, head.bodyStart);
+  if (head.headers['content-length'] !== undefined) {
+    const length = Number(head.headers['content-length']);
+    if (!Number.isSafeInteger(length) || length < 0) throw new Error(`bad Content-Length '${head.headers['content-length']}'`);
+    const end = head.bodyStart + length;
+    return buf.length < end ? null : { body: buf.subarray(head.bodyStart, end), end };
+  }
+  if (head.status === 204 || head.status === 304) return { body: Buffer.alloc(0), end: head.bodyStart };
+  // Neither: the body ends when the server closes.
+  return closed ? { body: buf.subarray(head.bodyStart), end: buf.length } : null;
+}
+
+interface Waiting {
+  resolve(answer: RawAnswer): void;
+  reject(err: Error): void;
+}
+
+/** One keep-alive socket and the request in flight on it, if any. */
+class Connection {
+  readonly socket: net.Socket;
+  reusable = true;
+  #pending: Buffer = Buffer.alloc(0);
+  #head: Head | null = null;
+  #waiting: Waiting | null = null;
+  #connected = false;
+  /** Answers read on this socket so far. */
+  #answers = 0;
+  /** The request in flight: when it was written, when its answer's first bytes came (-1: not yet). */
+  #sentAt = 0;
+  #firstByteAt = -1;
+
+  constructor(private readonly address: ServerAddress, private readonly onGone: (c: Connection) => void) {
+    const host = address.hostname.replace(/^\[(.*)\]$/, '$1');
+    const secure = address.tls !== undefined;
+    this.socket = secure
+      ? tls.connect({ ...address.tls, host, port: address.port, servername: net.isIP(host) ? undefined : host })
+      : net.connect(address.port, host);
+    this.socket.setNoDelay(true);
+    this.socket.once(secure ? 'secureConnect' : 'connect', () => { this.#connected = true; });
+    this.socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+    this.socket.on('error', (err: NodeJS.ErrnoException) => this.#gone(this.#connected
+      ? new InferenceServerError('UNAVAILABLE', `the connection to ${address.origin} failed before the whole answer arrived: ${err.message}`)
+      : address.unreachable(err)));
+    this.socket.on('close', () => this.#onClose());
+  }
+
+  get busy(): boolean {
+    return this.#waiting !== null;
+  }
+
+  /** Writes one request; settles with its whole answer, or fails when the socket goes first. */
+  send(head: Buffer, body: Buffer | undefined): Promise<RawAnswer> {
+    return new Promise((resolve, reject) => {
+      this.#waiting = { resolve, reject };
+      this.#firstByteAt = -1;
+      if (body && body.length > 0) {
+        this.socket.cork();
+        this.socket.write(head);
+        this.socket.write(body);
+        this.socket.uncork();
+      } else {
+        this.socket.write(head);
+      }
+      this.#sentAt = performance.now();
+    });
+  }
+
+  /** Drops the socket; the request on it (if any) fails with `err`. */
+  destroy(err: Error): void {
+    this.#gone(err);
+    this.socket.destroy();
+  }
+
+  #onData(chunk: Buffer): void {
+    if (this.#firstByteAt < 0) this.#firstByteAt = performance.now();
+    this.#pending = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
+    try {
+      this.#tryAnswer(false);
+    } catch (err) {
+      this.destroy(new InferenceServerError('UNAVAILABLE', `the answer from ${this.address.origin} could not be read: ${(err as Error).message}`));
+    }
+  }
+
+  /** Settles the request once its whole answer is here (`closed`: the server has closed the socket). */
+  #tryAnswer(closed: boolean): void {
+    for (;;) {
+      if (!this.#head) {
+        const end = this.#pending.indexOf(HEADER_END);
+        if (end < 0) return;
+        this.#head = parseHead(this.#pending, end);
+      }
+      if (this.#head.status >= 200 || this.#head.status === 101) break;
+      // An interim answer (100 Continue, 103 Early Hints): the final one follows.
+      this.#pending = this.#pending.subarray(this.#head.bodyStart);
+      this.#head = null;
+    }
+    const head = this.#head;
+    const found = answerBody(this.#pending, head, closed);
+    if (!found) return;
+    if (!this.#waiting) throw new Error(`an answer (HTTP ${head.status}) came with no request waiting for it`);
+    if (head.headers.connection?.toLowerCase() === 'close' || closed || head.status === 101) this.reusable = false;
+    const waiting = this.#waiting;
+    // The body is copied out of the read buffers only when more bytes follow it there.
+    const body = found.end < this.#pending.length ? Buffer.from(found.body) : found.body;
+    this.#pending = this.#pending.subarray(found.end);
+    this.#head = null;
+    this.#waiting = null;
+    this.#answers++;
+    if (!this.reusable) this.socket.end();
+    waiting.resolve({ status: head.status, headers: head.headers, body, sentAt: this.#sentAt, firstByteAt: this.#firstByteAt });
+  }
+
+  #onClose(): void {
+    if (this.#waiting && this.#head) {
+      try {
+        this.#tryAnswer(true);
+      } catch { /* reported below as an answer cut off */ }
+    }
+    const origin = this.address.origin;
+    this.#gone(new InferenceServerError('UNAVAILABLE', this.#pending.length > 0 || this.#head
+      ? `the connection to ${origin} closed before the whole answer arrived`
+      : `the server at ${origin} closed the connection without answering` +
+        (this.address.tls || this.#answers > 0 ? '' : ' (an https:// server does this to a plain http:// client)')));
+  }
+
+  /** Leaves the pool (idle or not); a request still waiting on this socket fails with `err`. */
+  #gone(err: Error): void {
+    this.reusable = false;
+    const waiting = this.#waiting;
+    this.#waiting = null;
+    this.onGone(this);
+    waiting?.reject(err);
+  }
+}
+
+/** A call waiting for a socket (every one busy, no more may be opened). */
+interface Turn {
+  start(connection: Connection): void;
+  fail(err: Error): void;
+}
+
+/** Keep-alive sockets to one server, each carrying one request at a time. */
+export class HttpConnectionPool {
+  readonly #idle: Connection[] = [];
+  readonly #all = new Set<Connection>();
+  readonly #turns: Turn[] = [];
+  #closed = false;
+
+  constructor(private readonly address: ServerAddress, private readonly maxSockets = Infinity) {}
+
+  /**
+   * Sends one request (`head` from requestHead, then `body`) and resolves with its answer.
+   * `failure()` makes the error for a deadline past (`timeoutMs`, waiting for a socket included)
+   * or an aborted `signal`; either drops the socket the request is on, as node:http does.
+   */
+  send(head: Buffer, body: Buffer | undefined, timeoutMs: number, signal: AbortSignal | undefined,
+    failure: (why: 'timeout' | 'abort') => Error): Promise<RawAnswer> {
+    return new Promise((resolve, reject) => {
+      let connection: Connection | null = null;
+      let settled = false;
+      const finish = (err: Error | null, answer?: RawAnswer): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        const queued = this.#turns.indexOf(turn);
+        if (queued >= 0) this.#turns.splice(queued, 1);
+        if (err) reject(err);
+        else resolve(answer!);
+      };
+      const stop = (why: 'timeout' | 'abort'): void => {
+        const err = failure(why);
+        if (connection?.busy) connection.destroy(err);
+        finish(err);
+      };
+      const onAbort = (): void => stop('abort');
+      const timer = setTimeout(() => stop('timeout'), timeoutMs);
+      const turn: Turn = {
+        start: (c) => {
+          connection = c;
+          c.send(head, body).then((answer) => {
+            this.#release(c);
+            finish(null, answer);
+          }, (err: Error) => finish(err));
+        },
+        fail: (err) => finish(err),
+      };
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const idle = this.#take();
+      if (idle) turn.start(idle);
+      else this.#turns.push(turn);
+    });
+  }
+
+  /** Drops every socket; requests in flight or waiting fail with `err`. */
+  close(err: Error): void {
+    this.#closed = true;
+    for (const c of [...this.#all]) c.destroy(err);
+    for (const turn of this.#turns.splice(0)) turn.fail(err);
+  }
+
+  /** An idle socket, a new one while fewer than maxSockets are open, or null (wait for a turn). */
+  #take(): Connection | null {
+    const idle = this.#idle.pop();
+    if (idle) return idle;
+    if (this.#all.size >= this.maxSockets) return null;
+    const connection = new Connection(this.address, (gone) => this.#forget(gone));
+    this.#all.add(connection);
+    return connection;
+  }
+
+  /** A socket whose request has its answer: the next waiting call takes it, or it waits idle. */
+  #release(connection: Connection): void {
+    if (this.#closed) return;
+    if (!connection.reusable) {
+      this.#startWaiting();
+      return;
+    }
+    const turn = this.#turns.shift();
+    if (turn) turn.start(connection);
+    else this.#idle.push(connection);
+  }
+
+  #forget(gone: Connection): void {
+    this.#all.delete(gone);
+    const at = this.#idle.indexOf(gone);
+    if (at >= 0) this.#idle.splice(at, 1);
+    if (!this.#closed) this.#startWaiting();
+  }
+
+  /** A socket gone frees a place: the next waiting call opens a new one. */
+  #startWaiting(): void {
+    if (this.#turns.length === 0) return;
+    const connection = this.#take();
+    if (connection) this.#turns.shift()!.start(connection);
+  }
+}
