@@ -155,3 +155,43 @@ test('the HTTP client: compressed answers, its headers on the wire, and a closed
   await client.close();
   await expect(client.isServerLive()).rejects.toBeInstanceOf(ClientClosedError);
 });
+
+test('large answers arriving in many reads, by Content-Length and chunked, come back byte for byte', async () => {
+  const size = 8 * 1024 * 1024 + 13;
+  const payload = Buffer.alloc(size);
+  for (let i = 0; i < size; i++) payload[i] = (i * 31 + (i >> 11)) & 0xff;
+  const { port } = await listen(http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const chunked = req.url === '/chunked';
+      if (!chunked) res.setHeader('Content-Length', size);
+      // Written in pieces of 1000-odd bytes: the client reads them in many small reads.
+      let at = 0;
+      const more = (): void => {
+        while (at < size) {
+          const next = Math.min(size, at + 1000 + (at % 7));
+          const ok = res.write(payload.subarray(at, next));
+          at = next;
+          if (!ok) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      more();
+    });
+  }));
+  const p = pool(port);
+  for (const path of ['/length', '/chunked', '/length']) {
+    const answer = await p.send(requestHead('GET', 'x', path, {}, 0), undefined, 60_000, undefined, failure);
+    expect(answer.body.length).toBe(size);
+    expect(answer.body.equals(payload)).toBe(true);
+  }
+});
+
+test('an answer head that never ends is refused rather than buffered without bound', async () => {
+  const { port } = await listen(net.createServer((socket) => {
+    socket.once('data', () => socket.write(`HTTP/1.1 200 OK\r\nX-Long: ${'a'.repeat(100 * 1024)}`));
+  }));
+  await expect(send(pool(port), 'x')).rejects.toMatchObject({
+    code: 'UNAVAILABLE', message: expect.stringContaining('could not be read: an answer head longer than 65536 bytes'),
+  });
+});

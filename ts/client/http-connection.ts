@@ -4,13 +4,12 @@
  * answer is read whole, and `infernode perf`'s inference requests. Why not node:http's client
  * (the Agent, ClientRequest and IncomingMessage streams): at concurrency 1 on a 2-core VM a small
  * inference cost the client 350-430 µs of CPU through it and 180-220 µs here, and one connection
- * carried 1.5-1.9× fewer calls per second (docs/http.md, "Clients"). Answers streamed as they arrive (server-sent events)
- * still go through node:http (http-transport.ts, `open`).
+ * carried 1.5-1.9× fewer calls per second (docs/http.md, "Clients"). Answers streamed as they
+ * arrive (server-sent events) still go through node:http (http-transport.ts, `open`).
  *
- * Answers are read as HTTP/1.1 says: after any 1xx heads, a Content-Length body, a chunked body,
- * or (neither) a body that ends when the server closes. A socket answered with `Connection:
- * close`, closed, in error, timed out or aborted is dropped; an idle socket the server closes
- * leaves the pool at once. At most `maxSockets` sockets; calls beyond them wait their turn (FIFO),
+ * Answers are read by http-answer-reader.ts. A socket answered with `Connection: close`, closed,
+ * in error, timed out or aborted is dropped; an idle socket the server closes leaves the pool at
+ * once. At most `maxSockets` sockets; calls beyond them wait their turn (FIFO),
  * within their own deadline. Everything runs on the event loop thread.
  */
 import * as net from 'node:net';
@@ -18,6 +17,7 @@ import * as tls from 'node:tls';
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { InferenceServerError } from '../errors';
+import { AnswerReader } from './http-answer-reader';
 
 /**
  * An answer as the server sent it: status, lower-cased headers, the body (not decompressed), and
@@ -45,8 +45,6 @@ export interface ServerAddress {
   unreachable(err: NodeJS.ErrnoException): Error;
 }
 
-const HEADER_END = Buffer.from('\r\n\r\n');
-const CRLF = Buffer.from('\r\n');
 /** Characters node:http refuses in a request path (ERR_UNESCAPED_CHARACTERS). */
 const INVALID_PATH = /[^\u0021-\u00ff]/;
 
@@ -71,69 +69,6 @@ export function requestHead(method: string, host: string, path: string, headers:
   return Buffer.from(`${head}\r\n`, 'latin1');
 }
 
-/** One parsed answer head: status, lower-cased headers, where the body starts. */
-interface Head {
-  status: number;
-  headers: Record<string, string>;
-  bodyStart: number;
-}
-
-function parseHead(buf: Buffer, end: number): Head {
-  const lines = buf.toString('latin1', 0, end).split('\r\n');
-  if (!/^HTTP\/1\.[01] \d{3}/.test(lines[0])) throw new Error(`not an HTTP/1.1 answer: ${JSON.stringify(lines[0].slice(0, 80))}`);
-  const headers: Record<string, string> = {};
-  for (let i = 1; i < lines.length; i++) {
-    const colon = lines[i].indexOf(':');
-    if (colon <= 0) continue;
-    const name = lines[i].slice(0, colon).trim().toLowerCase();
-    const value = lines[i].slice(colon + 1).trim();
-    headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
-  }
-  return { status: Number(lines[0].slice(9, 12)), headers, bodyStart: end + HEADER_END.length };
-}
-
-/**
- * The body of a chunked answer when `buf` holds all of it (from `start`): the joined chunks and
- * where the answer ends (after any trailers); null while incomplete.
- */
-function chunkedBody(buf: Buffer, start: number): { body: Buffer; end: number } | null {
-  const parts: Buffer[] = [];
-  let at = start;
-  for (;;) {
-    const lineEnd = buf.indexOf(CRLF, at);
-    if (lineEnd < 0) return null;
-    const size = parseInt(buf.toString('latin1', at, lineEnd).split(';')[0], 16);
-    if (!Number.isFinite(size) || size < 0) throw new Error('malformed chunk size in a chunked answer');
-    if (size === 0) {
-      // Trailer lines, if any, then the empty line.
-      let line = lineEnd + 2;
-      for (;;) {
-        const next = buf.indexOf(CRLF, line);
-        if (next < 0) return null;
-        if (next === line) return { body: parts.length === 1 ? parts[0] : Buffer.concat(parts), end: next + 2 };
-        line = next + 2;
-      }
-    }
-    if (buf.length < lineEnd + 2 + size + 2) return null;
-    parts.push(buf.subarray(lineEnd + 2, lineEnd + 2 + size));
-    at = lineEnd + 2 + size + 2;
-  }
-}
-
-/** Where a complete answer's body is in `buf` (its head parsed); null while incomplete. */
-function answerBody(buf: Buffer, head: Head, closed: boolean): { body: Buffer; end: number } | null {
-  if (head.headers['transfer-encoding']?.toLowerCase().includes('chunked')) return chunkedBody(buf, head.bodyStart);
-  if (head.headers['content-length'] !== undefined) {
-    const length = Number(head.headers['content-length']);
-    if (!Number.isSafeInteger(length) || length < 0) throw new Error(`bad Content-Length '${head.headers['content-length']}'`);
-    const end = head.bodyStart + length;
-    return buf.length < end ? null : { body: buf.subarray(head.bodyStart, end), end };
-  }
-  if (head.status === 204 || head.status === 304) return { body: Buffer.alloc(0), end: head.bodyStart };
-  // Neither: the body ends when the server closes.
-  return closed ? { body: buf.subarray(head.bodyStart), end: buf.length } : null;
-}
-
 interface Waiting {
   resolve(answer: RawAnswer): void;
   reject(err: Error): void;
@@ -143,8 +78,7 @@ interface Waiting {
 class Connection {
   readonly socket: net.Socket;
   reusable = true;
-  #pending: Buffer = Buffer.alloc(0);
-  #head: Head | null = null;
+  readonly #reader = new AnswerReader();
   #waiting: Waiting | null = null;
   #connected = false;
   /** Answers read on this socket so far. */
@@ -197,7 +131,7 @@ class Connection {
 
   #onData(chunk: Buffer): void {
     if (this.#firstByteAt < 0) this.#firstByteAt = performance.now();
-    this.#pending = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
+    this.#reader.push(chunk);
     try {
       this.#tryAnswer(false);
     } catch (err) {
@@ -207,27 +141,12 @@ class Connection {
 
   /** Settles the request once its whole answer is here (`closed`: the server has closed the socket). */
   #tryAnswer(closed: boolean): void {
-    for (;;) {
-      if (!this.#head) {
-        const end = this.#pending.indexOf(HEADER_END);
-        if (end < 0) return;
-        this.#head = parseHead(this.#pending, end);
-      }
-      if (this.#head.status >= 200 || this.#head.status === 101) break;
-      // An interim answer (100 Continue, 103 Early Hints): the final one follows.
-      this.#pending = this.#pending.subarray(this.#head.bodyStart);
-      this.#head = null;
-    }
-    const head = this.#head;
-    const found = answerBody(this.#pending, head, closed);
-    if (!found) return;
+    const answer = this.#reader.next(closed);
+    if (!answer) return;
+    const { head, body } = answer;
     if (!this.#waiting) throw new Error(`an answer (HTTP ${head.status}) came with no request waiting for it`);
     if (head.headers.connection?.toLowerCase() === 'close' || closed || head.status === 101) this.reusable = false;
     const waiting = this.#waiting;
-    // The body is copied out of the read buffers only when more bytes follow it there.
-    const body = found.end < this.#pending.length ? Buffer.from(found.body) : found.body;
-    this.#pending = this.#pending.subarray(found.end);
-    this.#head = null;
     this.#waiting = null;
     this.#answers++;
     if (!this.reusable) this.socket.end();
@@ -235,13 +154,13 @@ class Connection {
   }
 
   #onClose(): void {
-    if (this.#waiting && this.#head) {
+    if (this.#waiting && this.#reader.started) {
       try {
         this.#tryAnswer(true);
       } catch { /* reported below as an answer cut off */ }
     }
     const origin = this.address.origin;
-    this.#gone(new InferenceServerError('UNAVAILABLE', this.#pending.length > 0 || this.#head
+    this.#gone(new InferenceServerError('UNAVAILABLE', this.#reader.started
       ? `the connection to ${origin} closed before the whole answer arrived`
       : `the server at ${origin} closed the connection without answering` +
         (this.address.tls || this.#answers > 0 ? '' : ' (an https:// server does this to a plain http:// client)')));
