@@ -9,6 +9,8 @@
  */
 import * as http from 'node:http';
 import * as net from 'node:net';
+import * as path from 'node:path';
+import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { HttpConnectionPool, requestHead, type ServerAddress } from '../../ts/client/http-connection';
@@ -194,4 +196,20 @@ test('an answer head that never ends is refused rather than buffered without bou
   await expect(send(pool(port), 'x')).rejects.toMatchObject({
     code: 'UNAVAILABLE', message: expect.stringContaining('could not be read: an answer head longer than 65536 bytes'),
   });
+});
+
+test('a program that never closes its client still exits: idle sockets do not hold the event loop', async () => {
+  const { server, port } = await listen(echoServer());
+  server.keepAliveTimeout = 0;  // the server never closes the idle socket itself
+  const lib = path.join(__dirname, '..', '..', 'lib', 'index.js');
+  const script = `const { HttpInferenceServerClient } = require(${JSON.stringify(lib)});
+    new HttpInferenceServerClient('127.0.0.1:${port}').isServerLive().then((live) => console.log('live', live));`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  const killer = setTimeout(() => child.kill(), 20_000);  // a process held open fails here, not by jest's timeout
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  clearTimeout(killer);
+  expect(out.trim()).toBe('live true');  // the echo server answers every path with 200
+  expect(code).toBe(0);
 });

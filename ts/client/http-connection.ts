@@ -45,6 +45,8 @@ export interface ServerAddress {
   unreachable(err: NodeJS.ErrnoException): Error;
 }
 
+/** TCP keep-alive on every socket, so a dead peer of an idle socket is noticed (node:http's Agent: 1 s). */
+const KEEP_ALIVE_PROBE_MS = 1000;
 /** Characters node:http refuses in a request path (ERR_UNESCAPED_CHARACTERS). */
 const INVALID_PATH = /[^\u0021-\u00ff]/;
 
@@ -94,7 +96,12 @@ class Connection {
       ? tls.connect({ ...address.tls, host, port: address.port, servername: net.isIP(host) ? undefined : host })
       : net.connect(address.port, host);
     this.socket.setNoDelay(true);
+    this.socket.setKeepAlive(true, KEEP_ALIVE_PROBE_MS);
     this.socket.once(secure ? 'secureConnect' : 'connect', () => { this.#connected = true; });
+    // The server ended an idle socket (its keep-alive timeout): out of the pool before a call takes it.
+    this.socket.on('end', () => {
+      if (!this.#waiting) this.#gone(new InferenceServerError('UNAVAILABLE', `the server at ${address.origin} closed the connection`));
+    });
     this.socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     this.socket.on('error', (err: NodeJS.ErrnoException) => this.#gone(this.#connected
       ? new InferenceServerError('UNAVAILABLE', `the connection to ${address.origin} failed before the whole answer arrived: ${err.message}`)
@@ -104,6 +111,15 @@ class Connection {
 
   get busy(): boolean {
     return this.#waiting !== null;
+  }
+
+  /**
+   * Idle: the socket does not keep the process alive (as node:http's Agent unrefs its free
+   * sockets), so a program that never closes its client still exits.
+   */
+  idle(idle: boolean): void {
+    if (idle) this.socket.unref();
+    else this.socket.ref();
   }
 
   /** Writes one request; settles with its whole answer, or fails when the socket goes first. */
@@ -246,7 +262,10 @@ export class HttpConnectionPool {
   /** An idle socket, a new one while fewer than maxSockets are open, or null (wait for a turn). */
   #take(): Connection | null {
     const idle = this.#idle.pop();
-    if (idle) return idle;
+    if (idle) {
+      idle.idle(false);
+      return idle;
+    }
     if (this.#all.size >= this.maxSockets) return null;
     const connection = new Connection(this.address, (gone) => this.#forget(gone));
     this.#all.add(connection);
@@ -261,8 +280,12 @@ export class HttpConnectionPool {
       return;
     }
     const turn = this.#turns.shift();
-    if (turn) turn.start(connection);
-    else this.#idle.push(connection);
+    if (turn) {
+      turn.start(connection);
+    } else {
+      connection.idle(true);
+      this.#idle.push(connection);
+    }
   }
 
   #forget(gone: Connection): void {
