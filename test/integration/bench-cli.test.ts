@@ -12,7 +12,7 @@ beforeAll(() => ensureLib());
 test('an unknown scenario exits 2 naming it and listing the valid ones', () => {
   const run = spawnSync(process.execPath, [path.join(LIB, 'bench', 'main.js'), 'onnx', 'onxx'], { encoding: 'utf8' });
   expect(run.status).toBe(2);
-  expect(run.stderr).toContain("bench: unknown scenario 'onxx'; the scenarios are: inprocess, http, grpc, stream, cache, ensemble, gpu,");
+  expect(run.stderr).toContain("bench: unknown scenario 'onxx'; the scenarios are: inprocess, http, client, grpc, stream, cache, ensemble, gpu,");
   expect(run.stderr).toContain('onnx, onnx-large (none named: all of them)');
   expect(run.stdout).toBe('');
 });

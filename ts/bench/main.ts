@@ -10,6 +10,7 @@ import { native } from '../native';
 import { runInProcessBench, type InProcessResult } from './inprocess';
 import { grpcMarkdown, runGrpcBench } from './grpc';
 import { httpMarkdown, runHttpBench } from './http';
+import { clientMarkdown, runClientBench } from './client';
 import { BENCH_MODELS, onnxChart, onnxMarkdown, runOnnxBench } from './onnx';
 import { runStreamBench, streamMarkdown } from './stream';
 import { cacheMarkdown, runCacheBench } from './cache';
@@ -88,7 +89,7 @@ function write(name: string, json: unknown, markdown: string): void {
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);
   const scenarios = [
-    'inprocess', 'http', 'grpc', 'stream', 'cache', 'ensemble', 'gpu', 'timeline',
+    'inprocess', 'http', 'client', 'grpc', 'stream', 'cache', 'ensemble', 'gpu', 'timeline',
     ...SEQUENCE_SIZES.map((s) => s.scenario), ...BENCH_MODELS.map((m) => m.scenario),
   ];
   const unknown = wanted.filter((name) => !scenarios.includes(name));
@@ -105,6 +106,10 @@ async function main(): Promise<void> {
   if (want('http')) {
     const result = await runHttpBench();
     write('http', result, httpMarkdown(result, machineDescription()));
+  }
+  if (want('client')) {
+    const result = await runClientBench();
+    write('client', result, clientMarkdown(result, machineDescription()));
   }
   if (want('grpc')) {
     const result = await runGrpcBench();

@@ -3,8 +3,8 @@
  * or node:tls for https://), one request at a time on each socket: the HTTP client's calls whose
  * answer is read whole, and `infernode perf`'s inference requests. Why not node:http's client
  * (the Agent, ClientRequest and IncomingMessage streams): at concurrency 1 on a 2-core VM a small
- * inference cost the client 350-430 µs of CPU through it and 180-220 µs here, and one connection
- * carried 1.5-1.9× fewer calls per second (docs/http.md, "Clients"). Answers streamed as they
+ * inference cost the client 220-315 µs of CPU through it and 120-205 µs here, and one connection
+ * carried 1.4-1.8× fewer calls per second (docs/http.md, "Clients"). Answers streamed as they
  * arrive (server-sent events) still go through node:http (http-transport.ts, `open`).
  *
  * Answers are read by http-answer-reader.ts. A socket answered with `Connection: close`, closed,
