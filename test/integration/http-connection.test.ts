@@ -213,3 +213,84 @@ test('a program that never closes its client still exits: idle sockets do not ho
   expect(out.trim()).toBe('live true');  // the echo server answers every path with 200
   expect(code).toBe(0);
 });
+
+describe('sockets that must not be reused', () => {
+  /** A raw server answering each request with `answers(n)` for the n-th request on a socket; counts sockets. */
+  async function rawServer(answer: (n: number) => string): Promise<{ port: number; sockets: () => number }> {
+    let sockets = 0;
+    const { port } = await listen(net.createServer((socket) => {
+      sockets++;
+      let n = 0;
+      socket.on('data', () => socket.write(answer(n++)));
+    }));
+    return { port, sockets: () => sockets };
+  }
+
+  test('bytes after an answer: the socket is dropped, so they never answer the next request', async () => {
+    const { port, sockets } = await rawServer((n) => `HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nA${n}` +
+      'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nSTALE');
+    const p = pool(port);
+    expect(await send(p, 'x')).toBe('A0');
+    expect(await send(p, 'y')).toBe('A0');  // a new socket's first answer, not "STALE"
+    expect(sockets()).toBe(2);
+  });
+
+  test('bytes on an idle socket drop it', async () => {
+    let connections = 0;
+    const { port } = await listen(net.createServer((socket) => {
+      connections++;
+      socket.on('data', () => {
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+        setTimeout(() => socket.write('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n'), 20);
+      });
+    }));
+    const p = pool(port);
+    expect(await send(p, 'x')).toBe('ok');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await send(p, 'y')).toBe('ok');
+    expect(connections).toBe(2);
+  });
+
+  test('HTTP/1.0 without keep-alive, and Connection: close, free their place at once (maxSockets 1)', async () => {
+    for (const head of ['HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok', 'HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok']) {
+      // The server never closes its side: the next call must not wait for it.
+      const { port, sockets } = await rawServer(() => head);
+      const p = pool(port, 1);
+      expect(await send(p, 'a', 5000)).toBe('ok');
+      expect(await send(p, 'b', 5000)).toBe('ok');
+      expect(sockets()).toBe(2);
+    }
+  });
+
+  test('a 304 or 204 with a Content-Length has no body, and the socket stays in step', async () => {
+    const { port, sockets } = await rawServer((n) => (n % 2 === 0
+      ? 'HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n' : 'HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\n'));
+    const p = pool(port);
+    for (const status of [304, 204, 304]) {
+      const answer = await p.send(requestHead('GET', 'x', '/', {}, 0), undefined, 5000, undefined, failure);
+      expect([answer.status, answer.body.length]).toEqual([status, 0]);
+    }
+    expect(sockets()).toBe(1);
+  });
+});
+
+test('maxSockets 0 (or negative) means no limit, as with node:http', async () => {
+  const { port } = await listen(echoServer(5));
+  for (const max of [0, -1, Number.NaN]) {
+    const p = pool(port, max);
+    expect(await Promise.all([send(p, 'a', 5000), send(p, 'b', 5000)])).toEqual(['re:a', 're:b']);
+  }
+});
+
+test('TLS options node:tls refuses at once fail the call at once (not at its deadline), UNAVAILABLE', async () => {
+  const { port } = await listen(echoServer());
+  const address: ServerAddress = {
+    hostname: '127.0.0.1', port, origin: `https://127.0.0.1:${port}`,
+    tls: { cert: 'not a certificate', key: 'not a key' },
+    unreachable: (err) => new InferenceServerError('UNAVAILABLE', `cannot reach: ${err.message}`),
+  };
+  const p = new HttpConnectionPool(address);
+  pools.push(p);
+  // A 60 s deadline: waiting for it would outlast jest's 30 s limit.
+  await expect(p.send(requestHead('GET', 'x', '/', {}, 0), undefined, 60_000, undefined, failure)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+});

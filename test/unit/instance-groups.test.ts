@@ -23,8 +23,9 @@ describe('instanceDevices', () => {
   });
 });
 
+const kinds = (placed: PlacedGroup[]): [string, number[], boolean][] => placed.map((p) => [p.group.kind, p.group.gpus, p.fromAuto]);
+
 describe('placeInstanceGroups (Triton\'s NormalizeInstanceGroup and ValidateInstanceGroup)', () => {
-  const kinds = (placed: PlacedGroup[]): [string, number[], boolean][] => placed.map((p) => [p.group.kind, p.group.gpus, p.fromAuto]);
 
   test('KIND_GPU listing none gets every GPU present; listed ones are kept in their order', () => {
     expect(kinds(placeInstanceGroups('m', [group({ count: 2 }), group({ name: 'h', gpus: [1, 0] })], 3)))
@@ -57,6 +58,12 @@ describe('placeInstanceGroups (Triton\'s NormalizeInstanceGroup and ValidateInst
         'device); use kind KIND_AUTO (the GPU when there is one, else the CPU) or KIND_CPU');
     }
   });
+});
+
+test('KIND_GPU with an addon built without CUDA is refused with Triton\'s text for a server without GPU support', () => {
+  expect(() => placeInstanceGroups('m', [group({ name: 'm_0' })], 0, false)).toThrow(
+    'instance group m_0 of model m has kind KIND_GPU but server does not support GPUs (this build of infernode\'s addon has no CUDA');
+  expect(kinds(placeInstanceGroups('m', [group({ kind: 'KIND_AUTO' })], 0, false))).toEqual([['KIND_CPU', [], false]]);
 });
 
 describe('onnxSessionGroups', () => {

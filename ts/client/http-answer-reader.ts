@@ -14,10 +14,15 @@ const CRLF = Buffer.from('\r\n');
 const MAX_HEAD_BYTES = 64 * 1024;
 const EMPTY = Buffer.alloc(0);
 
-/** An answer head: status, lower-cased headers (repeated ones joined with ", "). */
+/**
+ * An answer head: status, lower-cased headers (repeated ones joined with ", "; an object without
+ * a prototype), and whether the socket may carry another request after it (HTTP/1.1 unless
+ * `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`).
+ */
 export interface AnswerHead {
   status: number;
   headers: Record<string, string>;
+  keepAlive: boolean;
 }
 
 /** The received bytes not yet consumed, in one buffer. */
@@ -69,7 +74,7 @@ class ReadBuffer {
 function parseHead(buf: Buffer, end: number): AnswerHead {
   const lines = buf.toString('latin1', 0, end).split('\r\n');
   if (!/^HTTP\/1\.[01] \d{3}/.test(lines[0])) throw new Error(`not an HTTP/1.1 answer: ${JSON.stringify(lines[0].slice(0, 80))}`);
-  const headers: Record<string, string> = {};
+  const headers = Object.create(null) as Record<string, string>;
   for (let i = 1; i < lines.length; i++) {
     const colon = lines[i].indexOf(':');
     if (colon <= 0) continue;
@@ -77,7 +82,9 @@ function parseHead(buf: Buffer, end: number): AnswerHead {
     const value = lines[i].slice(colon + 1).trim();
     headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
   }
-  return { status: Number(lines[0].slice(9, 12)), headers };
+  const connection = headers.connection?.toLowerCase() ?? '';
+  const keepAlive = lines[0].startsWith('HTTP/1.1') ? !/\bclose\b/.test(connection) : /\bkeep-alive\b/.test(connection);
+  return { status: Number(lines[0].slice(9, 12)), headers, keepAlive };
 }
 
 /** Where a chunked body's parsing stands: the chunk-size line to read next, and the data parts so far. */
@@ -126,7 +133,7 @@ export class AnswerReader {
       this.#head = head;
       this.#bodyStart = end + HEADER_END.length;
       const length = contentLength(head);
-      if (length !== null && !isChunked(head)) this.#bytes.reserve(this.#bodyStart + length);
+      if (length !== null && !isChunked(head) && head.status !== 204 && head.status !== 304) this.#bytes.reserve(this.#bodyStart + length);
     }
     const found = this.#body(closed);
     if (!found) return null;
@@ -141,13 +148,14 @@ export class AnswerReader {
   #body(closed: boolean): { body: Buffer; end: number } | null {
     const head = this.#head!;
     const bytes = this.#bytes.bytes;
+    // No body, whatever the framing headers say (RFC 9112 §6.3).
+    if (head.status === 204 || head.status === 304) return { body: EMPTY, end: this.#bodyStart };
     if (isChunked(head)) return this.#chunkedBody(bytes);
     const length = contentLength(head);
     if (length !== null) {
       const end = this.#bodyStart + length;
       return bytes.length < end ? null : { body: bytes.subarray(this.#bodyStart, end), end };
     }
-    if (head.status === 204 || head.status === 304) return { body: EMPTY, end: this.#bodyStart };
     // Neither: the body ends when the server closes.
     return closed ? { body: bytes.subarray(this.#bodyStart), end: bytes.length } : null;
   }
@@ -158,10 +166,12 @@ export class AnswerReader {
     for (;;) {
       const lineEnd = bytes.indexOf(CRLF, state.at);
       if (lineEnd < 0) return null;
-      const size = parseInt(bytes.toString('latin1', state.at, lineEnd).split(';')[0], 16);
-      if (!Number.isFinite(size) || size < 0) throw new Error('malformed chunk size in a chunked answer');
+      const digits = bytes.toString('latin1', state.at, lineEnd).split(';')[0].trim();
+      if (!/^[0-9a-fA-F]{1,12}$/.test(digits)) throw new Error(`malformed chunk size '${digits.slice(0, 20)}' in a chunked answer`);
+      const size = parseInt(digits, 16);
       if (size === 0) return trailersEnd(bytes, lineEnd + 2, state);
       if (bytes.length < lineEnd + 2 + size + 2) return null;
+      if (bytes[lineEnd + 2 + size] !== 13 || bytes[lineEnd + 3 + size] !== 10) throw new Error('a chunk of a chunked answer is longer than its size');
       state.parts.push([lineEnd + 2, lineEnd + 2 + size]);
       state.size += size;
       state.at = lineEnd + 2 + size + 2;

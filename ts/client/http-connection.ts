@@ -45,6 +45,8 @@ export interface ServerAddress {
   unreachable(err: NodeJS.ErrnoException): Error;
 }
 
+/** How long a socket that takes no more requests waits for the server to close before it is destroyed. */
+const RETIRE_GRACE_MS = 2000;
 /** TCP keep-alive on every socket, so a dead peer of an idle socket is noticed (node:http's Agent: 1 s). */
 const KEEP_ALIVE_PROBE_MS = 1000;
 /** Characters node:http refuses in a request path (ERR_UNESCAPED_CHARACTERS). */
@@ -146,6 +148,11 @@ class Connection {
   }
 
   #onData(chunk: Buffer): void {
+    if (!this.#waiting) {
+      // Bytes on an idle socket belong to no request (a server's stray 408, junk): drop it.
+      this.destroy(new InferenceServerError('UNAVAILABLE', `the server at ${this.address.origin} sent bytes no request asked for`));
+      return;
+    }
     if (this.#firstByteAt < 0) this.#firstByteAt = performance.now();
     this.#reader.push(chunk);
     try {
@@ -161,11 +168,11 @@ class Connection {
     if (!answer) return;
     const { head, body } = answer;
     if (!this.#waiting) throw new Error(`an answer (HTTP ${head.status}) came with no request waiting for it`);
-    if (head.headers.connection?.toLowerCase() === 'close' || closed || head.status === 101) this.reusable = false;
+    // Bytes after the answer would be taken for the next request's answer: never reuse such a socket.
+    if (!head.keepAlive || closed || head.status === 101 || this.#reader.started) this.#retire();
     const waiting = this.#waiting;
     this.#waiting = null;
     this.#answers++;
-    if (!this.reusable) this.socket.end();
     waiting.resolve({ status: head.status, headers: head.headers, body, sentAt: this.#sentAt, firstByteAt: this.#firstByteAt });
   }
 
@@ -180,6 +187,20 @@ class Connection {
       ? `the connection to ${origin} closed before the whole answer arrived`
       : `the server at ${origin} closed the connection without answering` +
         (this.address.tls || this.#answers > 0 ? '' : ' (an https:// server does this to a plain http:// client)')));
+  }
+
+  /**
+   * No more requests on this socket: it leaves the pool at once (its place is free for a new
+   * one), ends, and no longer holds the process; a server that never closes its side gets
+   * RETIRE_GRACE_MS before the socket is destroyed.
+   */
+  #retire(): void {
+    if (!this.reusable) return;
+    this.reusable = false;
+    this.onGone(this);
+    this.socket.end();
+    this.socket.unref();
+    this.socket.setTimeout(RETIRE_GRACE_MS, () => this.socket.destroy());
   }
 
   /** Leaves the pool (idle or not); a request still waiting on this socket fails with `err`. */
@@ -205,7 +226,12 @@ export class HttpConnectionPool {
   readonly #turns: Turn[] = [];
   #closed = false;
 
-  constructor(private readonly address: ServerAddress, private readonly maxSockets = Infinity) {}
+  readonly #maxSockets: number;
+
+  /** `maxSockets`: at most this many sockets at once; 0, a negative number or NaN means no limit (as node:http's Agent). */
+  constructor(private readonly address: ServerAddress, maxSockets = Infinity) {
+    this.#maxSockets = maxSockets > 0 ? maxSockets : Infinity;
+  }
 
   /**
    * Sends one request (`head` from requestHead, then `body`) and resolves with its answer.
@@ -246,8 +272,13 @@ export class HttpConnectionPool {
       };
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
-      const idle = this.#take();
-      if (idle) turn.start(idle);
+      let taken: Connection | null;
+      try {
+        taken = this.#take();
+      } catch (err) {
+        return finish(err as Error);
+      }
+      if (taken) turn.start(taken);
       else this.#turns.push(turn);
     });
   }
@@ -266,8 +297,14 @@ export class HttpConnectionPool {
       idle.idle(false);
       return idle;
     }
-    if (this.#all.size >= this.maxSockets) return null;
-    const connection = new Connection(this.address, (gone) => this.#forget(gone));
+    if (this.#all.size >= this.#maxSockets) return null;
+    let connection: Connection;
+    try {
+      connection = new Connection(this.address, (gone) => this.#forget(gone));
+    } catch (err) {
+      // node:tls throws at once for options it cannot use (a key that does not match its certificate).
+      throw this.address.unreachable(err as NodeJS.ErrnoException);
+    }
     this.#all.add(connection);
     return connection;
   }
@@ -298,7 +335,13 @@ export class HttpConnectionPool {
   /** A socket gone frees a place: the next waiting call opens a new one. */
   #startWaiting(): void {
     if (this.#turns.length === 0) return;
-    const connection = this.#take();
+    let connection: Connection | null;
+    try {
+      connection = this.#take();
+    } catch (err) {
+      this.#turns.shift()!.fail(err as Error);
+      return;
+    }
     if (connection) this.#turns.shift()!.start(connection);
   }
 }

@@ -33,12 +33,14 @@ const CPU_HINT = 'use kind KIND_AUTO (the GPU when there is one, else the CPU) o
  * NormalizeInstanceGroup then ValidateInstanceGroup), for every engine, on a machine with
  * `deviceCount` GPUs:
  * - KIND_AUTO runs on the GPU unless there is none or one it lists is not there; then on the CPU.
- * - KIND_GPU listing no GPU gets every GPU present; with none present, or listing one that is not
- *   there, the load fails with Triton's text (and what to do instead).
+ * - KIND_GPU listing no GPU gets every GPU present; with none present, listing one that is not
+ *   there, or with an addon built without CUDA (`cudaCompiled` false: Triton's build without GPU
+ *   support), the load fails with Triton's text (and what to do instead).
  * `fromAuto` lets an engine that finds it cannot use the GPU after all (ONNX Runtime without its
  * CUDA provider) run a KIND_AUTO group on the CPU, which KIND_GPU never does.
  */
-export function placeInstanceGroups(model: string, groups: readonly NormalizedInstanceGroup[], deviceCount: number): PlacedGroup[] {
+export function placeInstanceGroups(model: string, groups: readonly NormalizedInstanceGroup[], deviceCount: number,
+  cudaCompiled = true): PlacedGroup[] {
   const present = Array.from({ length: deviceCount }, (_, i) => i);
   return groups.map((g, i) => {
     const name = g.name ?? `${model}_${i}`;
@@ -46,6 +48,10 @@ export function placeInstanceGroups(model: string, groups: readonly NormalizedIn
     const cpu = (): PlacedGroup => ({ group: { ...g, kind: 'KIND_CPU', gpus: [] }, fromAuto: false });
     if (g.kind === 'KIND_CPU') return cpu();
     if (g.kind === 'KIND_AUTO' && (deviceCount === 0 || listed.some((id) => id >= deviceCount))) return cpu();
+    if (!cudaCompiled) {
+      throw invalidArg(`instance group ${name} of model ${model} has kind KIND_GPU but server does not support GPUs ` +
+        `(this build of infernode's addon has no CUDA: use the prebuilt addon, or rebuild with nvcc on PATH; docs/gpu.md); ${CPU_HINT}`);
+    }
     if (deviceCount === 0) {
       throw invalidArg(`instance group ${name} of model ${model} has kind KIND_GPU but no GPUs are available ` +
         `(this machine has no usable CUDA device); ${CPU_HINT}`);

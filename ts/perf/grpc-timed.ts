@@ -61,7 +61,12 @@ export class TimedGrpcInfer {
           }
           // The message was decoded (and timed) by #decodeInfer; this is the rest of the unmarshalling.
           const received = performance.now();
-          inferResult(response);
+          try {
+            inferResult(response);
+          } catch (error) {
+            reject(error);  // a malformed response fails the call, not the process
+            return;
+          }
           const end = performance.now();
           countRequest(this.times, start, sent, end - received, end);
           resolve();
@@ -108,7 +113,13 @@ export class TimedGrpcInfer {
         }
         if (!message.inferResponse) return;
         const received = performance.now();
-        const { final } = streamResult(message.inferResponse);
+        let final: boolean;
+        try {
+          ({ final } = streamResult(message.inferResponse));
+        } catch (error) {
+          finish(error as Error);  // a malformed response fails the request, not the process
+          return;
+        }
         recvMs += performance.now() - received;
         if (final) finish(null);
       });

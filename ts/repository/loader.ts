@@ -63,7 +63,7 @@ export interface OnnxPlacement {
  * groups as the served config shows them when they run where placed.
  */
 export function onnxSessionGroups(model: string, groups: NormalizedInstanceGroup[], deviceCount: number): OnnxPlacement {
-  const placed = placeInstanceGroups(model, groups, deviceCount);
+  const placed = placeInstanceGroups(model, groups, deviceCount, native().buildInfo().cuda);
   const sessions = placed.map(({ group, fromAuto }) => ({
     name: group.name ?? model,
     count: group.count,
@@ -201,7 +201,8 @@ async function loadVersion(
   const config = normalize({ backend: 'js', ...raw }, dir, version, options);
   // Triton's placement applies to every backend: a KIND_GPU group lists every GPU when it names
   // none, and without a GPU it fails the load.
-  config.instanceGroup = placeInstanceGroups(dir.name, config.instanceGroup, native().buildInfo().cudaDeviceCount).map((p) => p.group);
+  const build = native().buildInfo();
+  config.instanceGroup = placeInstanceGroups(dir.name, config.instanceGroup, build.cudaDeviceCount, build.cuda).map((p) => p.group);
   const js = await loadJsModel(found.file, config, dir);
   let model: BoundModel;
   try {

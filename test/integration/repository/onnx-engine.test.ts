@@ -237,7 +237,10 @@ describe('instance groups', () => {
       return;
     }
     expect(entry.state).toBe('UNAVAILABLE');
-    if (native().buildInfo().cudaDeviceCount === 0) {
+    if (!native().buildInfo().cuda) {
+      // Triton's text for a server built without GPU support, then why and what to do.
+      expect(entry.reason).toMatch(/^instance group gpu_0 of model gpu has kind KIND_GPU but server does not support GPUs \(this build .* or KIND_CPU$/);
+    } else if (native().buildInfo().cudaDeviceCount === 0) {
       // Triton's text (ValidateInstanceGroup), then what to do.
       expect(entry.reason).toBe('instance group gpu_0 of model gpu has kind KIND_GPU but no GPUs are available ' +
         '(this machine has no usable CUDA device); use kind KIND_AUTO (the GPU when there is one, else the CPU) or KIND_CPU');
@@ -253,8 +256,8 @@ describe('instance groups', () => {
     repo.config('mixed', 'platform: "onnxruntime_onnx"\nmax_batch_size: 4\ninstance_group [ { kind: KIND_CPU }, { kind: KIND_GPU } ]');
     const triton = await serve({ controlMode: 'explicit' });
     if (native().buildInfo().cudaDeviceCount > 0) return;  // test/gpu/onnx-cuda.test.ts runs it on a GPU
-    await expectRejects(triton.loadModel('mixed'), 'INVALID_ARG',
-      "failed to load 'mixed': instance group mixed_1 of model mixed has kind KIND_GPU but no GPUs are available");
+    await expectRejects(triton.loadModel('mixed'), 'INVALID_ARG', "failed to load 'mixed': instance group mixed_1 of model mixed has kind " +
+      `KIND_GPU but ${native().buildInfo().cuda ? 'no GPUs are available' : 'server does not support GPUs'}`);
   });
 
   test('the TensorRT accelerator on CPU instances is ignored (no GPU asked for): the model runs on the CPU', async () => {
