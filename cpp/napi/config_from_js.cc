@@ -183,8 +183,9 @@ std::vector<int> InstanceDevicesFromJs(const Napi::Object& group) {
     gpus.push_back(listed.As<Napi::Array>().Get(i).ToNumber().Int32Value());
   }
   if (gpus.empty()) gpus.push_back(0);
+  // Count-major, as Triton's backend_model.cc: for each of `count`, one instance per GPU.
   std::vector<int> devices;
-  for (int gpu : gpus) devices.insert(devices.end(), count, gpu);
+  for (uint32_t c = 0; c < count; ++c) devices.insert(devices.end(), gpus.begin(), gpus.end());
   return devices;
 }
 

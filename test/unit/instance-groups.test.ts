@@ -5,14 +5,14 @@
  * back to the CPU, groups of different kinds placed one by one.
  */
 import type { NormalizedInstanceGroup } from '../../ts/config/normalize';
-import { instanceDevices, instanceTotal, placeInstanceGroups, type PlacedGroup } from '../../ts/config/instances';
+import { instanceDevices, instanceTotal, instancesOf, placeInstanceGroups, type PlacedGroup } from '../../ts/config/instances';
 import { onnxSessionGroups } from '../../ts/repository/loader';
 
 const group = (g: Partial<NormalizedInstanceGroup>): NormalizedInstanceGroup => ({ name: 'g', kind: 'KIND_GPU', count: 1, gpus: [], ...g });
 
 describe('instanceDevices', () => {
-  test('KIND_GPU: count instances on each listed GPU, in the order listed', () => {
-    expect(instanceDevices(group({ count: 2, gpus: [1, 0] }))).toEqual([1, 1, 0, 0]);
+  test('KIND_GPU: count instances on each listed GPU, count-major as Triton makes them (for each c, each GPU)', () => {
+    expect(instanceDevices(group({ count: 2, gpus: [1, 0] }))).toEqual([1, 0, 1, 0]);
     expect(instanceTotal([group({ count: 2, gpus: [0, 1] }), group({ count: 3, gpus: [2] })])).toBe(7);
   });
 
@@ -24,6 +24,15 @@ describe('instanceDevices', () => {
 });
 
 const kinds = (placed: PlacedGroup[]): [string, number[], boolean][] => placed.map((p) => [p.group.kind, p.group.gpus, p.fromAuto]);
+
+test('instancesOf: Triton\'s instance names <group>_<c>, shared by the GPUs of one c, group after group', () => {
+  expect(instancesOf('m', [group({ name: 'a', count: 2, gpus: [0, 1] }), group({ kind: 'KIND_CPU', count: 2 })])).toEqual([
+    { name: 'a_0', kind: 'KIND_GPU', device: 0 }, { name: 'a_0', kind: 'KIND_GPU', device: 1 },
+    { name: 'a_1', kind: 'KIND_GPU', device: 0 }, { name: 'a_1', kind: 'KIND_GPU', device: 1 },
+    { name: 'g_0', kind: 'KIND_CPU', device: null }, { name: 'g_1', kind: 'KIND_CPU', device: null },
+  ]);
+  expect(instancesOf('m', [{ kind: 'KIND_CPU', count: 1 }, { kind: 'KIND_CPU', count: 1 }]).map((i) => i.name)).toEqual(['m_0_0', 'm_1_0']);
+});
 
 describe('placeInstanceGroups (Triton\'s NormalizeInstanceGroup and ValidateInstanceGroup)', () => {
 
@@ -71,7 +80,7 @@ describe('onnxSessionGroups', () => {
     const { sessions } = onnxSessionGroups('m', [group({ count: 2, gpus: [0, 1] }), group({ name: 'c', kind: 'KIND_CPU', count: 3 }),
       group({ name: 'a', kind: 'KIND_AUTO', count: 1 })], 2);
     expect(sessions).toEqual([
-      { name: 'g', count: 2, gpus: [0, 0, 1, 1], cpuFallback: false },
+      { name: 'g', count: 2, gpus: [0, 1, 0, 1], cpuFallback: false },
       { name: 'c', count: 3, gpus: null, cpuFallback: false },
       { name: 'a', count: 1, gpus: [0, 1], cpuFallback: true },
     ]);

@@ -1,7 +1,9 @@
 /**
- * How many instances a model's instance groups make and where each runs: Triton creates `count`
- * instances on each GPU a KIND_GPU group lists, and `count` instances for any other group.
- * Warm-up (every instance), JS models and the ONNX loader count with these;
+ * How many instances a model's instance groups make, in which order, and where each runs, as
+ * Triton's backend_model.cc makes them: group after group, and within a group for each of its
+ * `count` one instance on each GPU a KIND_GPU group lists (count-major: GPUs 0, 1, 0, 1 for count
+ * 2 on gpus [0, 1]), or one instance for any other kind; instance c of group g is named `g_c` on
+ * every GPU. Warm-up (every instance), JS models and the ONNX loader count with these;
  * cpp/napi/config_from_js.cc counts the same way for the native scheduler.
  */
 import { invalidArg } from '../errors';
@@ -9,10 +11,25 @@ import type { NormalizedInstanceGroup } from './normalize';
 
 type Group = Pick<NormalizedInstanceGroup, 'count' | 'kind' | 'gpus'>;
 
-/** The GPU of each instance of `group`, or null for an instance with no GPU of its own. */
+/** The GPU of each instance of `group`, in Triton's order, or null for an instance with no GPU of its own. */
 export function instanceDevices(group: Group): (number | null)[] {
   const gpus = group.kind === 'KIND_GPU' && group.gpus && group.gpus.length > 0 ? group.gpus : [null];
-  return gpus.flatMap((gpu) => Array.from({ length: group.count }, () => gpu));
+  return Array.from({ length: group.count }, () => gpus).flat();
+}
+
+/** One instance: its name (Triton's `<group>_<c>`), its group's kind and its GPU (or null). */
+export interface InstanceInfo {
+  name: string;
+  kind: string;
+  device: number | null;
+}
+
+/** Each instance of `groups`, in order. */
+export function instancesOf(model: string, groups: readonly (Group & { name?: string })[]): InstanceInfo[] {
+  return groups.flatMap((g, i) => {
+    const perCount = instanceDevices(g).length / Math.max(1, g.count);
+    return instanceDevices(g).map((device, k) => ({ name: `${g.name ?? `${model}_${i}`}_${Math.floor(k / perCount)}`, kind: g.kind, device }));
+  });
 }
 
 /** How many instances `groups` make together. */

@@ -24,7 +24,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { InferenceServerError, StatusCode, toInferenceServerError, type StatusCodeName } from '../errors';
-import { instanceDevices, instanceTotal } from '../config/instances';
+import { instanceTotal, instancesOf } from '../config/instances';
 import type { NormalizedModelConfig } from '../config/normalize';
 import type { InferFunc, Request, ResponseOutputs, TritonContext } from '../request';
 import type { ModelDirectory } from './layout';
@@ -41,6 +41,7 @@ export interface JsModelArgs {
   /** The model's parameters (`parameters { key, value { string_value } }` of its config). */
   parameters: Record<string, string>;
   instanceIndex: number;
+  /** Triton's instance name, `<group>_<c>` (Python's `args['model_instance_name']`). */
   instanceName: string;
   /** 'KIND_CPU' or 'KIND_GPU', as the load resolved its group (ts/config/instances.ts). */
   instanceKind: string;
@@ -135,12 +136,12 @@ export async function loadJsModel(file: string, config: NormalizedModelConfig, d
     }
   }
   const count = instanceTotal(config.instanceGroup) || 1;
-  const kinds = config.instanceGroup.flatMap((g) => instanceDevices(g).map(() => g.kind));
-  const devices = config.instanceGroup.flatMap((g) => instanceDevices(g));
+  const instances = instancesOf(config.name, config.instanceGroup);
   const argsOf = (i: number): JsModelArgs => ({
     modelConfig: config, modelName: config.name, modelVersion: config.version,
     modelRepository: dir.repository, modelDirectory: dir.dir, parameters: { ...(config.parameters ?? {}) },
-    instanceIndex: i, instanceName: `${config.name}_${i}`, instanceKind: kinds[i] ?? 'KIND_CPU', instanceDeviceId: devices[i] ?? 0,
+    instanceIndex: i, instanceName: instances[i]?.name ?? `${config.name}_${i}`, instanceKind: instances[i]?.kind ?? 'KIND_CPU',
+    instanceDeviceId: instances[i]?.device ?? 0,
   });
   const initialized: JsModelArgs[] = [];
   const finalize = async (): Promise<void> => {

@@ -97,7 +97,7 @@ test('initialize runs once per instance with its args, before the model is ready
   served = await startRepoTriton(repo.root);
   expect(events.log).toEqual(['initialize 0', 'initialize 1', 'initialize 2']);
   expect(events.args.map((a) => [a.instanceIndex, a.instanceName, a.instanceKind])).toEqual([
-    [0, 'm_0', 'KIND_CPU'], [1, 'm_1', 'KIND_CPU'], [2, 'm_2', 'KIND_CPU'],
+    [0, 'm_0_0', 'KIND_CPU'], [1, 'm_0_1', 'KIND_CPU'], [2, 'm_0_2', 'KIND_CPU'],  // Triton's <group>_<c>
   ]);
   expect(events.args[0]).toMatchObject({
     modelName: 'm', modelVersion: 1, modelRepository: repo.root, modelDirectory: repo.path('m'), parameters: { scale: '10' },
@@ -125,7 +125,7 @@ test('instance groups are placed as Triton places them: KIND_GPU without a GPU f
     expect(served.triton.model('gpu').config.instanceGroup).toEqual([
       expect.objectContaining({ kind: 'KIND_GPU', count: 2, gpus: Array.from({ length: gpus }, (_, i) => i) })]);
     expect(events.args.filter((a) => a.modelName === 'gpu').map((a) => [a.instanceKind, a.instanceDeviceId]))
-      .toEqual(Array.from({ length: gpus }, (_, i) => [['KIND_GPU', i], ['KIND_GPU', i]]).flat());
+      .toEqual([0, 1].flatMap(() => Array.from({ length: gpus }, (_, i) => ['KIND_GPU', i])));  // count-major, as Triton
   }
   expect(index.listed.state).toBe('UNAVAILABLE');
   if (gpus === 0) expect(index.listed.reason).toContain(`instance group listed_0 of model listed has kind KIND_GPU but ${noGpu}`);
