@@ -91,12 +91,15 @@ class Connection {
   #sentAt = 0;
   #firstByteAt = -1;
 
-  constructor(private readonly address: ServerAddress, private readonly onGone: (c: Connection) => void) {
+  /** `tlsSessions`: the pool's last TLS session, resumed by a new socket (as https.Agent's cache does). */
+  constructor(private readonly address: ServerAddress, private readonly onGone: (c: Connection) => void,
+    tlsSessions?: { last?: Buffer }) {
     const host = address.hostname.replace(/^\[(.*)\]$/, '$1');
     const secure = address.tls !== undefined;
     this.socket = secure
-      ? tls.connect({ ...address.tls, host, port: address.port, servername: net.isIP(host) ? undefined : host })
+      ? tls.connect({ ...address.tls, host, port: address.port, servername: net.isIP(host) ? undefined : host, session: tlsSessions?.last })
       : net.connect(address.port, host);
+    if (secure && tlsSessions) this.socket.on('session', (session: Buffer) => { tlsSessions.last = session; });
     this.socket.setNoDelay(true);
     this.socket.setKeepAlive(true, KEEP_ALIVE_PROBE_MS);
     this.socket.once(secure ? 'secureConnect' : 'connect', () => { this.#connected = true; });
@@ -224,6 +227,7 @@ export class HttpConnectionPool {
   readonly #idle: Connection[] = [];
   readonly #all = new Set<Connection>();
   readonly #turns: Turn[] = [];
+  readonly #tlsSessions: { last?: Buffer } = {};
   #closed = false;
 
   readonly #maxSockets: number;
@@ -300,7 +304,7 @@ export class HttpConnectionPool {
     if (this.#all.size >= this.#maxSockets) return null;
     let connection: Connection;
     try {
-      connection = new Connection(this.address, (gone) => this.#forget(gone));
+      connection = new Connection(this.address, (gone) => this.#forget(gone), this.#tlsSessions);
     } catch (err) {
       // node:tls throws at once for options it cannot use (a key that does not match its certificate).
       throw this.address.unreachable(err as NodeJS.ErrnoException);
