@@ -27,8 +27,9 @@ export interface InstanceInfo {
 /** Each instance of `groups`, in order. */
 export function instancesOf(model: string, groups: readonly (Group & { name?: string })[]): InstanceInfo[] {
   return groups.flatMap((g, i) => {
-    const perCount = instanceDevices(g).length / Math.max(1, g.count);
-    return instanceDevices(g).map((device, k) => ({ name: `${g.name ?? `${model}_${i}`}_${Math.floor(k / perCount)}`, kind: g.kind, device }));
+    const devices = instanceDevices(g);
+    const perCount = devices.length / Math.max(1, g.count);  // GPUs per c (1 off the GPU)
+    return devices.map((device, k) => ({ name: `${g.name ?? `${model}_${i}`}_${Math.floor(k / perCount)}`, kind: g.kind, device }));
   });
 }
 

@@ -9,8 +9,6 @@ import { InferenceServerError } from '../errors';
 
 import { locateOnnxRuntime, missingOnnxRuntimeHint, GPU_PROVIDERS_PACKAGE, GPU_PROVIDERS_VERSION } from './ort-library';
 
-export type InstanceKind = 'KIND_CPU' | 'KIND_GPU' | 'KIND_AUTO';
-
 /**
  * One instance group's sessions: `count` on the CPU, or one per entry of `gpus`, on that GPU
  * (ts/repository/loader.ts, onnxSessionGroups). `cpuFallback`: KIND_AUTO put the group on the GPU,
