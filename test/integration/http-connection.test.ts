@@ -158,6 +158,23 @@ test('the HTTP client: compressed answers, its headers on the wire, and a closed
   await expect(client.isServerLive()).rejects.toBeInstanceOf(ClientClosedError);
 });
 
+test('the HTTP client: the deadline and an abort cover inflating the answer, not only receiving it', async () => {
+  // 256 MiB of zeros gzipped to ~256 KiB: it arrives at once, and inflating it takes far longer than 100 ms.
+  const bomb = gzipSync(Buffer.alloc(256 * 1024 * 1024), { level: 9 });
+  const { port } = await listen(http.createServer((req, res) => {
+    req.resume();
+    res.setHeader('Content-Encoding', 'gzip');
+    res.end(bomb);
+  }));
+  const client = new HttpInferenceServerClient(`127.0.0.1:${port}`);
+  await expect(client.isServerLive({ timeoutMs: 100 })).rejects.toBeInstanceOf(ClientTimeoutError);
+  const controller = new AbortController();
+  const call = client.isServerLive({ signal: controller.signal });
+  setTimeout(() => controller.abort(), 100);
+  await expect(call).rejects.toMatchObject({ code: 'CANCELLED' });
+  await client.close();
+});
+
 test('large answers arriving in many reads, by Content-Length and chunked, come back byte for byte', async () => {
   const size = 8 * 1024 * 1024 + 13;
   const payload = Buffer.alloc(size);

@@ -7,6 +7,7 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import * as zlib from 'node:zlib';
+import { performance } from 'node:perf_hooks';
 import { InferenceServerError } from '../errors';
 import { ClientClosedError, ClientInvalidUrlError, ClientTimeoutError, codeFromHttpStatus } from './errors';
 import { isTlsFailure } from './tls';
@@ -28,16 +29,41 @@ export interface TransportRequest {
   signal?: AbortSignal;
 }
 
-function inflate(encoding: string | undefined, body: Buffer): Promise<Buffer> {
+/** Inflating in pieces of 1 MiB: few thread-pool turns per answer, and a deadline can stop it between two. */
+const INFLATE_OPTIONS: zlib.ZlibOptions = { chunkSize: 1024 * 1024 };
+
+/**
+ * The answer's body as the server meant it: gunzipped or inflated per its Content-Encoding, within
+ * what is left of the call's deadline (`remainingMs`) and until `signal` aborts, so a large or
+ * slow-to-inflate answer cannot hold a call past its timeout. `failure()` makes those errors.
+ */
+function inflate(encoding: string | undefined, body: Buffer, remainingMs: number, signal: AbortSignal | undefined,
+  failure: (why: 'timeout' | 'abort') => Error): Promise<Buffer> {
   if (!encoding || encoding === 'identity' || body.length === 0) return Promise.resolve(body);
+  if (encoding !== 'gzip' && encoding !== 'deflate') {
+    return Promise.reject(new InferenceServerError('INTERNAL', `the server answered with an unknown Content-Encoding '${encoding}'`));
+  }
   return new Promise((resolve, reject) => {
-    const done = (err: Error | null, out: Buffer): void => {
-      if (err) reject(new InferenceServerError('INTERNAL', `cannot decompress the server's ${encoding} response: ${err.message}`));
-      else resolve(out);
+    const stream = encoding === 'gzip' ? zlib.createGunzip(INFLATE_OPTIONS) : zlib.createInflate(INFLATE_OPTIONS);
+    const chunks: Buffer[] = [];
+    const settle = (err: Error | null): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      if (err) {
+        stream.destroy();
+        reject(err);
+      } else {
+        resolve(Buffer.concat(chunks));
+      }
     };
-    if (encoding === 'gzip') zlib.gunzip(body, done);
-    else if (encoding === 'deflate') zlib.inflate(body, done);
-    else reject(new InferenceServerError('INTERNAL', `the server answered with an unknown Content-Encoding '${encoding}'`));
+    const onAbort = (): void => settle(failure('abort'));
+    const timer = setTimeout(() => settle(failure('timeout')), Math.max(0, remainingMs));
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    stream.once('end', () => settle(null));
+    stream.once('error', (err) => settle(new InferenceServerError('INTERNAL', `cannot decompress the server's ${encoding} response: ${err.message}`)));
+    stream.end(body);
   });
 }
 
@@ -130,10 +156,14 @@ export class HttpTransport {
     if (this.#closed) throw new ClientClosedError();
     const head = requestHead(request.method, this.url.host, this.#base + request.path, { ...this.#headers, ...request.headers },
       request.body?.length ?? 0);
-    const answer = await this.#pool.send(head, request.body, request.timeoutMs, request.signal, (why) => (why === 'timeout'
+    const failure = (why: 'timeout' | 'abort'): Error => (why === 'timeout'
       ? new ClientTimeoutError(`${request.method} ${request.path} timed out after ${request.timeoutMs} ms`)
-      : new InferenceServerError('CANCELLED', `${request.method} ${request.path} was cancelled`)));
-    const body = await inflate(answer.headers['content-encoding'], answer.body);
+      : new InferenceServerError('CANCELLED', `${request.method} ${request.path} was cancelled`));
+    const started = performance.now();
+    const answer = await this.#pool.send(head, request.body, request.timeoutMs, request.signal, failure);
+    // The deadline covers the whole call: decompressing the answer too.
+    const body = await inflate(answer.headers['content-encoding'], answer.body, request.timeoutMs - (performance.now() - started),
+      request.signal, failure);
     return { status: answer.status, headers: answer.headers, body };
   }
 
