@@ -134,6 +134,41 @@ test('an idle socket the server closes is replaced: the next call does not fail'
   expect(connections).toBe(2);
 });
 
+test('the HTTP client: generateStream sockets count against maxSockets with the other calls', async () => {
+  // Live calls answer at once; a stream sends one event once every other socket has closed
+  // (or 2 s have passed: `alone` false), and holds until `endStream`.
+  const sockets = new Set<net.Socket>();
+  let alone = false;
+  let endStream!: () => void;
+  const { server, port } = await listen(http.createServer((req, res) => {
+    req.resume();
+    if (!req.url!.endsWith('/generate_stream')) return void res.end();
+    const others = [...sockets].filter((s) => s !== req.socket);
+    const closed = Promise.all(others.map((s) => new Promise((resolve) => s.once('close', resolve))));
+    void Promise.race([closed.then(() => true), new Promise((resolve) => setTimeout(resolve, 2000, false))]).then((all) => {
+      alone = all as boolean;
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      res.write('data: {"model_name":"m","model_version":"1","n":1}\n\n');
+      endStream = () => res.end();
+    });
+  }));
+  server.on('connection', (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  const client = new HttpInferenceServerClient(`127.0.0.1:${port}`, { maxSockets: 1 });
+  expect(await client.isServerLive()).toBe(true);  // leaves an idle keep-alive socket
+  const stream = client.generateStream('m', { text: 'x' });
+  expect((await stream.next()).value).toMatchObject({ n: 1 });
+  expect(alone).toBe(true);  // the idle socket was closed to make room for the stream's
+  await expect(client.isServerLive({ timeoutMs: 100 })).rejects.toBeInstanceOf(ClientTimeoutError);
+  const waiting = client.isServerLive();
+  endStream();
+  expect((await stream.next()).done).toBe(true);
+  expect(await waiting).toBe(true);  // took the place the stream gave back
+  await client.close();
+});
+
 test('closing fails the calls in flight and those waiting with the error given', async () => {
   const { port } = await listen(echoServer(10_000));
   const p = pool(port, 1);

@@ -216,9 +216,14 @@ class Connection {
   }
 }
 
-/** A call waiting for a socket (every one busy, no more may be opened). */
+/**
+ * A call waiting its turn (every socket busy, no more may be opened): for one of the pool's
+ * sockets (`start` gets it), or for a place of its own (`start` gets null: a stream node:http
+ * carries, counted among maxSockets).
+ */
 interface Turn {
-  start(connection: Connection): void;
+  wantsSocket: boolean;
+  start(connection: Connection | null): void;
   fail(err: Error): void;
 }
 
@@ -228,6 +233,10 @@ export class HttpConnectionPool {
   readonly #all = new Set<Connection>();
   readonly #turns: Turn[] = [];
   readonly #tlsSessions: { last?: Buffer } = {};
+  /** Places given to sockets the pool does not own (`reserve`), counted with its own against maxSockets. */
+  #reserved = 0;
+  /** #startWaiting is on the stack: a socket it closes to make room must not start it again. */
+  #serving = false;
   #closed = false;
 
   readonly #maxSockets: number;
@@ -246,45 +255,71 @@ export class HttpConnectionPool {
     failure: (why: 'timeout' | 'abort') => Error): Promise<RawAnswer> {
     return new Promise((resolve, reject) => {
       let connection: Connection | null = null;
-      let settled = false;
-      const finish = (err: Error | null, answer?: RawAnswer): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        const queued = this.#turns.indexOf(turn);
-        if (queued >= 0) this.#turns.splice(queued, 1);
-        if (err) reject(err);
-        else resolve(answer!);
-      };
-      const stop = (why: 'timeout' | 'abort'): void => {
-        const err = failure(why);
+      this.#inTurn(true, timeoutMs, signal, failure, reject, (c, finish) => {
+        connection = c!;
+        c!.send(head, body).then((answer) => {
+          this.#release(c!);
+          finish(null);
+          resolve(answer);
+        }, (err: Error) => finish(err));
+      }, (err) => {
         if (connection?.busy) connection.destroy(err);
-        finish(err);
-      };
-      const onAbort = (): void => stop('abort');
-      const timer = setTimeout(() => stop('timeout'), timeoutMs);
-      const turn: Turn = {
-        start: (c) => {
-          connection = c;
-          c.send(head, body).then((answer) => {
-            this.#release(c);
-            finish(null, answer);
-          }, (err: Error) => finish(err));
-        },
-        fail: (err) => finish(err),
-      };
-      if (signal?.aborted) return onAbort();
-      signal?.addEventListener('abort', onAbort, { once: true });
-      let taken: Connection | null;
-      try {
-        taken = this.#take();
-      } catch (err) {
-        return finish(err as Error);
-      }
-      if (taken) turn.start(taken);
-      else this.#turns.push(turn);
+      });
     });
+  }
+
+  /**
+   * Waits, in turn with the calls, for a place among the maxSockets for a socket this pool does
+   * not own (a stream node:http carries: http-transport.ts `open`); an idle socket of the pool is
+   * closed to make room. Resolves with the function that gives the place back (once the stream's
+   * socket has closed). `timeoutMs`, `signal` and `failure` as for `send`.
+   */
+  reserve(timeoutMs: number, signal: AbortSignal | undefined, failure: (why: 'timeout' | 'abort') => Error): Promise<() => void> {
+    return new Promise((resolve, reject) => {
+      this.#inTurn(false, timeoutMs, signal, failure, reject, (_, finish) => {
+        this.#reserved++;
+        finish(null);
+        let given = false;
+        resolve(() => {
+          if (given) return;
+          given = true;
+          this.#reserved--;
+          this.#startWaiting();
+        });
+      }, () => undefined);
+    });
+  }
+
+  /**
+   * Runs `start` once the call's turn comes (at once when a socket or place is free), unless its
+   * deadline passes or `signal` aborts first; `finish(err)` ends the call's watch, failing it
+   * with `err` through `reject`. `stopped(err)` runs when the deadline or abort ends the call first.
+   */
+  #inTurn(wantsSocket: boolean, timeoutMs: number, signal: AbortSignal | undefined, failure: (why: 'timeout' | 'abort') => Error,
+    reject: (err: Error) => void, start: (c: Connection | null, finish: (err: Error | null) => void) => void,
+    stopped: (err: Error) => void): void {
+    let settled = false;
+    const finish = (err: Error | null): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      const queued = this.#turns.indexOf(turn);
+      if (queued >= 0) this.#turns.splice(queued, 1);
+      if (err) reject(err);
+    };
+    const stop = (why: 'timeout' | 'abort'): void => {
+      const err = failure(why);
+      if (!settled) stopped(err);
+      finish(err);
+    };
+    const onAbort = (): void => stop('abort');
+    const timer = setTimeout(() => stop('timeout'), timeoutMs);
+    const turn: Turn = { wantsSocket, start: (c) => start(c, finish), fail: (err) => finish(err) };
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    this.#turns.push(turn);
+    this.#startWaiting();
   }
 
   /** Drops every socket; requests in flight or waiting fail with `err`. */
@@ -294,14 +329,14 @@ export class HttpConnectionPool {
     for (const turn of this.#turns.splice(0)) turn.fail(err);
   }
 
-  /** An idle socket, a new one while fewer than maxSockets are open, or null (wait for a turn). */
+  /** An idle socket, a new one while there is room, or null (wait for a turn). */
   #take(): Connection | null {
     const idle = this.#idle.pop();
     if (idle) {
       idle.idle(false);
       return idle;
     }
-    if (this.#all.size >= this.#maxSockets) return null;
+    if (!this.#hasRoom()) return null;
     let connection: Connection;
     try {
       connection = new Connection(this.address, (gone) => this.#forget(gone), this.#tlsSessions);
@@ -313,6 +348,20 @@ export class HttpConnectionPool {
     return connection;
   }
 
+  /** Fewer than maxSockets sockets open, counting the places reserved. */
+  #hasRoom(): boolean {
+    return this.#all.size + this.#reserved < this.#maxSockets;
+  }
+
+  /** Room for a place of its own: there is some, or an idle socket is closed to make it. */
+  #makeRoom(): boolean {
+    if (this.#hasRoom()) return true;
+    const idle = this.#idle.pop();
+    if (!idle) return false;
+    idle.destroy(new InferenceServerError('UNAVAILABLE', 'an idle socket closed to make room'));  // no request is on it
+    return this.#hasRoom();
+  }
+
   /** A socket whose request has its answer: the next waiting call takes it, or it waits idle. */
   #release(connection: Connection): void {
     if (this.#closed) return;
@@ -320,13 +369,16 @@ export class HttpConnectionPool {
       this.#startWaiting();
       return;
     }
-    const turn = this.#turns.shift();
-    if (turn) {
+    const turn = this.#turns[0];
+    if (turn?.wantsSocket) {
+      this.#turns.shift();
       turn.start(connection);
-    } else {
-      connection.idle(true);
-      this.#idle.push(connection);
+      return;
     }
+    connection.idle(true);
+    this.#idle.push(connection);
+    // A call waiting for a place of its own: closing this socket makes the room.
+    if (turn) this.#startWaiting();
   }
 
   #forget(gone: Connection): void {
@@ -336,16 +388,31 @@ export class HttpConnectionPool {
     if (!this.#closed) this.#startWaiting();
   }
 
-  /** A socket gone frees a place: the next waiting call opens a new one. */
+  /** Starts the waiting calls, in order, while sockets or places are free. */
   #startWaiting(): void {
-    if (this.#turns.length === 0) return;
-    let connection: Connection | null;
+    if (this.#serving) return;
+    this.#serving = true;
     try {
-      connection = this.#take();
-    } catch (err) {
-      this.#turns.shift()!.fail(err as Error);
-      return;
+      while (this.#turns.length > 0) {
+        const turn = this.#turns[0]!;
+        let connection: Connection | null = null;
+        if (turn.wantsSocket) {
+          try {
+            connection = this.#take();
+          } catch (err) {
+            this.#turns.shift();
+            turn.fail(err as Error);
+            continue;
+          }
+          if (!connection) return;
+        } else if (!this.#makeRoom()) {
+          return;
+        }
+        this.#turns.shift();
+        turn.start(connection);
+      }
+    } finally {
+      this.#serving = false;
     }
-    if (connection) this.#turns.shift()!.start(connection);
   }
 }

@@ -1,8 +1,9 @@
 /**
- * The request plumbing of the HTTP client: keep-alive sockets (one Agent per client), a
- * deadline per call, response decompression, and failures turned into InferenceServerErrors —
- * the server's `{"error": ...}` message with a code derived from the HTTP status, or a client
- * error for timeouts, unreachable servers and closed clients.
+ * The request plumbing of the HTTP client: keep-alive sockets (http-connection.ts; streamed
+ * answers through node:http, their sockets counted in the same maxSockets), a deadline per
+ * call, response decompression, and failures turned into InferenceServerErrors — the server's
+ * `{"error": ...}` message with a code derived from the HTTP status, or a client error for
+ * timeouts, unreachable servers and closed clients.
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -124,7 +125,8 @@ export class HttpTransport {
     if (tls && parsed.protocol !== 'https:') {
       throw new ClientInvalidUrlError(`TLS options were given for '${url}', which is plain HTTP: use an https:// URL (or ssl: true)`);
     }
-    this.#agent = parsed.protocol === 'https:' ? new https.Agent({ keepAlive: true, maxSockets, ...tls }) : new http.Agent({ keepAlive: true, maxSockets });
+    // Streams (open) only: one socket each, closed with the stream, counted by the pool against maxSockets.
+    this.#agent = parsed.protocol === 'https:' ? new https.Agent({ keepAlive: false, ...tls }) : new http.Agent({ keepAlive: false });
     this.#headers = headers;
     this.#base = parsed.pathname.replace(/\/+$/, '');
     this.#pool = new HttpConnectionPool({
@@ -148,6 +150,13 @@ export class HttpTransport {
     return this.#closed;
   }
 
+  /** The error of a call whose deadline passed or whose signal aborted. */
+  static #failure(request: TransportRequest): (why: 'timeout' | 'abort') => Error {
+    return (why) => (why === 'timeout'
+      ? new ClientTimeoutError(`${request.method} ${request.path} timed out after ${request.timeoutMs} ms`)
+      : new InferenceServerError('CANCELLED', `${request.method} ${request.path} was cancelled`));
+  }
+
   /**
    * Sends one request; resolves with any HTTP answer, rejects on transport failures. Written and
    * read on the pool's own keep-alive sockets (http-connection.ts), not through node:http.
@@ -156,9 +165,7 @@ export class HttpTransport {
     if (this.#closed) throw new ClientClosedError();
     const head = requestHead(request.method, this.url.host, this.#base + request.path, { ...this.#headers, ...request.headers },
       request.body?.length ?? 0);
-    const failure = (why: 'timeout' | 'abort'): Error => (why === 'timeout'
-      ? new ClientTimeoutError(`${request.method} ${request.path} timed out after ${request.timeoutMs} ms`)
-      : new InferenceServerError('CANCELLED', `${request.method} ${request.path} was cancelled`));
+    const failure = HttpTransport.#failure(request);
     const started = performance.now();
     const answer = await this.#pool.send(head, request.body, request.timeoutMs, request.signal, failure);
     // The deadline covers the whole call: decompressing the answer too.
@@ -169,13 +176,24 @@ export class HttpTransport {
 
   /**
    * Sends one request and resolves as soon as the answer's head arrived; the body is read by the
-   * caller. `timeoutMs` bounds the wait for the head. Aborting `signal` later destroys the body
-   * with a CANCELLED error (the connection closes: the server cancels the request).
+   * caller. `timeoutMs` bounds the wait for the head (a place among maxSockets included).
+   * Aborting `signal` later destroys the body with a CANCELLED error (the connection closes: the
+   * server cancels the request). The stream's socket counts against maxSockets until it closes.
    */
-  open(request: TransportRequest): Promise<OpenResponse> {
-    if (this.#closed) return Promise.reject(new ClientClosedError());
-    const base = this.#base;
-    const cancelled = (): InferenceServerError => new InferenceServerError('CANCELLED', `${request.method} ${request.path} was cancelled`);
+  async open(request: TransportRequest): Promise<OpenResponse> {
+    if (this.#closed) throw new ClientClosedError();
+    const failure = HttpTransport.#failure(request);
+    const started = performance.now();
+    const release = await this.#pool.reserve(request.timeoutMs, request.signal, failure);
+    if (this.#closed) {
+      release();
+      throw new ClientClosedError();
+    }
+    return this.#openReserved(request, request.timeoutMs - (performance.now() - started), failure, release);
+  }
+
+  #openReserved(request: TransportRequest, remainingMs: number, failure: (why: 'timeout' | 'abort') => Error,
+    release: () => void): Promise<OpenResponse> {
     return new Promise((resolve, reject) => {
       let settled = false;
       const fail = (err: Error): void => {
@@ -187,7 +205,7 @@ export class HttpTransport {
       };
       const req = this.#module.request({
         agent: this.#agent, method: request.method, host: this.url.hostname, port: this.url.port || undefined,
-        path: base + request.path,
+        path: this.#base + request.path,
         headers: { ...this.#headers, ...request.headers, 'Content-Length': request.body?.length ?? 0 },
       }, (res) => {
         settled = true;
@@ -196,23 +214,27 @@ export class HttpTransport {
         if (signal) {
           request.signal?.removeEventListener('abort', onAbort);
           const abortBody = (): void => {
-            res.destroy(cancelled());
+            res.destroy(failure('abort'));
           };
           signal.addEventListener('abort', abortBody, { once: true });
           res.once('close', () => signal.removeEventListener('abort', abortBody));
         }
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res });
       });
+      // The place is given back when the stream's socket closes (the agent keeps none alive), or
+      // the request ends without one.
+      req.once('socket', (socket) => socket.once('close', release));
+      req.once('close', release);
       req.on('error', (err: NodeJS.ErrnoException) => {
         fail(this.#closed ? new ClientClosedError()
           : this.#unreachable(err));
       });
       const timer = setTimeout(() => {
-        fail(new ClientTimeoutError(`${request.method} ${request.path} timed out after ${request.timeoutMs} ms`));
+        fail(failure('timeout'));
         req.destroy();
-      }, request.timeoutMs);
+      }, Math.max(0, remainingMs));
       const onAbort = (): void => {
-        fail(cancelled());
+        fail(failure('abort'));
         req.destroy();
       };
       if (request.signal?.aborted) return onAbort();
