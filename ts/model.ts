@@ -36,6 +36,8 @@ import {
 export interface CancelSignal {
   readonly aborted: boolean;
   addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  /** Where present (an AbortSignal), the request's listener is removed once it settles. */
+  removeEventListener?(type: 'abort', listener: () => void): void;
 }
 
 /** Options of one in-process inference. */
@@ -115,6 +117,8 @@ interface PendingRequest {
   executions: number;
   /** Sequence models: what the callable receives for this request, step after step. */
   stepRequest?: Request;
+  /** Removes the request's abort listener from the caller's signal (#watchAbort). */
+  unwatch?: () => void;
 }
 
 const SEQUENCE_START = 1;
@@ -401,9 +405,21 @@ export class BoundModel {
     else this.#native.enqueue(id, meta, sequence, ...data);
   }
 
+  /**
+   * Cancels the request when `signal` aborts. The listener leaves a signal that can remove it
+   * when the request settles: a long-lived AbortSignal shared by many requests would otherwise
+   * hold one listener (and its request id) per request it ever carried.
+   */
   #watchAbort(id: number, signal: CancelSignal): void {
-    if (signal.aborted) this.#cancel(id);
-    else signal.addEventListener('abort', () => this.#cancel(id), { once: true });
+    if (signal.aborted) {
+      this.#cancel(id);
+      return;
+    }
+    const entry = this.#pending.get(id);
+    if (!entry) return;  // already answered
+    const listener = (): void => this.#cancel(id);
+    signal.addEventListener('abort', listener, { once: true });
+    if (signal.removeEventListener) entry.unwatch = () => signal.removeEventListener!('abort', listener);
   }
 
   /**
@@ -710,6 +726,7 @@ export class BoundModel {
       const entry = this.#pending.get(ids[i]);
       if (!entry) continue;
       this.#pending.delete(ids[i]);
+      entry.unwatch?.();
       if (entry.settled) continue;
       entry.settled = true;
       const native = outputs?.[i];

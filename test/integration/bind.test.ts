@@ -2,6 +2,7 @@
  * bind() and the inference-callable contract (pytriton-api.md §2–5), seen from outside through
  * `new Triton()`, `bind()` and `infer()` with the real native batcher.
  */
+import { getEventListeners } from 'node:events';
 import { Triton } from '../../ts/triton';
 import { InferenceServerError } from '../../ts/errors';
 import type { Tensor } from '../../ts/config/types';
@@ -487,5 +488,15 @@ describe('warm-up and cancellation', () => {
     expect(await next).toBe(2);
     await waitFor(() => triton.model('abort').pendingCount === 0, 'every request to be handed back');
     expect(rec.tagOrder).toEqual([1, 2]);
+  });
+
+  test('one AbortSignal shared by many requests keeps no listener once they are answered, and still cancels the next', async () => {
+    triton.bind({ modelName: 'shared', inferFunc: identity, inputs: [IN], outputs: [OUT], config: { maxBatchSize: 8 } });
+    await triton.run();
+    const controller = new AbortController();
+    await Promise.all(Array.from({ length: 200 }, (_, i) => triton.infer('shared', { IN: fp32(i) }, { signal: controller.signal })));
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    controller.abort();
+    await expectRejects(triton.infer('shared', { IN: fp32(1) }, { signal: controller.signal }), 'CANCELLED');
   });
 });
