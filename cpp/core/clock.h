@@ -19,4 +19,12 @@ inline uint64_t WallNowMs() {
           .count());
 }
 
+// When something waiting `timeout_us` from `now_ns` (steady clock) expires; 0 for no timeout. A
+// timeout too long to count in ns (up to 2^64 - 1 µs from in-process callers or a config) never
+// expires rather than wrapping to a deadline already past.
+inline uint64_t DeadlineNs(uint64_t now_ns, uint64_t timeout_us) {
+  if (timeout_us == 0 || timeout_us > (UINT64_MAX - now_ns) / 1000) return 0;
+  return now_ns + timeout_us * 1000;
+}
+
 }  // namespace infernode

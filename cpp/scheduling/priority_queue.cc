@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/clock.h"
+
 namespace infernode {
 
 PriorityQueue::PriorityQueue(const ModelConfig& config) {
@@ -30,7 +32,7 @@ uint64_t PriorityQueue::DeadlineOf(const Level& level, const InferenceRequest& r
       request.timeout_us < timeout_us) {
     timeout_us = request.timeout_us;
   }
-  return timeout_us == 0 ? 0 : now_ns + timeout_us * 1000;
+  return DeadlineNs(now_ns, timeout_us);
 }
 
 Status PriorityQueue::Enqueue(std::unique_ptr<InferenceRequest>& request, uint64_t now_ns) {

@@ -1,5 +1,7 @@
 #include "scheduling/request_validator.h"
 
+#include <algorithm>
+
 #include "core/message.h"
 
 namespace infernode {
@@ -70,6 +72,30 @@ Status ValidateInput(const ModelConfig& config, const TensorConfig& spec, const 
   return Status::Success();
 }
 
+// Triton checks how many inputs came before anything else, with this text (infer_request.cc
+// ValidateRequestInputs), which Triton's clients and qa/L0_input_validation read word for word.
+Status ValidateInputCount(const ModelConfig& config, const std::vector<InputTensor>& inputs) {
+  size_t required = 0;
+  std::string missing;
+  for (const TensorConfig& spec : config.inputs) {
+    if (spec.optional) continue;
+    ++required;
+    const bool present =
+        std::any_of(inputs.begin(), inputs.end(), [&spec](const InputTensor& in) { return in.name == spec.name; });
+    if (!present) missing += (missing.empty() ? "'" : ",'") + spec.name + "'";
+  }
+  if (inputs.size() <= config.inputs.size() && inputs.size() >= required) return Status::Success();
+  std::string got;
+  for (const InputTensor& in : inputs) got += (got.empty() ? "'" : ",'") + Clip(in.name) + "'";
+  const std::string total = std::to_string(config.inputs.size());
+  const std::string expected = required == config.inputs.size()
+                                   ? "expected " + total + " inputs"
+                                   : "expected number of inputs between " + std::to_string(required) + " and " + total;
+  return InvalidArg(expected + " but got " + std::to_string(inputs.size()) + " inputs for model '" + config.name +
+                    "'. Got input(s) [" + got + "], but missing required input(s) [" + missing +
+                    "]. Please provide all required input(s).");
+}
+
 bool HasVariableDim(const Shape& dims) {
   for (int64_t d : dims) {
     if (d < 0) return true;
@@ -83,10 +109,12 @@ Status ValidateRequest(const ModelConfig& config, InferenceRequest* request) {
   int64_t batch = -1;
   const auto& inputs = request->inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const InputTensor& in = inputs[i];
     for (size_t j = 0; j < i; ++j) {  // a handful of inputs: a scan beats a hash set
-      if (inputs[j].name == in.name) return InvalidArg("duplicate " + InputLabel(config, in.name));
+      if (inputs[j].name == inputs[i].name) return InvalidArg("duplicate " + InputLabel(config, inputs[i].name));
     }
+  }
+  RETURN_IF_ERROR(ValidateInputCount(config, inputs));
+  for (const InputTensor& in : inputs) {
     const TensorConfig* spec = FindInput(config, in.name);
     if (spec == nullptr) {
       return InvalidArg("unexpected inference input '" + Clip(in.name) + "' for model '" + config.name + "'");
@@ -107,6 +135,8 @@ Status ValidateRequest(const ModelConfig& config, InferenceRequest* request) {
     }
     if (present == nullptr) {
       if (!spec.optional) {
+        // Not reached after the count check and the loop above (whatever took this input's
+        // place was unexpected or a duplicate); a guard all the same.
         return InvalidArg("expected " + std::to_string(config.inputs.size()) + " inputs but missing input '" +
                           spec.name + "' for model '" + config.name + "'");
       }

@@ -2,13 +2,16 @@
 
 #include <algorithm>
 
+#include "core/clock.h"
 #include "scheduling/batch_former.h"
 
 namespace infernode {
 
 namespace {
 
-const char* CorrIdTypeName(DataType dtype) { return dtype == DataType::kBytes ? "STRING" : DataTypeName(dtype); }
+// Triton names a string id's type by its protocol name (infer_request.cc ValidateCorrelationId:
+// DataTypeToProtocolString), as qa/L0_sequence_corrid_batcher expects.
+const char* CorrIdTypeName(DataType dtype) { return dtype == DataType::kBytes ? "BYTES" : DataTypeName(dtype); }
 
 // Ids the iterative sequencer gives requests that came without one: far from any a client picks.
 constexpr uint64_t kFirstIterativeId = uint64_t{1} << 63;
@@ -51,7 +54,7 @@ Status SequenceSource::Admit(InferenceRequest* request) const {
     const bool string_type = control.dtype == DataType::kBytes;
     if (id.is_string != string_type) {
       return InvalidArg("sequence batching control '" + control.name + "' data-type is '" +
-                        (id.is_string ? "STRING" : "UINT64") + "', but model '" + model + "' expects '" +
+                        (id.is_string ? "BYTES" : "UINT64") + "', but model '" + model + "' expects '" +
                         CorrIdTypeName(control.dtype) + "'");
     }
   }
@@ -88,7 +91,7 @@ Status SequenceSource::Enqueue(std::unique_ptr<InferenceRequest>& request, uint6
     by_id_[key] = sequence;
   }
   request->enqueue_ns = now_ns;
-  request->deadline_ns = request->timeout_us > 0 ? now_ns + request->timeout_us * 1000 : 0;
+  request->deadline_ns = DeadlineNs(now_ns, request->timeout_us);
   const bool end = (request->flags & kSequenceEnd) != 0;
   sequence->queue.push_back(std::move(request));
   sequence->last_activity_ns = now_ns;
@@ -187,7 +190,8 @@ void SequenceSource::ApplyTimeouts(uint64_t now_ns, std::vector<Rejected>* rejec
       ++it;
       continue;
     }
-    RejectQueue(&s, Unavailable("Request timeout expired"), FailureReason::kRejected, rejected);
+    RejectQueue(&s, Unavailable("timeout of the corresponding sequence has been expired"), FailureReason::kRejected,
+                rejected);
     Forget(*it);
     it = backlog_.erase(it);
   }
@@ -340,6 +344,9 @@ std::vector<std::unique_ptr<InferenceRequest>> SequenceSource::TakeAll() {
     }
   }
   for (const SequencePtr& s : backlog_) drain(s);
+  // An executing sequence is in a slot or the backlog while it has requests queued; draining the
+  // ones executing too means no invariant slip can strand a request at shutdown.
+  for (const auto& executing : executing_) drain(executing.second);
   backlog_.clear();
   by_id_.clear();
   queued_ = 0;
@@ -378,8 +385,10 @@ void SequenceSource::Executed(Batch& batch, std::vector<Status>* statuses,
       ++queued_;
       continue;
     }
-    if (config_.sequence.iterative) {
-      // The request ended, and with it its sequence.
+    if (config_.sequence.iterative && sequence->queue.empty()) {
+      // The request ended, and with it its sequence, unless the client queued more of it (its
+      // own id, no END yet): those run first, as Triton's IterativeSequencer queues the
+      // sequence's end behind them.
       Forget(sequence);
       ReleaseSlot(sequence);
     }

@@ -109,6 +109,27 @@ TEST(ValidatorRejectsMissingRequiredInput) {
   ExpectInvalid(status, "y");
 }
 
+TEST(ValidatorCountsInputsFirstWithTritonsText) {
+  // Copies: Message() refers into its Status, which must outlive the comparison.
+  auto message = [](const ModelConfig& config, std::vector<InputTensor> inputs) {
+    return Validate(config, std::move(inputs)).Message();
+  };
+  const ModelConfig all = Model(8, {Spec("a", DataType::kFp32, {3}), Spec("b", DataType::kInt32, {1})});
+  EXPECT_EQ(message(all, {Tensor("a", DataType::kFp32, {1, 3})}),
+            std::string("expected 2 inputs but got 1 inputs for model 'm'. Got input(s) ['a'], but missing required "
+                        "input(s) ['b']. Please provide all required input(s)."));
+  // Counted before names: one unknown input in place of two is a count error, as in Triton.
+  EXPECT_EQ(message(all, {Tensor("z", DataType::kFp32, {1, 3})}),
+            std::string("expected 2 inputs but got 1 inputs for model 'm'. Got input(s) ['z'], but missing required "
+                        "input(s) ['a','b']. Please provide all required input(s)."));
+  const ModelConfig optional = Model(
+      8, {Spec("a", DataType::kFp32, {3}), Spec("b", DataType::kInt32, {1}), Spec("c", DataType::kInt32, {1}, true)});
+  EXPECT_EQ(
+      message(optional, {}),
+      std::string("expected number of inputs between 2 and 3 but got 0 inputs for model 'm'. Got input(s) [], but "
+                  "missing required input(s) ['a','b']. Please provide all required input(s)."));
+}
+
 TEST(ValidatorAcceptsAbsentOptionalInput) {
   const ModelConfig config = Model(8, {Spec("x", DataType::kFp32, {3}), Spec("y", DataType::kInt32, {1}, true)});
   EXPECT_TRUE(Validate(config, {Tensor("x", DataType::kFp32, {1, 3})}).IsOk());

@@ -193,7 +193,7 @@ TEST(SequenceRefusesRequestsAsTritonDoes) {
   auto text_id = SeqReq(3, 0, kSequenceStart);
   text_id->correlation_id = CorrelationId{true, 0, "abc"};
   EXPECT_CONTAINS(source.Enqueue(text_id, 0).Message(),
-                  "sequence batching control 'CORRID' data-type is 'STRING', but model 'seq' expects 'UINT64'");
+                  "sequence batching control 'CORRID' data-type is 'BYTES', but model 'seq' expects 'UINT64'");
   auto batched = SeqReq(4, 9, kSequenceStart);
   batched->batch_size = 2;
   EXPECT_CONTAINS(source.Enqueue(batched, 0).Message(),
@@ -286,6 +286,40 @@ TEST(SequenceSlotsSpreadAcrossInstances) {
   EXPECT_EQ(other.requests[0]->id, 2u);
 }
 
+TEST(SequenceIterativeWithAClientIdRunsWhatItQueuedBeforeItEnds) {
+  // A client's own id, START without END, and a second request queued while the first
+  // executes: the first ending must not end the sequence under the second (which would then be
+  // in no slot: never dispatched, never cancellable, missed at shutdown).
+  ModelConfig config = SeqConfig(2);
+  config.sequence.iterative = true;
+  SequenceSource source(config);
+  EXPECT_TRUE(Add(&source, 1, 7, kSequenceStart).IsOk());
+  FormedBatch first = source.Next(0, 0, false);
+  EXPECT_EQ(first.requests.size(), 1u);
+  EXPECT_TRUE(Add(&source, 2, 7, 0).IsOk());
+  Finish(&source, first, 1, 0, {Release::kEnded});
+  EXPECT_EQ(source.ActiveSequences(), 1u);
+  FormedBatch second = source.Next(0, 0, false);
+  EXPECT_EQ(second.requests.size(), 1u);
+  if (second.requests.size() != 1u) return;
+  EXPECT_EQ(second.requests[0]->id, 2u);
+  EXPECT_EQ(State(*second.requests[0]), (std::vector<float>{1, 1}));  // the state carried on
+  Finish(&source, second, 2, 0, {Release::kEnded});
+  EXPECT_EQ(source.ActiveSequences(), 0u);  // nothing left queued: now it ends
+  EXPECT_EQ(source.Size(), 0u);
+}
+
+TEST(SequenceTakeAllReturnsTheBackloggedAndTheQueuedBehindAnExecutingOne) {
+  ModelConfig config = SeqConfig(1);
+  SequenceSource source(config);
+  EXPECT_TRUE(Add(&source, 1, 1, kSequenceStart).IsOk());
+  EXPECT_TRUE(Add(&source, 2, 2, kSequenceStart).IsOk());  // backlogged
+  FormedBatch first = source.Next(0, 0, false);
+  EXPECT_TRUE(Add(&source, 3, 1, 0).IsOk());  // behind the executing one
+  EXPECT_EQ(source.TakeAll().size(), 2u);
+  EXPECT_EQ(source.Size(), 0u);
+}
+
 TEST(SequenceIterativeRequestsAreRescheduledUntilTheyEnd) {
   ModelConfig config = SeqConfig(2);
   config.sequence.iterative = true;
@@ -317,6 +351,6 @@ TEST(SequenceBacklogTimeoutDropsTheWaitingSequence) {
   std::vector<Rejected> rejected;
   source.ApplyTimeouts(2 * kMs, &rejected);
   EXPECT_EQ(rejected.size(), 1u);
-  EXPECT_EQ(rejected[0].status.Message(), std::string("Request timeout expired"));
+  EXPECT_EQ(rejected[0].status.Message(), std::string("timeout of the corresponding sequence has been expired"));
   EXPECT_EQ(source.BacklogSequences(), 0u);
 }

@@ -341,7 +341,8 @@ describe('requests', () => {
     const aux = new NDArray('INT32', [1, 1], new Int32Array([1]));
     const good = new NDArray('FP32', [1, 2], new Float32Array([1, 2]));
     await expectRejects(triton.infer('checked', { IN: good, AUX: aux, NOPE: good }), 'INVALID_ARG', "unexpected inference input 'NOPE'");
-    await expectRejects(triton.infer('checked', { IN: good }), 'INVALID_ARG', "missing input 'AUX'");
+    await expectRejects(triton.infer('checked', { IN: good }), 'INVALID_ARG',
+      "expected 2 inputs but got 1 inputs for model 'checked'. Got input(s) ['IN'], but missing required input(s) ['AUX']. Please provide all required input(s).");
     await expectRejects(triton.infer('checked', { IN: new NDArray('FP64', [1, 2], new Float64Array(2)), AUX: aux }),
       'INVALID_ARG', 'unexpected datatype FP64');
     await expectRejects(triton.infer('checked', { IN: new NDArray('FP32', [1, 3], new Float32Array(3)), AUX: aux }),

@@ -447,9 +447,9 @@ describe.each(FRONTENDS)('%s', (_name, frontend, n) => {
 
   test('Triton\'s admission errors: id type against CORRID, no id, a batch of 2 rows', async () => {
     expect(await step('acc', `s-${n}`, 1, { start: true })).toEqual(
-      errorWith("sequence batching control 'CORRID' data-type is 'STRING', but model 'acc' expects 'UINT64'"));
+      errorWith("sequence batching control 'CORRID' data-type is 'BYTES', but model 'acc' expects 'UINT64'"));
     expect(await step('acc_str', id(31), 1, { start: true })).toEqual(
-      errorWith("sequence batching control 'CORRID' data-type is 'UINT64', but model 'acc_str' expects 'STRING'"));
+      errorWith("sequence batching control 'CORRID' data-type is 'UINT64', but model 'acc_str' expects 'BYTES'"));
     // Id 0 and "" mean "not a sequence": the clients send no sequence parameters at all.
     for (const sequenceId of [0, '']) {
       expect(await frontend.infer({ model: 'acc', x: [1], seq: { sequenceId, sequenceStart: true } })).toEqual(

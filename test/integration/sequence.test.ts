@@ -119,7 +119,7 @@ describe('state and control inputs', () => {
     await expectRejects(step(0, 1, { start: true }), 'INVALID_ARG',
       "inference request to model 'acc' must specify a non-zero or non-empty correlation ID");
     await expectRejects(step('text', 1, { start: true }), 'INVALID_ARG',
-      "sequence batching control 'CORRID' data-type is 'STRING', but model 'acc' expects 'UINT64'");
+      "sequence batching control 'CORRID' data-type is 'BYTES', but model 'acc' expects 'UINT64'");
     await expectRejects(triton.infer('acc', { IN: fp32(1, 2) }, { sequenceId: 6, sequenceStart: true }), 'INVALID_ARG',
       "inference request to model 'acc' must specify batch-size 1 due to requirements of sequence batcher");
     await expectRejects(step(-1, 1, { start: true }), 'INVALID_ARG', /unsigned 64-bit integer or a string/);
@@ -144,7 +144,7 @@ describe('state and control inputs', () => {
     await triton.infer('by_number', { IN: fp32(2) }, { sequenceId: big });
     expect(seen).toEqual(['caller-7', big, big]);
     await expectRejects(triton.infer('by_text', { IN: fp32(1) }, { sequenceId: 7, sequenceStart: true }), 'INVALID_ARG',
-      "sequence batching control 'CORRID' data-type is 'UINT64', but model 'by_text' expects 'STRING'");
+      "sequence batching control 'CORRID' data-type is 'UINT64', but model 'by_text' expects 'BYTES'");
   });
 });
 

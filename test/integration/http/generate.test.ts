@@ -172,7 +172,7 @@ describe('generate_stream', () => {
 
   test('errors before inference are a plain JSON error with their status', async () => {
     const cases: [string, unknown, number, string][] = [
-      ['tokens', { PROMPT: 'p' }, 400, "expected 2 inputs but missing input 'N'"],
+      ['tokens', { PROMPT: 'p' }, 400, "expected 2 inputs but got 1 inputs for model 'tokens'. Got input(s) ['PROMPT'], but missing required input(s) ['N']. Please provide all required input(s)."],
       ['tokens', { PROMPT: 7, N: 1 }, 400, "input 'PROMPT' for model 'tokens'"],
       ['nope', { PROMPT: 'p' }, 404, 'nope'],
       ['tokens', '{"PROMPT": ', 400, 'failed to parse the generate request JSON'],
@@ -304,7 +304,7 @@ describe('generate', () => {
       ['upper', { PROMPT: 'p', M: [[1, 2]] }, "input 'M' for model 'upper': the generate endpoint takes a value or a flat list"],
       ['upper', { PROMPT: 'p', M: [1, 2], id: 5 }, "Unable to parse 'id'"],
       ['upper', [1, 2], "the generate request for model 'upper' must be a JSON object"],
-      ['upper', {}, "expected 3 inputs but missing input 'PROMPT'"],
+      ['upper', {}, "expected number of inputs between 2 and 3 but got 0 inputs for model 'upper'. Got input(s) [], but missing required input(s) ['PROMPT','M']"],
     ];
     for (const [model, body, message] of cases) {
       const r = await generate(model, body);
