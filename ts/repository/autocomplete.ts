@@ -1,7 +1,8 @@
 /**
- * Triton's auto-complete for ONNX models (without --strict-model-config): inputs, outputs and
- * max_batch_size come from the model file when config.pbtxt leaves them out, and a derived
- * max_batch_size > 1 gets `dynamic_batching {}`. Works on the protobuf-JSON form of the config
+ * Triton's auto-complete for ONNX models (without --strict-model-config), as its onnxruntime
+ * backend does it: when config.pbtxt leaves out the inputs or the outputs, they come from the
+ * model file, a max_batch_size of 0 becomes 4 for a model that can batch, and a max_batch_size
+ * > 1 gets `dynamic_batching {}`; a config listing both is not completed. Works on the protobuf-JSON form of the config
  * (snake_case field names) before normalization. A config that contradicts the model file is an
  * INVALID_ARG load error naming the tensor; the one datatype difference allowed is TYPE_FP32 for
  * an FP16 or BF16 tensor (the server converts).
@@ -47,23 +48,58 @@ export function castTensors(config: RawModelConfig, inputs: OnnxTensorInfo[], ou
   return [...cast('input', config.input, inputs), ...cast('output', config.output, outputs)];
 }
 
+/**
+ * The onnxruntime backend's dims check (onnxruntime_utils.cc CompareDimsSupported), with its
+ * texts; a config dim of -1 also matches a fixed model dim (the backend wants them equal).
+ */
+function checkDims(model: string, name: string, modelDims: number[], dims: number[], batching: boolean): void {
+  const shape = (d: number[]): string => `[${d.join(',')}]`;
+  if (batching && (modelDims.length === 0 || modelDims[0] !== -1)) {
+    throw invalidArg(`model '${model}', tensor '${name}': for the model to support batching the shape should have at least 1 ` +
+      `dimension and the first dimension must be -1; but shape expected by the model is ${shape(modelDims)}`);
+  }
+  const full = batching ? [-1, ...dims] : dims;
+  const fits = full.length === modelDims.length && full.every((d, i) => modelDims[i] === -1 || d === -1 || d === modelDims[i]);
+  if (fits) return;
+  throw invalidArg(`model '${model}', tensor '${name}': the model expects ${modelDims.length} dimensions (shape ` +
+    `${shape(modelDims)}) but the model configuration specifies ${full.length} dimensions ` + (batching
+    ? `(an initial batch dimension because max_batch_size > 0 followed by the explicit tensor shape, making complete shape ${shape(full)})`
+    : `(shape ${shape(full)})`));
+}
+
+/** Each declared tensor against the model's, as the onnxruntime backend's ValidateInputs/ValidateOutputs do, with their texts. */
 function checkAgainstModel(model: string, kind: string, declared: ConfigTensor[], actual: OnnxTensorInfo[], batching: boolean): void {
   for (const tensor of declared) {
     const match = actual.find((t) => t.name === tensor.name);
     if (!match) {
-      throw invalidArg(`model '${model}': ${kind} '${tensor.name}' is not in the ONNX model (it has ${actual.map((t) => t.name).join(', ')})`);
+      throw invalidArg(`model '${model}': unexpected inference ${kind} '${tensor.name}', allowed ${kind}s are: ${actual.map((t) => t.name).join(', ')}`);
     }
     if (tensor.data_type && tensor.data_type !== tritonType(match.dtype) && !isCastPair(tensor.data_type, match.dtype)) {
-      throw invalidArg(`model '${model}': ${kind} '${tensor.name}' is declared ${tensor.data_type}, the ONNX model has ${tritonType(match.dtype)}`);
+      throw invalidArg(`unable to load model '${model}', configuration expects datatype ${tensor.data_type} for ${kind} ` +
+        `'${tensor.name}', model provides ${tritonType(match.dtype)}`);
     }
-    const modelDims = batching ? match.dims.slice(1) : match.dims;
-    const dims = (tensor.dims ?? []).map(Number);
-    const compatible = dims.length === modelDims.length && dims.every((d, i) => modelDims[i] === -1 || d === -1 || d === modelDims[i]);
-    if (tensor.dims && !compatible && !tensor.reshape) {
-      throw invalidArg(`model '${model}': ${kind} '${tensor.name}' has dims [${dims.join(',')}], the ONNX model has ` +
-        `[${modelDims.join(',')}]${batching ? ' (after the batch dimension)' : ''}`);
-    }
+    if (tensor.dims && !tensor.reshape) checkDims(model, tensor.name, match.dims, tensor.dims.map(Number), batching);
   }
+}
+
+/**
+ * The onnxruntime backend's AutoCompleteMaxBatch: a model whose every tensor has a dynamic
+ * first dimension can batch, and a max_batch_size of 0 (left out, or 0: the backend cannot
+ * tell them apart) becomes the default 4; any size above 1 gets `dynamic_batching {}` when no
+ * scheduler is set. A model that cannot batch with a non-zero max_batch_size fails with its text.
+ */
+function completeMaxBatch(model: string, out: RawModelConfig, inputs: OnnxTensorInfo[], outputs: OnnxTensorInfo[]): void {
+  const size = Number(out.max_batch_size ?? 0);
+  if (!(allBatched(inputs) && allBatched(outputs))) {
+    if (size !== 0) {
+      throw invalidArg(`autofill failed for model '${model}': model does not support batching while non-zero max_batch_size is specified`);
+    }
+    out.max_batch_size = 0;
+    return;
+  }
+  if (size === 0) out.max_batch_size = DEFAULT_MAX_BATCH_SIZE;
+  const scheduled = out.dynamic_batching || out.sequence_batching || out.ensemble_scheduling;
+  if (Number(out.max_batch_size) > 1 && !scheduled) out.dynamic_batching = {};
 }
 
 function fromModel(tensors: OnnxTensorInfo[], batching: boolean): ConfigTensor[] {
@@ -124,19 +160,20 @@ function checkFedAgainstModel(model: string, kind: 'input' | 'output', fed: FedT
 }
 
 /**
- * Returns the config with what the model file implies filled in. Inputs the sequence batcher
- * feeds (control inputs, state input_name) and outputs it takes (state output_name) are not
- * auto-completed into `input` / `output`, nor required there.
+ * Returns the config with what the model file implies filled in, as the onnxruntime backend's
+ * AutoCompleteConfig does: nothing when the config lists inputs (or batch inputs) and outputs
+ * (max_batch_size stays as given, 0 when left out); otherwise max_batch_size (completeMaxBatch)
+ * and the lists it leaves out. Then the config is checked against the model with the backend's
+ * texts. Inputs the sequence batcher feeds (control inputs, state input_name) and outputs it
+ * takes (state output_name) are not auto-completed into `input` / `output`, nor required there.
  */
 export function autoCompleteOnnxConfig(
   model: string, config: RawModelConfig, inputs: OnnxTensorInfo[], outputs: OnnxTensorInfo[],
 ): RawModelConfig {
   const out: RawModelConfig = { ...config };
-  if (out.max_batch_size === undefined) {
-    out.max_batch_size = allBatched(inputs) && allBatched(outputs) ? DEFAULT_MAX_BATCH_SIZE : 0;
-    const scheduled = out.dynamic_batching || out.sequence_batching || out.ensemble_scheduling;
-    if (Number(out.max_batch_size) > 1 && !scheduled) out.dynamic_batching = {};
-  }
+  // (batch_input, which the backend counts as an input here, is refused before: config-source.ts.)
+  if ((out.input?.length ?? 0) === 0 || (out.output?.length ?? 0) === 0) completeMaxBatch(model, out, inputs, outputs);
+  else out.max_batch_size ??= 0;
   const batching = Number(out.max_batch_size) > 0;
   if (batching && !(allBatched(inputs) && allBatched(outputs))) {
     throw invalidArg(`model '${model}': max_batch_size is ${out.max_batch_size}, but the ONNX model has a tensor ` +
@@ -149,15 +186,15 @@ export function autoCompleteOnnxConfig(
   const requestOutputs = outputs.filter((t) => !fed.outputs.some((f) => f.name === t.name));
   if (!out.input || out.input.length === 0) out.input = fromModel(requestInputs, batching);
   if (!out.output || out.output.length === 0) out.output = fromModel(requestOutputs, batching);
+  // Every input the model takes is declared or fed by the sequence batcher (ONNX Runtime would
+  // fail each request otherwise); a config may serve a subset of the outputs. As in the backend,
+  // an optional input that is no graph input (an overridable initializer) does not count.
+  const graphInput = (name: string): boolean => inputs.some((t) => t.name === name);
+  const expected = out.input.filter((t) => t.optional !== true || graphInput(t.name)).length + fed.inputs.length;
+  if (expected !== inputs.length) {
+    throw invalidArg(`unable to load model '${model}', configuration expects ${expected} inputs, model provides ${inputs.length}`);
+  }
   checkAgainstModel(model, 'input', out.input, inputs, batching);
   checkAgainstModel(model, 'output', out.output, outputs, batching);
-  // Every input the model requires must be declared or fed by the sequence batcher (ONNX
-  // Runtime would fail each request otherwise); a config may serve a subset of the outputs.
-  const missing = requestInputs.filter((t) => !out.input!.some((declared) => declared.name === t.name));
-  if (missing.length > 0) {
-    throw invalidArg(`model '${model}': the ONNX model's input${missing.length > 1 ? 's' : ''} ` +
-      `${missing.map((t) => `'${t.name}'`).join(', ')} ${missing.length > 1 ? 'are' : 'is'} not in the config ` +
-      `(declare every input, or none to have them all auto-completed)`);
-  }
   return out;
 }

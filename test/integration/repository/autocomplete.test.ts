@@ -82,8 +82,8 @@ test('a partial config keeps what it sets and gets the rest from the model', asy
   try {
     const config = triton.model('partial').config;
     expect(config.maxBatchSize).toBe(8);
-    // An explicit max_batch_size with no scheduler gets no dynamic batching (Triton adds it only when it derives the size).
-    expect(config.dynamicBatching).toBeNull();
+    // The onnxruntime backend's AutoCompleteMaxBatch: any size above 1 gets dynamic batching when no scheduler is set.
+    expect(config.dynamicBatching).toMatchObject({ preferredBatchSize: [8] });
     expect(config.instanceGroup).toEqual([expect.objectContaining({ kind: 'KIND_CPU', count: 2 })]);
     expect(config.inputs.map((t) => [t.name, t.dtype, t.dims])).toEqual([['INPUT0', 'INT32', [2]], ['INPUT1', 'INT32', [2]]]);
     // The config lists one output: only that one is served.
@@ -98,16 +98,30 @@ test('a partial config keeps what it sets and gets the rest from the model', asy
   }
 });
 
-test('max_batch_size 0 on a batchable model: the batch dimension becomes part of the dims', async () => {
+test('max_batch_size 0 on a batchable model: with its inputs and outputs listed it stays 0 (the batch dimension is part of the dims); without, it is completed like a missing one', async () => {
   repo.onnx('unbatched', 1, identityModel('FP32', [3]));
-  repo.config('unbatched', 'max_batch_size: 0');
+  repo.config('unbatched', `max_batch_size: 0
+    input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ -1, 3 ] } ]
+    output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ -1, 3 ] } ]`);
+  // Triton's backend cannot tell a 0 given from a 0 left out (protobuf's default): it completes both.
+  repo.onnx('completed', 1, identityModel('FP32', [3]));
+  repo.config('completed', 'max_batch_size: 0');
+  // Listing both is no auto-complete at all: no max_batch_size means 0, and the dims are whole.
+  repo.onnx('listed', 1, identityModel('FP32', [3]));
+  repo.config('listed', `input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ -1, 3 ] } ]
+    output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ -1, 3 ] } ]`);
   const { triton } = await startRepoTriton(repo.root);
   try {
-    const config = triton.model('unbatched').config;
-    expect(config.inputs[0].dims).toEqual([-1, 3]);
-    expect(config.dynamicBatching).toBeNull();
-    const x = new NDArray('FP32', [5, 3], new Float32Array(15).map((_, i) => i));
-    expect((await triton.infer('unbatched', { INPUT0: x })).OUTPUT0.data).toEqual(x.data);
+    for (const name of ['unbatched', 'listed']) {
+      const config = triton.model(name).config;
+      expect(config.maxBatchSize).toBe(0);
+      expect(config.inputs[0].dims).toEqual([-1, 3]);
+      expect(config.dynamicBatching).toBeNull();
+      const x = new NDArray('FP32', [5, 3], new Float32Array(15).map((_, i) => i));
+      expect((await triton.infer(name, { INPUT0: x })).OUTPUT0.data).toEqual(x.data);
+    }
+    const completed = triton.model('completed').config;
+    expect([completed.maxBatchSize, completed.inputs[0].dims, completed.dynamicBatching !== null]).toEqual([4, [3], true]);
   } finally {
     await triton.stop();
   }
@@ -117,22 +131,22 @@ describe('a config that contradicts the model fails the load with INVALID_ARG na
   test.each([
     ['a wrong data_type',
       'input [ { name: "INPUT0", data_type: TYPE_INT32, dims: [ 3 ] } ]',
-      "input 'INPUT0' is declared TYPE_INT32, the ONNX model has TYPE_FP32"],
+      "unable to load model 'm', configuration expects datatype TYPE_INT32 for input 'INPUT0', model provides TYPE_FP32"],
     ['wrong dims',
       'input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 5 ] } ]',
-      "input 'INPUT0' has dims [5], the ONNX model has [3]"],
+      "model 'm', tensor 'INPUT0': the model expects 2 dimensions (shape [-1,3]) but the model configuration specifies 2 dimensions (an initial batch dimension because max_batch_size > 0 followed by the explicit tensor shape, making complete shape [-1,5])"],
     ['a wrong rank',
       'input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 3, 1 ] } ]',
-      "input 'INPUT0' has dims [3,1], the ONNX model has [3]"],
+      "model 'm', tensor 'INPUT0': the model expects 2 dimensions (shape [-1,3]) but the model configuration specifies 3 dimensions (an initial batch dimension because max_batch_size > 0 followed by the explicit tensor shape, making complete shape [-1,3,1])"],
     ['an input the model does not have',
       'input [ { name: "IMAGE", data_type: TYPE_FP32, dims: [ 3 ] } ]',
-      "input 'IMAGE' is not in the ONNX model (it has INPUT0)"],
+      "unexpected inference input 'IMAGE', allowed inputs are: INPUT0"],
     ['an output the model does not have',
       'output [ { name: "SCORES", data_type: TYPE_FP32, dims: [ 3 ] } ]',
-      "output 'SCORES' is not in the ONNX model (it has OUTPUT0)"],
+      "unexpected inference output 'SCORES', allowed outputs are: OUTPUT0"],
     ['a wrong output data_type',
       'output [ { name: "OUTPUT0", data_type: TYPE_FP64, dims: [ 3 ] } ]',
-      "output 'OUTPUT0' is declared TYPE_FP64, the ONNX model has TYPE_FP32"],
+      "unable to load model 'm', configuration expects datatype TYPE_FP64 for output 'OUTPUT0', model provides TYPE_FP32"],
   ])('%s', async (_what, lines, message) => {
     repo.onnx('m', 1, identityModel('FP32', [3]));
     repo.config('m', `max_batch_size: 4\n${lines}`);
@@ -156,7 +170,7 @@ describe('a config that contradicts the model fails the load with INVALID_ARG na
     repo.config('m', 'max_batch_size: 4');
     const { triton } = await explicit();
     try {
-      await expectRejects(triton.loadModel('m'), 'INVALID_ARG', "model 'm': max_batch_size is 4, but the ONNX model has a tensor");
+      await expectRejects(triton.loadModel('m'), 'INVALID_ARG', "autofill failed for model 'm': model does not support batching while non-zero max_batch_size is specified");
     } finally {
       await triton.stop();
     }
@@ -168,7 +182,7 @@ describe('a config that contradicts the model fails the load with INVALID_ARG na
       input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 3 ] } ]`);
     const { triton } = await explicit();
     try {
-      await expectRejects(triton.loadModel('m'), 'INVALID_ARG', "model 'm': the ONNX model's input 'INPUT1' is not in the config");
+      await expectRejects(triton.loadModel('m'), 'INVALID_ARG', "unable to load model 'm', configuration expects 1 inputs, model provides 2");
     } finally {
       await triton.stop();
     }

@@ -190,11 +190,11 @@ describe('every other datatype mismatch still fails the load, naming the tensor'
   afterEach(() => repo.cleanup());
 
   test.each([
-    ['FP16', 'input', 'TYPE_INT32', "input 'INPUT0' is declared TYPE_INT32, the ONNX model has TYPE_FP16"],
-    ['FP16', 'input', 'TYPE_FP64', "input 'INPUT0' is declared TYPE_FP64, the ONNX model has TYPE_FP16"],
-    ['BF16', 'input', 'TYPE_FP16', "input 'INPUT0' is declared TYPE_FP16, the ONNX model has TYPE_BF16"],
-    ['FP16', 'output', 'TYPE_BF16', "output 'OUTPUT0' is declared TYPE_BF16, the ONNX model has TYPE_FP16"],
-    ['FP32', 'input', 'TYPE_FP16', "input 'INPUT0' is declared TYPE_FP16, the ONNX model has TYPE_FP32"],
+    ['FP16', 'input', 'TYPE_INT32', "configuration expects datatype TYPE_INT32 for input 'INPUT0', model provides TYPE_FP16"],
+    ['FP16', 'input', 'TYPE_FP64', "configuration expects datatype TYPE_FP64 for input 'INPUT0', model provides TYPE_FP16"],
+    ['BF16', 'input', 'TYPE_FP16', "configuration expects datatype TYPE_FP16 for input 'INPUT0', model provides TYPE_BF16"],
+    ['FP16', 'output', 'TYPE_BF16', "configuration expects datatype TYPE_BF16 for output 'OUTPUT0', model provides TYPE_FP16"],
+    ['FP32', 'input', 'TYPE_FP16', "configuration expects datatype TYPE_FP16 for input 'INPUT0', model provides TYPE_FP32"],
   ] as const)('a %s model with its %s declared %s', async (modelType, kind, declared, message) => {
     repo.onnx('m', 1, identityModel(modelType, [3]));
     repo.config('m', `platform: "onnxruntime_onnx"\nmax_batch_size: 4\n` +

@@ -81,7 +81,7 @@ describe('config', () => {
       '"initial_state": [{"name": "i", "data_type": "TYPE_FP32", "dims": [1], "data_file": "../config.pbtxt"}]}]}}',
       "initial_state data_file '../config.pbtxt' must be a relative path inside"],
     ['a data_type the model contradicts', '{"max_batch_size": 4, "input": [{"name": "INPUT0", "data_type": "TYPE_INT8", "dims": [4]}]}',
-      "input 'INPUT0' is declared TYPE_INT8, the ONNX model has TYPE_FP32"],
+      "configuration expects datatype TYPE_INT8 for input 'INPUT0', model provides TYPE_FP32"],
   ])('%s is INVALID_ARG or UNSUPPORTED, and the loaded version keeps serving', async (_what, config, message) => {
     let error: unknown;
     try {

@@ -148,9 +148,12 @@ describe('instance groups', () => {
     return { dispatched, sampledMax: max, busyOverWall: busyNs / wallNs };
   }
 
+  /** Not batched: max_batch_size 0 with the inputs and outputs listed (without them Triton's auto-complete makes it 4). */
   function slowConfig(group: string): string {
     return `platform: "onnxruntime_onnx"
       max_batch_size: 0
+      input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ -1, 96, 96 ] } ]
+      output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ -1, 96, 96 ] } ]
       ${group}
       parameters { key: "intra_op_thread_count", value: { string_value: "1" } }`;
   }
