@@ -86,10 +86,13 @@ describe('tensor data', () => {
       status.INVALID_ARGUMENT, "input 'IN' already exists in request for model 'identity'");
   });
 
-  test('broken BYTES encoding in raw contents', async () => {
+  test('broken BYTES encoding, or more elements than the shape, in raw contents', async () => {
     const broken = Buffer.from([5, 0, 0, 0, 65]);
     await infer({ model_name: 'strings', inputs: [IN([1, 1], 'BYTES')], raw_input_contents: [broken] }, status.INVALID_ARGUMENT,
       "input 'IN' for model 'strings': BYTES element exceeds the data");
+    // 256 KiB of zeros is 65,536 empty elements: the walk stops at the second, as Triton's does.
+    await infer({ model_name: 'strings', inputs: [IN([1, 1], 'BYTES')], raw_input_contents: [Buffer.alloc(1 << 18)] },
+      status.INVALID_ARGUMENT, "unexpected number of string elements 2 for input 'IN' for model 'strings', expecting 1");
   });
 
   test('bad datatype, negative or huge dimensions, wrong shape for the model, batch too big', async () => {
