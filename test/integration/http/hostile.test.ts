@@ -125,6 +125,21 @@ describe('hostile inputs', () => {
     expect(r!.headers.connection).toBe('close');
   });
 
+  // Triton's http_request_many_chunks.py, over a raw socket: one-byte chunks ("1\r\n \r\n").
+  test("a chunked body of more than 65,536 non-empty chunks is refused with Triton's text and its connection closed", async () => {
+    const chunked = (body: string): Buffer => rawPost(FP32, `${[...body].map((c) => `1\r\n${c}\r\n`).join('')}0\r\n\r\n`,
+      { 'Transfer-Encoding': 'chunked', 'Content-Type': 'application/json' });
+    // Exactly 65,536 chunks: a valid request, one byte per chunk, padded with JSON whitespace.
+    const request = JSON.stringify({ inputs: [fp32Input()] });
+    const atLimit = await rawExchange(s.port, chunked(request.padEnd(65_536, ' ')));
+    expect(atLimit!.status).toBe(200);
+    const over = await rawExchange(s.port, chunked(request.padEnd(65_537, ' ')));
+    expect(over!.status).toBe(400);
+    expect(over!.error).toBe('Chunked request body exceeds maximum of 65536 non-empty chunks. Send fewer or larger HTTP chunks.');
+    expect(over!.headers.connection).toBe('close');
+    await stillServing();
+  });
+
   // Error bodies echo what the request named; a request can name things with megabytes.
   test('client text echoed in errors is clipped: a 512 KiB input name, a 100,000-dim shape', async () => {
     const name = 'n'.repeat(512 * 1024);
