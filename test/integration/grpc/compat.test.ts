@@ -170,7 +170,7 @@ describe('the codec and the .proto agree', () => {
       ['c', { kind: 'uint64', value: 2n ** 64n - 1n }], ['d', { kind: 'bool', value: true }],
     ]);
     expect(m.inputs[0]).toMatchObject({ name: 'X', datatype: 'INT64', shape: [3] });
-    expect([...m.inputs[0].contents!.int64_contents!]).toEqual([-1n, 0n, 9007199254740993n]);
+    expect([...m.inputs[0].contents!.int64_contents as BigInt64Array]).toEqual([-1n, 0n, 9007199254740993n]);
     expect(m.inputs[0].parameters!.get('shared_memory_region')).toEqual({ kind: 'string', value: 'r' });
     expect(m.outputs[0].parameters!.get('classification')).toEqual({ kind: 'int64', value: 3 });
   });
@@ -197,7 +197,7 @@ describe('the codec and the .proto agree', () => {
     const back = decodeInferResponse(infer.responseSerialize({
       model_name: 'm', outputs: [{ name: 'A', datatype: 'FP32', shape: [2], contents: { fp32_contents: [1, 2] } }],
     }));
-    expect([...back.outputs[0].contents!.fp32_contents!]).toEqual([1, 2]);
+    expect([...back.outputs[0].contents!.fp32_contents as Float32Array]).toEqual([1, 2]);
   });
 });
 

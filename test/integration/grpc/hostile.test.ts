@@ -86,10 +86,13 @@ describe('tensor data', () => {
       status.INVALID_ARGUMENT, "input 'IN' already exists in request for model 'identity'");
   });
 
-  test('broken BYTES encoding in raw contents', async () => {
+  test('broken BYTES encoding, or more elements than the shape, in raw contents', async () => {
     const broken = Buffer.from([5, 0, 0, 0, 65]);
     await infer({ model_name: 'strings', inputs: [IN([1, 1], 'BYTES')], raw_input_contents: [broken] }, status.INVALID_ARGUMENT,
       "input 'IN' for model 'strings': BYTES element exceeds the data");
+    // 256 KiB of zeros is 65,536 empty elements: the walk stops at the second, as Triton's does.
+    await infer({ model_name: 'strings', inputs: [IN([1, 1], 'BYTES')], raw_input_contents: [Buffer.alloc(1 << 18)] },
+      status.INVALID_ARGUMENT, "unexpected number of string elements 2 for input 'IN' for model 'strings', expecting 1");
   });
 
   test('bad datatype, negative or huge dimensions, wrong shape for the model, batch too big', async () => {
@@ -325,9 +328,19 @@ describe('client input echoed in errors', () => {
     clipped(error?.details);
   });
 
-  test('a 1,000,000-dim shape: INVALID_ARGUMENT with the shape clipped, then the same channel serves', async () => {
+  test('a 1,000,000-dim shape: INVALID_ARGUMENT naming the count (the codec decodes at most 64 dims), then the same channel serves', async () => {
     const { error } = await unary(s.stub, 'ModelInfer', {
       model_name: 'identity', inputs: [IN(new Array(1_000_000).fill(1))], raw_input_contents: [fp32Bytes([1])],
+    }, {}, { deadline: Date.now() + 20_000 });
+    expect(error?.code).toBe(status.INVALID_ARGUMENT);
+    expect(error?.details).toBe("the shape of input 'IN' has 1000000 dimensions; at most 64 are supported");
+    const next = await unary(s.stub, 'ModelInfer', { model_name: 'identity', inputs: [IN([1, 1])], raw_input_contents: [fp32Bytes([1])] });
+    expect(next.error).toBeFalsy();
+  });
+
+  test('a 64-dim shape with large dims: INVALID_ARGUMENT with the shape clipped', async () => {
+    const { error } = await unary(s.stub, 'ModelInfer', {
+      model_name: 'identity', inputs: [IN(new Array(64).fill(2 ** 52))], raw_input_contents: [fp32Bytes([1])],
     }, {}, { deadline: Date.now() + 20_000 });
     expect(error?.code).toBe(status.INVALID_ARGUMENT);
     expect(error?.details).toContain("input 'IN'");

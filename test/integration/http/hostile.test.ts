@@ -77,6 +77,8 @@ const CASES: Case[] = [
   { name: 'binary_data_size not matching the shape', send: () => binary(FP32, { inputs: [fp32Input({ data: undefined, parameters: { binary_data_size: 4 } })] }, new Float32Array(1)), status: 400, message: 'unexpected byte size' },
   { name: 'binary data left over', send: () => binary(FP32, { inputs: [fp32Input({ data: undefined, parameters: { binary_data_size: 8 } })] }, new Float32Array(4)), status: 400, message: 'add up to 8' },
   { name: 'data and binary_data_size together', send: () => binary(FP32, { inputs: [fp32Input({ parameters: { binary_data_size: 8 } })] }, new Float32Array(2)), status: 400, message: 'Input must set only one of the following fields' },
+  // 256 KiB of zeros is 65,536 empty elements: the walk stops at the second, as Triton's does.
+  { name: 'BYTES data holding more elements than the shape', send: () => binary('/v2/models/echo_BYTES/infer', { inputs: [{ name: 'IN', datatype: 'BYTES', shape: [1, 1], parameters: { binary_data_size: 1 << 18 } }] }, new Uint8Array(1 << 18)), status: 400, message: "unexpected number of string elements 2 for input 'IN' for model 'echo_BYTES', expecting 1" },
   { name: 'an input without any data', send: () => json(FP32, { inputs: [fp32Input({ data: undefined })] }), status: 400, message: 'no tensor data' },
   { name: 'unknown model', send: () => json('/v2/models/ghost/infer', { inputs: [fp32Input()] }), status: 404, message: "Request for unknown model: 'ghost' is not found" },
   { name: 'unknown version', send: () => json('/v2/models/echo_FP32/versions/7/infer', { inputs: [fp32Input()] }), status: 404, message: 'version 7 is not found' },
@@ -121,6 +123,21 @@ describe('hostile inputs', () => {
     const r = await rawExchange(s.port, rawPost(FP32, '{', { 'Content-Length': String(MAX + 1) }));
     expect(r!.status).toBe(400);
     expect(r!.headers.connection).toBe('close');
+  });
+
+  // Triton's http_request_many_chunks.py, over a raw socket: one-byte chunks ("1\r\n \r\n").
+  test("a chunked body of more than 65,536 non-empty chunks is refused with Triton's text and its connection closed", async () => {
+    const chunked = (body: string): Buffer => rawPost(FP32, `${[...body].map((c) => `1\r\n${c}\r\n`).join('')}0\r\n\r\n`,
+      { 'Transfer-Encoding': 'chunked', 'Content-Type': 'application/json' });
+    // Exactly 65,536 chunks: a valid request, one byte per chunk, padded with JSON whitespace.
+    const request = JSON.stringify({ inputs: [fp32Input()] });
+    const atLimit = await rawExchange(s.port, chunked(request.padEnd(65_536, ' ')));
+    expect(atLimit!.status).toBe(200);
+    const over = await rawExchange(s.port, chunked(request.padEnd(65_537, ' ')));
+    expect(over!.status).toBe(400);
+    expect(over!.error).toBe('Chunked request body exceeds maximum of 65536 non-empty chunks. Send fewer or larger HTTP chunks.');
+    expect(over!.headers.connection).toBe('close');
+    await stillServing();
   });
 
   // Error bodies echo what the request named; a request can name things with megabytes.

@@ -3,9 +3,12 @@
  * ModelStreamInferResponse in the client), written by hand for the hot path: `raw_*_contents`
  * and BYTES elements stay views of the received message, packed fixed-width typed contents
  * become typed arrays over it, shapes are plain numbers (no Long objects), unknown fields are
- * skipped as proto3 requires, and malformed input is an INVALID_ARG naming the problem.
+ * skipped as proto3 requires, and malformed input is an INVALID_ARG naming the problem. Nothing
+ * is made per element before it is counted: a message may be 2^31 - 1 bytes, and one JS value
+ * per wire byte exhausts the heap long before that.
  * Field numbers are Triton's (proto/grpc_service.proto; triton-protocol.md §2.2).
  */
+import { clip, invalidArg } from '../../errors';
 import { WireReader, WT_BYTES, WT_FIXED32, WT_FIXED64, WT_VARINT, asInt32, asInt64 } from './wire';
 
 export type ParamKind = 'bool' | 'int64' | 'string' | 'double' | 'uint64';
@@ -19,16 +22,28 @@ export interface InferParam {
 /** A `map<string, InferParameter>`; a Map so no key can reach Object.prototype. */
 export type ParamMap = Map<string, InferParam>;
 
-/** `InferTensorContents`: the typed fields that carried data (empty fields stay absent). */
+/**
+ * A typed contents field whose element count is not the one its tensor's shape declares: the
+ * request fails on the count (typed-contents.ts names both), so only the count is kept.
+ */
+export interface Miscounted {
+  readonly miscounted: true;
+  readonly length: number;
+}
+
+/**
+ * `InferTensorContents`: the typed fields that carried data (empty fields stay absent). A field
+ * holds its values only when their count is the shape's; otherwise it is {@link Miscounted}.
+ */
 export interface TensorContents {
-  bool_contents?: Uint8Array;
-  int_contents?: Int32Array;
-  int64_contents?: BigInt64Array;
-  uint_contents?: Uint32Array;
-  uint64_contents?: BigUint64Array;
-  fp32_contents?: Float32Array;
-  fp64_contents?: Float64Array;
-  bytes_contents?: Buffer[];
+  bool_contents?: Uint8Array | Miscounted;
+  int_contents?: Int32Array | Miscounted;
+  int64_contents?: BigInt64Array | Miscounted;
+  uint_contents?: Uint32Array | Miscounted;
+  uint64_contents?: BigUint64Array | Miscounted;
+  fp32_contents?: Float32Array | Miscounted;
+  fp64_contents?: Float64Array | Miscounted;
+  bytes_contents?: Buffer[] | Miscounted;
 }
 
 /** `InferInputTensor` / `InferOutputTensor` (same fields and numbers). */
@@ -112,107 +127,243 @@ function decodeParamEntry(r: WireReader, map: ParamMap): ParamMap {
   return map;
 }
 
-/** Repeated varints, packed (one length-delimited run) or not (one tag per element). */
-function pushVarints(r: WireReader, wt: number, out: (number | bigint)[]): void {
+/**
+ * Most dimensions a shape may have (numpy's limit since 2.0). Every dimension becomes a JS
+ * value, and a message may be 2^31 - 1 bytes of one-byte dims.
+ */
+export const MAX_SHAPE_DIMS = 64;
+
+/** Elements in the packed varint run [start, end): its bytes without the continuation bit. */
+function countVarints(r: WireReader, start: number, end: number): number {
+  if (start < end && r.buf[end - 1] >= 0x80) r.fail('truncated varint');
+  let n = 0;
+  for (let i = start; i < end; i++) if (r.buf[i] < 0x80) n++;
+  return n;
+}
+
+function shapeDim(v: number | bigint): number | string {
+  const d = asInt64(v);
+  return typeof d === 'number' ? d : d.toString();
+}
+
+/**
+ * A shape field (packed or not) appended to `shape`, up to {@link MAX_SHAPE_DIMS} dims in all;
+ * the rest are only counted. Returns how many dims the field holds.
+ */
+function pushShape(r: WireReader, wt: number, shape: (number | string)[]): number {
   if (wt === WT_VARINT) {
-    out.push(r.varint());
-    return;
+    const d = shapeDim(r.varint());
+    if (shape.length < MAX_SHAPE_DIMS) shape.push(d);
+    return 1;
   }
   if (wt !== WT_BYTES) r.fail(`repeated varint field has wire type ${wt}`);
   const [start, end] = r.range();
   const saved = r.pos;
   r.pos = start;
-  while (r.pos < end) out.push(r.varint());
+  let n = 0;
+  for (; r.pos < end && shape.length < MAX_SHAPE_DIMS; n++) shape.push(shapeDim(r.varint()));
+  n += countVarints(r, r.pos, end);
   r.pos = saved;
+  return n;
 }
 
-/** Repeated fixed-width values: packed runs are kept as byte views; unpacked ones are collected. */
-function pushFixed(r: WireReader, field: number, wt: number, width: 4 | 8, out: Buffer[]): void {
-  if (wt === WT_BYTES) {
-    const bytes = r.bytes();
-    if (bytes.length % width !== 0) r.fail(`packed ${width * 8}-bit field of ${bytes.length} bytes`);
-    out.push(bytes);
-    return;
+/** Elements a shape declares; -1 for no valid shape (the request then fails on the shape). */
+function declaredCount(shape: readonly (number | string)[]): number {
+  let n = 1;
+  for (const d of shape) {
+    if (typeof d !== 'number' || d < 0) return -1;
+    n *= d;
   }
-  r.expect(field, wt, width === 4 ? WT_FIXED32 : WT_FIXED64);
-  const start = r.pos;
-  if (width === 4) r.float();
-  else r.double();
-  out.push(r.buf.subarray(start, start + width));
+  return Number.isSafeInteger(n) ? n : -1;
 }
 
-/** Fixed-width chunks as one typed array (a view of the message when there is one aligned chunk). */
-type FloatArrayConstructor<T> = { new (b: ArrayBuffer, o: number, n: number): T; new (n: number): T; BYTES_PER_ELEMENT: number };
+/** The contents fields by number (1-8). */
+const CONTENTS_FIELDS = ['', 'bool_contents', 'int_contents', 'int64_contents', 'uint_contents', 'uint64_contents',
+  'fp32_contents', 'fp64_contents', 'bytes_contents'] as const;
 
-function fixedArray<T extends Float32Array | Float64Array>(chunks: Buffer[], Ctor: FloatArrayConstructor<T>): T {
-  const width = Ctor.BYTES_PER_ELEMENT;
-  if (chunks.length === 1 && chunks[0].byteOffset % width === 0) {
-    return new Ctor(chunks[0].buffer as ArrayBuffer, chunks[0].byteOffset, chunks[0].length / width);
-  }
-  const joined = Buffer.concat(chunks);
-  const out = new Ctor(joined.length / width);
-  new Uint8Array(out.buffer).set(joined);
-  return out;
+type ContentsArray = Uint8Array | Int32Array | BigInt64Array | Uint32Array | BigUint64Array | Float32Array | Float64Array;
+
+const WIDTH = [0, 0, 0, 0, 0, 0, 4, 8, 0];
+
+/** What the counting pass learns of one field. */
+interface FieldCount {
+  count: number;
+  /** Fixed-width fields: the one packed run that holds every element, if so (kept as a view when aligned). */
+  only: Buffer | null;
 }
 
-function decodeContents(r: WireReader): TensorContents {
-  const [start, end] = r.range();
-  const saved = r.pos;
-  r.pos = start;
-  const varints: (number | bigint)[][] = [[], [], [], [], [], []];
-  const fp32: Buffer[] = [];
-  const fp64: Buffer[] = [];
-  const bytes: Buffer[] = [];
+/**
+ * First pass over an `InferTensorContents`: each field's element count, checked for malformed
+ * bytes but with nothing materialised (packed varints are counted by their last bytes).
+ */
+function countContents(r: WireReader, end: number): FieldCount[] {
+  const counts: FieldCount[] = CONTENTS_FIELDS.map(() => ({ count: 0, only: null }));
   while (r.pos < end) {
     const [field, wt] = r.tag();
-    if (field >= 1 && field <= 5) pushVarints(r, wt, varints[field]);
-    else if (field === 6) pushFixed(r, field, wt, 4, fp32);
-    else if (field === 7) pushFixed(r, field, wt, 8, fp64);
-    else if (field === 8) {
+    if (field < 1 || field > 8) {
+      r.skip(wt);
+      continue;
+    }
+    const c = counts[field];
+    if (field === 8) {
       r.expect(field, wt, WT_BYTES);
-      bytes.push(r.bytes());
-    } else r.skip(wt);
+      r.range();
+      c.count++;
+    } else if (wt === WT_BYTES) {
+      const [s, e] = r.range();
+      const width = WIDTH[field];
+      if (width === 0) {
+        c.count += countVarints(r, s, e);
+        continue;
+      }
+      if ((e - s) % width !== 0) r.fail(`packed ${width * 8}-bit field of ${e - s} bytes`);
+      if (e > s) c.only = c.count === 0 ? r.buf.subarray(s, e) : null;
+      c.count += (e - s) / width;
+    } else if (field <= 5) {
+      if (wt !== WT_VARINT) r.fail(`repeated varint field has wire type ${wt}`);
+      r.varint();
+      c.count++;
+      c.only = null;
+    } else {
+      r.expect(field, wt, field === 6 ? WT_FIXED32 : WT_FIXED64);
+      if (field === 6) r.float();
+      else r.double();
+      c.count++;
+      c.only = null;
+    }
+  }
+  return counts;
+}
+
+/** Decodes varints from r.pos into `a` from index `at`, at least one, until `end`; returns the next index. */
+function fillVarints(r: WireReader, field: number, a: ContentsArray, at: number, end: number): number {
+  switch (field) {
+    case 1: { const o = a as Uint8Array; do o[at++] = r.varint() !== 0 ? 1 : 0; while (r.pos < end); break; }
+    case 2: { const o = a as Int32Array; do o[at++] = asInt32(r.varint()); while (r.pos < end); break; }
+    case 3: { const o = a as BigInt64Array; do o[at++] = BigInt.asIntN(64, BigInt(r.varint())); while (r.pos < end); break; }
+    case 4: {
+      const o = a as Uint32Array;
+      do {
+        const v = r.varint();
+        o[at++] = typeof v === 'number' ? v >>> 0 : Number(BigInt.asUintN(32, v));
+      } while (r.pos < end);
+      break;
+    }
+    default: { const o = a as BigUint64Array; do o[at++] = BigInt(r.varint()); while (r.pos < end); }
+  }
+  return at;
+}
+
+function newContentsArray(field: number, n: number): ContentsArray {
+  switch (field) {
+    case 1: return new Uint8Array(n);
+    case 2: return new Int32Array(n);
+    case 3: return new BigInt64Array(n);
+    case 4: return new Uint32Array(n);
+    case 5: return new BigUint64Array(n);
+    case 6: return new Float32Array(n);
+    default: return new Float64Array(n);
+  }
+}
+
+/**
+ * Second pass: the values of the fields in `out` (the others are skipped), written into arrays
+ * sized by the first pass, so nothing grows element by element.
+ */
+function fillContents(r: WireReader, end: number, out: (ContentsArray | Buffer[] | null)[]): void {
+  const at = out.map(() => 0);
+  while (r.pos < end) {
+    const [field, wt] = r.tag();
+    const a = field >= 1 && field <= 8 ? out[field] : null;
+    if (!a) {
+      r.skip(wt);
+    } else if (field === 8) {
+      (a as Buffer[]).push(r.bytes());
+    } else if (field >= 6) {
+      const width = WIDTH[field];
+      const dest = a as Float32Array | Float64Array;
+      if (wt === WT_BYTES) {
+        const run = r.bytes();
+        new Uint8Array(dest.buffer, dest.byteOffset + at[field] * width, run.length).set(run);
+        at[field] += run.length / width;
+      } else {
+        dest[at[field]++] = field === 6 ? r.float() : r.double();
+      }
+    } else if (wt === WT_BYTES) {
+      const [s, e] = r.range();
+      if (s < e) {
+        r.pos = s;
+        at[field] = fillVarints(r, field, a as ContentsArray, at[field], e);
+      }
+    } else {
+      at[field] = fillVarints(r, field, a as ContentsArray, at[field], r.pos);
+    }
+  }
+}
+
+/**
+ * An `InferTensorContents` in [start, end), for a tensor whose shape declares `declared`
+ * elements (-1: none). Only a field holding exactly that many is materialised: the others fail
+ * the request on their count, so counting them is enough. Before, every element became a JS
+ * value first, and one message of one-byte varints (1 byte each on the wire, 8+ in a JS array)
+ * or empty bytes_contents (2 bytes each, a Buffer object each) exhausted the heap.
+ */
+function decodeContents(r: WireReader, start: number, end: number, declared: number): TensorContents {
+  const saved = r.pos;
+  r.pos = start;
+  const counts = countContents(r, end);
+  const c: Record<string, unknown> = {};
+  const out: (ContentsArray | Buffer[] | null)[] = counts.map(() => null);
+  let fill = false;
+  for (let field = 1; field <= 8; field++) {
+    const { count, only } = counts[field];
+    if (count === 0) continue;
+    const name = CONTENTS_FIELDS[field];
+    if (count !== declared) {
+      c[name] = { miscounted: true, length: count } satisfies Miscounted;
+    } else if (only && only.byteOffset % WIDTH[field] === 0) {
+      // One aligned packed run: a view of the message, no copy.
+      c[name] = field === 6 ? new Float32Array(only.buffer, only.byteOffset, count) : new Float64Array(only.buffer, only.byteOffset, count);
+    } else {
+      c[name] = out[field] = field === 8 ? [] : newContentsArray(field, count);
+      fill = true;
+    }
+  }
+  if (fill) {
+    r.pos = start;
+    fillContents(r, end, out);
   }
   r.pos = saved;
-  const c: TensorContents = {};
-  const [, bools, ints, int64s, uints, uint64s] = varints;
-  if (bools.length) c.bool_contents = Uint8Array.from(bools, (v) => (v !== 0 ? 1 : 0));
-  if (ints.length) c.int_contents = Int32Array.from(ints, asInt32);
-  if (int64s.length) c.int64_contents = BigInt64Array.from(int64s, (v) => BigInt.asIntN(64, BigInt(v)));
-  if (uints.length) c.uint_contents = Uint32Array.from(uints, (v) => (typeof v === 'number' ? v >>> 0 : Number(BigInt.asUintN(32, v))));
-  if (uint64s.length) c.uint64_contents = BigUint64Array.from(uint64s, (v) => BigInt(v));
-  if (fp32.length) c.fp32_contents = fixedArray(fp32, Float32Array);
-  if (fp64.length) c.fp64_contents = fixedArray(fp64, Float64Array);
-  if (bytes.length) c.bytes_contents = bytes;
-  return c;
+  return c as TensorContents;
 }
 
-function pushShape(r: WireReader, wt: number, shape: (number | string)[]): void {
-  const dims: (number | bigint)[] = [];
-  pushVarints(r, wt, dims);
-  for (const d of dims) {
-    const v = asInt64(d);
-    shape.push(typeof v === 'number' ? v : v.toString());
-  }
-}
-
-/** An InferInputTensor or InferOutputTensor. */
-function decodeTensor(r: WireReader): TensorMessage {
+/**
+ * An InferInputTensor or InferOutputTensor (`kind`, for messages). Its contents are decoded
+ * once the whole tensor is read: protobuf fields may come in any order, and the shape bounds
+ * what the contents may materialise.
+ */
+function decodeTensor(r: WireReader, kind: 'input' | 'output'): TensorMessage {
   const [start, end] = r.range();
   const saved = r.pos;
   r.pos = start;
   const t: TensorMessage = { name: '', datatype: '', shape: [], parameters: null, contents: null };
+  let dims = 0;
+  let contents: [number, number] | null = null;
   while (r.pos < end) {
     const [field, wt] = r.tag();
     switch (field) {
       case 1: r.expect(field, wt, WT_BYTES); t.name = r.string(); break;
       case 2: r.expect(field, wt, WT_BYTES); t.datatype = r.string(); break;
-      case 3: pushShape(r, wt, t.shape); break;
+      case 3: dims += pushShape(r, wt, t.shape); break;
       case 4: r.expect(field, wt, WT_BYTES); t.parameters = decodeParamEntry(r, t.parameters ?? new Map()); break;
-      case 5: r.expect(field, wt, WT_BYTES); t.contents = decodeContents(r); break;
+      case 5: r.expect(field, wt, WT_BYTES); contents = r.range(); break;
       default: r.skip(wt);
     }
   }
+  if (dims > MAX_SHAPE_DIMS) {
+    throw invalidArg(`the shape of ${kind} '${clip(t.name)}' has ${dims} dimensions; at most ${MAX_SHAPE_DIMS} are supported`);
+  }
+  if (contents) t.contents = decodeContents(r, contents[0], contents[1], declaredCount(t.shape));
   r.pos = saved;
   return t;
 }
@@ -250,7 +401,7 @@ export function decodeInferRequest(buf: Buffer): InferRequestMessage {
       case 2: m.modelVersion = r.string(); break;
       case 3: m.id = r.string(); break;
       case 4: m.parameters = decodeParamEntry(r, m.parameters ?? new Map()); break;
-      case 5: m.inputs.push(decodeTensor(r)); break;
+      case 5: m.inputs.push(decodeTensor(r, 'input')); break;
       case 6: m.outputs.push(decodeRequestedOutput(r)); break;
       case 7: m.rawInputContents.push(r.bytes()); break;
       default: r.skip(wt);
@@ -271,7 +422,7 @@ function decodeResponseBody(r: WireReader, end: number): InferResponseMessage {
       case 2: m.modelVersion = r.string(); break;
       case 3: m.id = r.string(); break;
       case 4: m.parameters = decodeParamEntry(r, m.parameters ?? new Map()); break;
-      case 5: m.outputs.push(decodeTensor(r)); break;
+      case 5: m.outputs.push(decodeTensor(r, 'output')); break;
       case 6: m.rawOutputContents.push(r.bytes()); break;
       default: r.skip(wt);
     }

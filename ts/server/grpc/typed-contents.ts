@@ -63,7 +63,8 @@ export function tensorFromContents(what: string, dtype: DataType, shape: number[
   }
   const values = contents[expected];
   const got = values?.length ?? 0;
-  if (got !== count) {
+  // The codec keeps only the count of a field that does not match the shape (Miscounted).
+  if (got !== count || (values !== undefined && 'miscounted' in values)) {
     throw invalidArg(`${what}: shape ${clipShape(shape)} holds ${count} elements, ${expected} has ${got}`);
   }
   if (dtype === 'BYTES') return new NDArray('BYTES', shape, (values as Buffer[] | undefined) ?? []);

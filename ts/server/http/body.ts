@@ -1,9 +1,11 @@
 /**
  * Request bodies with their limits checked before anything is allocated (security.md §1.1):
  * a Content-Length above the maximum is refused without reading a byte, a chunked body is
- * counted as it arrives and refused the moment it passes the maximum, and a compressed body
- * (gzip or deflate, Triton's `Content-Encoding` support) is inflated with the same maximum as
- * the output bound. Any other Content-Encoding is refused before reading.
+ * counted as it arrives and refused the moment it passes the maximum (or Triton's 65,536
+ * chunks), and a compressed body (gzip or deflate, Triton's `Content-Encoding` support) is
+ * inflated with the same maximum as the output bound. Any other Content-Encoding is refused
+ * before reading. A body costs its own size in memory however it is framed: the pieces Node
+ * hands over are copied into one buffer as they come.
  *
  * Alignment: the binary tensor data extension puts raw tensors right after the JSON header.
  * When the body is assembled from several chunks (or inflated), it is placed so that its binary
@@ -56,20 +58,79 @@ export function declaredLength(req: IncomingMessage, max: number): number | null
   return length;
 }
 
-/** Copies chunks into one buffer whose byte `alignAt` sits on an 8-byte boundary. */
-function assemble(chunks: Buffer[], total: number, alignAt: number): Buffer {
-  if (chunks.length === 1 && (chunks[0].byteOffset + alignAt) % 8 === 0) return chunks[0];
+/** A buffer of `size` bytes whose byte `alignAt` sits on an 8-byte boundary. */
+function alignedBuffer(size: number, alignAt: number): Buffer {
   // allocUnsafe: small bodies come from Node's pool (no ArrayBuffer per request); up to 7
   // spare bytes let byte `alignAt` land on an 8-byte boundary wherever the slice starts.
-  const base = Buffer.allocUnsafe(total + 7);
+  const base = Buffer.allocUnsafe(size + 7);
   const start = (8 - ((base.byteOffset + alignAt) % 8)) % 8;
-  const out = base.subarray(start, start + total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
+  return base.subarray(start, start + size);
+}
+
+/** `data` itself when its byte `alignAt` is 8-byte aligned, else an aligned copy. */
+function aligned(data: Buffer, alignAt: number): Buffer {
+  if ((data.byteOffset + alignAt) % 8 === 0) return data;
+  const out = alignedBuffer(data.length, alignAt);
+  out.set(data);
   return out;
+}
+
+/** Triton's cap on the non-empty chunks of a chunked body (http_server.cc kMaxChunkedChunks). */
+export const MAX_CHUNKED_CHUNKS = 1 << 16;
+
+function tooManyChunks(): InferenceServerError {
+  return invalidArg(`Chunked request body exceeds maximum of ${MAX_CHUNKED_CHUNKS} non-empty chunks. ` +
+    'Send fewer or larger HTTP chunks.');
+}
+
+/** Room a body gets when its second piece comes; it doubles from there. */
+const FIRST_GROWTH = 64 << 10;
+
+/**
+ * A body as it arrives, in one aligned buffer. Node hands the body over in pieces (one per HTTP
+ * chunk and socket read, each a Buffer of its own); keeping them to the end let 22M one-byte
+ * chunks (132 MB on the wire, a 22 MB body) fill the heap with Buffer objects. Copying each into
+ * place as it comes keeps memory at the body's size whatever the framing. The first piece is kept
+ * as it is until a second one comes: most bodies are one piece, and stay uncopied when aligned.
+ */
+class BodyBuffer {
+  private first: Buffer | null = null;
+  private buf: Buffer | null = null;
+  length = 0;
+
+  /** `declared`: the Content-Length (null when chunked), the most room the body needs. */
+  constructor(private readonly alignAt: number, private readonly declared: number | null, private readonly max: number) {}
+
+  add(piece: Buffer): void {
+    if (this.length === 0) {
+      this.first = piece;
+    } else {
+      const needed = this.length + piece.length;
+      if (!this.buf || needed > this.buf.length) this.grow(needed);
+      this.buf!.set(piece, this.length);
+    }
+    this.length += piece.length;
+  }
+
+  /** The body, byte `alignAt` 8-byte aligned. */
+  result(): Buffer {
+    if (this.length === 0) return Buffer.alloc(0);
+    if (!this.buf) return aligned(this.first!, this.alignAt);
+    return this.buf.subarray(0, this.length);
+  }
+
+  /**
+   * Doubles the room, up to the Content-Length (or the maximum): a body holds at most twice the
+   * bytes that came, so a Content-Length alone reserves nothing, at the cost of copying each
+   * byte at most twice.
+   */
+  private grow(needed: number): void {
+    const doubled = Math.max(2 * (this.buf?.length ?? 0), FIRST_GROWTH);
+    const next = alignedBuffer(Math.max(needed, Math.min(this.declared ?? this.max, doubled)), this.alignAt);
+    next.set(this.buf ? this.buf.subarray(0, this.length) : this.first!);
+    this.first = null;
+    this.buf = next;
+  }
 }
 
 function inflate(encoding: 'gzip' | 'deflate', data: Buffer, max: number): Promise<Buffer> {
@@ -93,17 +154,20 @@ function inflate(encoding: 'gzip' | 'deflate', data: Buffer, max: number): Promi
  */
 export async function readBody(req: IncomingMessage, max: number, alignAt = 0): Promise<Buffer> {
   const encoding = contentEncoding(req);
-  declaredLength(req, max);
-  const raw = await collect(req, max, encoding === 'identity' ? alignAt : 0);
+  const declared = declaredLength(req, max);
+  const raw = await collect(req, max, declared, encoding === 'identity' ? alignAt : 0);
   if (encoding === 'identity') return raw;
   const inflated = await inflate(encoding, raw, max);
-  return assemble([inflated], inflated.length, alignAt);
+  return aligned(inflated, alignAt);
 }
 
-function collect(req: IncomingMessage, max: number, alignAt: number): Promise<Buffer> {
+function collect(req: IncomingMessage, max: number, declared: number | null, alignAt: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let total = 0;
+    const body = new BodyBuffer(alignAt, declared, max);
+    // A chunked body's pieces count against Triton's chunk cap: Node hands over one per chunk,
+    // and one more for each chunk that straddles a socket read (docs/http.md, "Limits").
+    const chunked = declared === null && req.headers['transfer-encoding'] !== undefined;
+    let pieces = 0;
     let finished = false;
     const cleanup = (): void => {
       finished = true;
@@ -112,19 +176,19 @@ function collect(req: IncomingMessage, max: number, alignAt: number): Promise<Bu
       req.off('error', onError);
       req.off('close', onClose);
     };
+    const refuse = (err: InferenceServerError): void => {
+      cleanup();
+      req.pause();
+      reject(err);
+    };
     const onData = (chunk: Buffer): void => {
-      total += chunk.length;
-      if (total > max) {
-        cleanup();
-        req.pause();
-        reject(tooLarge(req, `more than ${max}`, max));
-        return;
-      }
-      chunks.push(chunk);
+      if (body.length + chunk.length > max) return refuse(tooLarge(req, `more than ${max}`, max));
+      if (chunked && ++pieces > MAX_CHUNKED_CHUNKS) return refuse(tooManyChunks());
+      body.add(chunk);
     };
     const onEnd = (): void => {
       cleanup();
-      resolve(total === 0 ? Buffer.alloc(0) : assemble(chunks, total, alignAt));
+      resolve(body.result());
     };
     const gone = (): void => {
       if (finished) return;
