@@ -3,10 +3,12 @@
  * is materialised only when it holds as many elements as the tensor's shape declares, whatever
  * the order of the tensor's fields, packed or not, in one run or several; any other field keeps
  * its count alone (the request fails on it), so a message of a million one-byte elements for
- * shape [1,1] allocates nothing per element. A shape past MAX_SHAPE_DIMS dims is refused.
+ * shape [1,1] allocates nothing per element. A shape past MAX_SHAPE_DIMS dims is refused, and a
+ * message of more than MAX_MESSAGE_ENTRIES repeated entries (each a JS object, 2 bytes on the
+ * wire when empty).
  */
 import { InferenceServerError } from '../../ts/errors';
-import { MAX_SHAPE_DIMS, decodeInferRequest, type TensorContents } from '../../ts/server/grpc/infer-codec';
+import { MAX_MESSAGE_ENTRIES, MAX_SHAPE_DIMS, decodeInferRequest, decodeInferResponse, type TensorContents } from '../../ts/server/grpc/infer-codec';
 import { tensorFromContents } from '../../ts/server/grpc/typed-contents';
 import type { DataType } from '../../ts/tensor';
 import { ProtoWriter } from '../../ts/tools/onnx/protobuf';
@@ -100,5 +102,40 @@ describe('shapes', () => {
       expect((error as InferenceServerError).message)
         .toBe(`the shape of input 'IN' has ${dims} dimensions; at most ${MAX_SHAPE_DIMS} are supported`);
     }
+  });
+});
+
+describe('repeated entries', () => {
+  /** A ModelInferRequest of `n` entries of one kind: empty inputs, outputs or raw contents, or parameters with distinct keys. */
+  function entries(kind: 'inputs' | 'outputs' | 'raw' | 'parameters', n: number): Buffer {
+    const w = new ProtoWriter().string(1, 'm');
+    for (let i = 0; i < n; i++) {
+      if (kind === 'parameters') w.message(4, new ProtoWriter().string(1, `k${i}`));
+      else if (kind === 'raw') w.bytes(7, Buffer.alloc(0));
+      else w.message(kind === 'inputs' ? 5 : 6, new ProtoWriter());
+    }
+    return w.finish();
+  }
+
+  test.each(['inputs', 'outputs', 'raw', 'parameters'] as const)('%s: up to the cap decode, one more is refused', (kind) => {
+    const m = decodeInferRequest(entries(kind, MAX_MESSAGE_ENTRIES));
+    const sizes = { inputs: m.inputs.length, outputs: m.outputs.length, raw: m.rawInputContents.length, parameters: m.parameters?.size ?? 0 };
+    expect(sizes[kind]).toBe(MAX_MESSAGE_ENTRIES);
+    expect(() => decodeInferRequest(entries(kind, MAX_MESSAGE_ENTRIES + 1))).toThrow(
+      `the ModelInferRequest holds more than ${MAX_MESSAGE_ENTRIES} tensors, requested outputs, raw contents and parameters together`);
+  });
+
+  test('kinds count together, per message: the next message starts afresh', () => {
+    const half = MAX_MESSAGE_ENTRIES / 2;
+    const both = Buffer.concat([entries('inputs', half), entries('raw', half + 1)]);
+    expect(() => decodeInferRequest(both)).toThrow(InferenceServerError);
+    expect(decodeInferRequest(entries('raw', half)).rawInputContents).toHaveLength(half);
+    expect(decodeInferRequest(entries('raw', half)).rawInputContents).toHaveLength(half);
+  });
+
+  test('the client side too: a response of more raw outputs than the cap is refused', () => {
+    const w = new ProtoWriter();
+    for (let i = 0; i <= MAX_MESSAGE_ENTRIES; i++) w.bytes(6, Buffer.alloc(0));
+    expect(() => decodeInferResponse(w.finish())).toThrow('the ModelInferResponse holds more than');
   });
 });

@@ -103,8 +103,26 @@ function decodeParam(r: WireReader, end: number): InferParam {
   return param;
 }
 
+/**
+ * The most repeated entries one message may hold, tensors, requested outputs, raw contents and
+ * parameters together. Each becomes a JS object however few bytes it takes on the wire (2 for an
+ * empty one), so without a cap a 64 MiB message of empty entries would fill the heap (Triton, in
+ * C++, has none to copy); no real request comes near it. Counted per message: each decode entry
+ * point resets it (decoding is synchronous, so one count serves them all).
+ */
+export const MAX_MESSAGE_ENTRIES = 65_536;
+let entriesLeft = MAX_MESSAGE_ENTRIES;
+
+/** One more repeated entry in the message `r` reads; INVALID_ARG past MAX_MESSAGE_ENTRIES. */
+function spendEntry(r: WireReader): void {
+  if (--entriesLeft >= 0) return;
+  throw invalidArg(`the ${r.what} holds more than ${MAX_MESSAGE_ENTRIES} tensors, requested outputs, raw contents and ` +
+    `parameters together; at most ${MAX_MESSAGE_ENTRIES} are supported`);
+}
+
 /** One `map<string, InferParameter>` entry (key = 1, value = 2), added to `map`. */
 function decodeParamEntry(r: WireReader, map: ParamMap): ParamMap {
+  spendEntry(r);
   const [start, end] = r.range();
   r.pos = start;
   let key = '';
@@ -343,6 +361,7 @@ function decodeContents(r: WireReader, start: number, end: number, declared: num
  * what the contents may materialise.
  */
 function decodeTensor(r: WireReader, kind: 'input' | 'output'): TensorMessage {
+  spendEntry(r);
   const [start, end] = r.range();
   const saved = r.pos;
   r.pos = start;
@@ -369,6 +388,7 @@ function decodeTensor(r: WireReader, kind: 'input' | 'output'): TensorMessage {
 }
 
 function decodeRequestedOutput(r: WireReader): RequestedOutputMessage {
+  spendEntry(r);
   const [start, end] = r.range();
   const saved = r.pos;
   r.pos = start;
@@ -390,6 +410,7 @@ function decodeRequestedOutput(r: WireReader): RequestedOutputMessage {
 /** ModelInferRequest (server side). */
 export function decodeInferRequest(buf: Buffer): InferRequestMessage {
   const r = new WireReader(buf, 0, buf.length, 'ModelInferRequest');
+  entriesLeft = MAX_MESSAGE_ENTRIES;
   const m: InferRequestMessage = {
     modelName: '', modelVersion: '', id: '', parameters: null, inputs: [], outputs: [], rawInputContents: [],
   };
@@ -403,7 +424,7 @@ export function decodeInferRequest(buf: Buffer): InferRequestMessage {
       case 4: m.parameters = decodeParamEntry(r, m.parameters ?? new Map()); break;
       case 5: m.inputs.push(decodeTensor(r, 'input')); break;
       case 6: m.outputs.push(decodeRequestedOutput(r)); break;
-      case 7: m.rawInputContents.push(r.bytes()); break;
+      case 7: spendEntry(r); m.rawInputContents.push(r.bytes()); break;
       default: r.skip(wt);
     }
   }
@@ -423,7 +444,7 @@ function decodeResponseBody(r: WireReader, end: number): InferResponseMessage {
       case 3: m.id = r.string(); break;
       case 4: m.parameters = decodeParamEntry(r, m.parameters ?? new Map()); break;
       case 5: m.outputs.push(decodeTensor(r, 'output')); break;
-      case 6: m.rawOutputContents.push(r.bytes()); break;
+      case 6: spendEntry(r); m.rawOutputContents.push(r.bytes()); break;
       default: r.skip(wt);
     }
   }
@@ -432,12 +453,14 @@ function decodeResponseBody(r: WireReader, end: number): InferResponseMessage {
 
 /** ModelInferResponse (client side). */
 export function decodeInferResponse(buf: Buffer): InferResponseMessage {
+  entriesLeft = MAX_MESSAGE_ENTRIES;
   return decodeResponseBody(new WireReader(buf, 0, buf.length, 'ModelInferResponse'), buf.length);
 }
 
 /** ModelStreamInferResponse (client side). */
 export function decodeStreamResponse(buf: Buffer): StreamResponseMessage {
   const r = new WireReader(buf, 0, buf.length, 'ModelStreamInferResponse');
+  entriesLeft = MAX_MESSAGE_ENTRIES;
   const m: StreamResponseMessage = { errorMessage: '', inferResponse: null };
   while (!r.done) {
     const [field, wt] = r.tag();
