@@ -151,6 +151,32 @@ test('an ensemble can be a step of another ensemble', async () => {
   expect(Array.from((await triton.infer('outer', { A: row(1, 2) })).B.data as Float32Array)).toEqual([7, 10]);
 });
 
+test("a step that answers without a mapped output: the ensemble's response leaves it out, as Triton's does (with or without the response cache)", async () => {
+  for (const cache of [false, true]) {
+    triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false, ...(cache ? { cacheConfig: ['local,size=1048576'] } : {}) } });
+    // Declares OUT and AUX, answers with OUT only (a non-strict model may).
+    triton.bind({
+      modelName: 'partial', inputs: [T('IN')], outputs: [T('OUT'), T('AUX')], config: { maxBatchSize: 8 },
+      inferFunc: (requests: Request[]) => requests.map((r) => ({ OUT: r.data.IN })),
+    });
+    triton.bind({
+      modelName: 'ens', inputs: [T('X')], outputs: [T('Y'), T('Z')],
+      config: { maxBatchSize: 8, responseCache: cache, ensembleScheduling: { step: [
+        { modelName: 'partial', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y', AUX: 'Z' } },
+      ] } },
+    });
+    await triton.run();
+    for (let i = 0; i < 2; i++) {  // with the cache, the second is a hit
+      const out = await triton.infer('ens', { X: row(1, 2) });
+      expect(Object.keys(out)).toEqual(['Y']);
+      expect(Array.from(out.Y.data as Float32Array)).toEqual([1, 2]);
+    }
+    const stats = triton.model('ens').stats();
+    expect([stats.success.count, stats.fail.count, stats.cacheHit.count]).toEqual([2, 0, cache ? 1 : 0]);
+    await triton.stop();
+  }
+});
+
 test('maxInflightRequests bounds the requests in flight at a step; the rest wait in the ensemble', async () => {
   triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
   let release: () => void = () => undefined;

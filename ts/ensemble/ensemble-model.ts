@@ -60,6 +60,14 @@ class StepGate {
 
 interface Counter { count: number; ns: number }
 
+/**
+ * The ensemble tensors of one request. A tensor mapped to `undefined` was produced without data:
+ * its step answered without that output (a non-strict JS model may). As in Triton (a placeholder
+ * tensor, core #298/#399) it still counts as produced: a step reading it runs with that input
+ * absent, and the ensemble's response leaves it out.
+ */
+type Tensors = Map<string, NDArray | undefined>;
+
 /** What every continuation of one decoupled ensemble request shares. */
 interface Flow {
   options: InferOptions;
@@ -68,6 +76,20 @@ interface Flow {
   wanted: string[];
   /** Sends one response of the request. */
   emit: (outputs: Record<string, NDArray>) => void;
+}
+
+/**
+ * The response's outputs: each wanted tensor that has data. One a step left out is not in the
+ * response (Triton's "Composing models did not output tensor", core #399): a missing key, never
+ * an undefined value that a frontend or the response cache would trip over.
+ */
+function responseOutputs(tensors: Tensors, wanted: string[]): Record<string, NDArray> {
+  const outputs: Record<string, NDArray> = {};
+  for (const name of wanted) {
+    const arr = tensors.get(name);
+    if (arr) outputs[name] = arr;
+  }
+  return outputs;
 }
 
 export class EnsembleModel extends BoundModel {
@@ -168,7 +190,7 @@ export class EnsembleModel extends BoundModel {
    * own. A flow that forks ends there; one that does not emits the ensemble outputs if it has
    * them all. `done` holds the steps this flow (or its ancestors) ran.
    */
-  async #flow(tensors: Map<string, NDArray>, done: Set<number>, flow: Flow): Promise<void> {
+  async #flow(tensors: Tensors, done: Set<number>, flow: Flow): Promise<void> {
     const steps = this.config.ensembleScheduling!.steps;
     for (;;) {
       const ready = steps.map((_, i) => i).filter((i) => !done.has(i) &&
@@ -188,13 +210,11 @@ export class EnsembleModel extends BoundModel {
       break;
     }
     if (flow.signal.aborted || !flow.wanted.every((name) => tensors.has(name))) return;
-    const outputs: Record<string, NDArray> = {};
-    for (const name of flow.wanted) outputs[name] = tensors.get(name)!;
-    flow.emit(outputs);
+    flow.emit(responseOutputs(tensors, flow.wanted));
   }
 
   /** Runs decoupled step `i`: each of its responses continues the DAG in a flow of its own. */
-  async #fork(i: number, tensors: Map<string, NDArray>, done: Set<number>, flow: Flow): Promise<void> {
+  async #fork(i: number, tensors: Tensors, done: Set<number>, flow: Flow): Promise<void> {
     const step = this.config.ensembleScheduling!.steps[i];
     const responses = this.#stepModel(i).inferStream(this.#stepInputs(i, tensors), {
       ...this.#stepOptions(flow.options, flow.signal, step.outputMap), maxQueuedResponses: DEFAULT_MAX_QUEUED_RESPONSES,
@@ -280,9 +300,9 @@ export class EnsembleModel extends BoundModel {
    * The request's tensors (a caller's arrays copied once: steps may run after infer() returned)
    * and the outputs it wants, or the error that refuses it.
    */
-  #prepare(given: Record<string, NDArray>, options: InferOptions): { tensors: Map<string, NDArray>; wanted: string[] } | InferenceServerError {
+  #prepare(given: Record<string, NDArray>, options: InferOptions): { tensors: Tensors; wanted: string[] } | InferenceServerError {
     const config = this.config;
-    const tensors = new Map<string, NDArray>();
+    const tensors: Tensors = new Map();
     for (const t of config.inputs) {
       const arr = given[t.name];
       if (arr === undefined) {
@@ -330,9 +350,7 @@ export class EnsembleModel extends BoundModel {
           return;
         }
         if (--remaining > 0) return;
-        const outputs: Record<string, NDArray> = {};
-        for (const name of wanted) outputs[name] = tensors.get(name)!;
-        resolve(outputs);
+        resolve(responseOutputs(tensors, wanted));
       };
       const start = (i: number): void => {
         this.#gates[i].enter(() => this.#runStep(i, tensors, options, signal).then((produced) => {
@@ -361,7 +379,7 @@ export class EnsembleModel extends BoundModel {
   }
 
   /** Runs step `i` as an ordinary request to its model; resolves with ensemble tensor → output. */
-  async #runStep(i: number, tensors: Map<string, NDArray>, options: InferOptions, signal: StepSignal): Promise<[string, NDArray][]> {
+  async #runStep(i: number, tensors: Tensors, options: InferOptions, signal: StepSignal): Promise<[string, NDArray | undefined][]> {
     const step = this.config.ensembleScheduling!.steps[i];
     if (signal.aborted) throw new InferenceServerError('CANCELLED', `request for model '${this.name}' was cancelled before ${stepLabel(i, step)}`);
     const model = this.#stepModel(i);
@@ -386,7 +404,7 @@ export class EnsembleModel extends BoundModel {
   }
 
   /** Step `i`'s inputs from the ensemble tensors (an optional ensemble input the request left out stays absent). */
-  #stepInputs(i: number, tensors: Map<string, NDArray>): Record<string, NDArray> {
+  #stepInputs(i: number, tensors: Tensors): Record<string, NDArray> {
     const inputs: Record<string, NDArray> = {};
     for (const [input, tensor] of Object.entries(this.config.ensembleScheduling!.steps[i].inputMap)) {
       const arr = tensors.get(tensor);
