@@ -6,6 +6,7 @@
  * early stops the step's generator; Triton's load error for a step fed by two decoupled steps;
  * no response cache on such an ensemble.
  */
+import { getEventListeners } from 'node:events';
 import * as http from 'node:http';
 import type { Request, ResponseOutputs } from '../../ts/request';
 import { NDArray } from '../../ts/tensor';
@@ -105,6 +106,22 @@ test("leaving the ensemble's stream early stops the decoupled step's generator",
   }
   await waitFor(() => events.finished === 1, 'the count generator to finish');
   await waitFor(() => triton.model('count').pendingCount === 0, 'the count request to end');
+});
+
+test('inferStream: a signal aborted before the request is CANCELLED with no step run; a settled request leaves no listener on the signal', async () => {
+  triton = inProcessTriton();
+  bindPipeline(triton);
+  await triton.run();
+  const drain = async (signal: AbortSignal): Promise<number> => {
+    let n = 0;
+    for await (const _ of triton.inferStream('fan_out', { X: fp32(1) }, { signal })) n++;
+    return n;
+  };
+  await expectRejects(drain(AbortSignal.abort()), 'CANCELLED', "request for model 'fan_out' was cancelled");
+  expect(triton.model('plus1').stats().success.count + events.started).toBe(0);
+  const shared = new AbortController();
+  for (let i = 0; i < 3; i++) expect(await drain(shared.signal)).toBe(2);
+  expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
 });
 
 test('over HTTP generate_stream: one event per ensemble response', async () => {

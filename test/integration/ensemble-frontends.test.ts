@@ -4,6 +4,7 @@
  * metadata (platform "ensemble"), config (ensemble_scheduling), statistics of the ensemble and
  * of its steps, a failing step named in each protocol's error, and bind-time DAG errors.
  */
+import { getEventListeners } from 'node:events';
 import { status } from '@grpc/grpc-js';
 import type { Request } from '../../ts/request';
 import { NDArray } from '../../ts/tensor';
@@ -245,6 +246,23 @@ test('cancelling an ensemble request cancels its step in flight and starts no mo
   release();
   await waitFor(() => triton.model('slow').pendingCount === 0, 'the first step to finish');
   expect(triton.model('plus1').stats().success.count + triton.model('plus1').stats().fail.count).toBe(0);
+});
+
+test('a signal aborted before the request: CANCELLED and no step runs, as for a plain model', async () => {
+  const { started } = await heldChain();
+  await expectRejects(triton.infer('chain', { X: row(1, 1) }, { signal: AbortSignal.abort() }), 'CANCELLED', "request for model 'chain' was cancelled");
+  expect(started()).toBe(0);
+  expect(triton.model('chain').stats().fail.count).toBe(1);
+});
+
+test("a request's abort listener leaves the caller's signal when the request settles (a long-lived signal shared by many requests)", async () => {
+  const { release } = await heldChain();
+  release();
+  const shared = new AbortController();
+  for (let i = 0; i < 5; i++) await triton.infer('chain', { X: row(i, i) }, { signal: shared.signal });
+  await expectRejects(triton.infer('chain', { X: row(0, 0), W: row(0, 0) }, { signal: shared.signal }), 'INVALID_ARG');
+  // Step requests carry the request's own signal, never the caller's: nothing else listens to it.
+  expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
 });
 
 test('metrics: the ensemble and its steps each count their requests', async () => {

@@ -38,6 +38,27 @@ class StepSignal implements CancelSignal {
   }
 }
 
+/** An AbortSignal has removeEventListener; a frontend's lighter CancelSignal may not. */
+type CallerSignal = CancelSignal & { removeEventListener?: (type: 'abort', listener: () => void) => void };
+
+/**
+ * Forwards the caller's signal to the request's own until the request settles; returns what
+ * unhooks it. A signal aborted before the request aborts it at once (an AbortSignal fires
+ * 'abort' only once, so a listener added later never runs). Unhooking matters for a long-lived
+ * signal shared by many requests (an app's shutdown signal): each request would leave a listener
+ * on it, and what the listener holds, for as long as the signal lives.
+ */
+function forwardAbort(from: CallerSignal | undefined, to: StepSignal): () => void {
+  if (!from) return () => undefined;
+  if (from.aborted) {
+    to.abort();
+    return () => undefined;
+  }
+  const listener = (): void => to.abort();
+  from.addEventListener('abort', listener, { once: true });
+  return () => from.removeEventListener?.('abort', listener);
+}
+
 /** Counts in flight per step and queues what waits (max_inflight_requests); 0 = unbounded. */
 class StepGate {
   #inflight = 0;
@@ -160,7 +181,7 @@ export class EnsembleModel extends BoundModel {
       stream.fail(prepared);
       return stream;
     }
-    if (options.signal) options.signal.addEventListener('abort', () => signal.abort(), { once: true });
+    const unhook = forwardAbort(options.signal, signal);
     const started = performance.now();
     this.#pending++;
     const emit = (outputs: Record<string, NDArray>): void => {
@@ -169,7 +190,10 @@ export class EnsembleModel extends BoundModel {
       stream.fail(new InferenceServerError('UNAVAILABLE', `request for model '${this.name}' was cancelled: its reader fell ` +
         `more than ${stream.maxQueued} responses behind (maxQueuedResponses)`));
     };
-    this.#flow(prepared.tensors, new Set(), { options, signal, wanted: prepared.wanted, emit }).then(() => {
+    const run = signal.aborted
+      ? Promise.reject(this.#cancelled())
+      : this.#flow(prepared.tensors, new Set(), { options, signal, wanted: prepared.wanted, emit });
+    run.then(() => {
       this.#count(this.#success, started);
       this.#inferenceCount += this.#rows(inputs);
       stream.end();
@@ -178,6 +202,7 @@ export class EnsembleModel extends BoundModel {
       this.#count(this.#fail, started);
       stream.fail(toInferenceServerError(err));
     }).finally(() => {
+      unhook();
       this.#pending--;
       if (this.#pending === 0 && this.#drained) this.#drained();
     });
@@ -336,9 +361,9 @@ export class EnsembleModel extends BoundModel {
     if (prepared instanceof InferenceServerError) return Promise.reject(prepared);
     const { tensors, wanted } = prepared;
     const signal = new StepSignal();
-    if (options.signal) options.signal.addEventListener('abort', () => signal.abort(), { once: true });
+    const unhook = forwardAbort(options.signal, signal);
     const waitingFor = this.#plan.needs.map((needs) => needs.filter((n) => !tensors.has(n) && this.#isProduced(n)).length);
-    return new Promise((resolve, reject) => {
+    return new Promise<Record<string, NDArray>>((resolve, reject) => {
       let remaining = steps.length;
       let failed = false;
       const finish = (err: InferenceServerError | null): void => {
@@ -367,11 +392,16 @@ export class EnsembleModel extends BoundModel {
         }));
       };
       if (signal.aborted) {
-        finish(new InferenceServerError('CANCELLED', `request for model '${this.name}' was cancelled`));
+        finish(this.#cancelled());
         return;
       }
       waitingFor.forEach((n, i) => { if (n === 0) start(i); });
-    });
+    }).finally(unhook);
+  }
+
+  /** A request cancelled before any step ran: the plain model's words for it. */
+  #cancelled(): InferenceServerError {
+    return new InferenceServerError('CANCELLED', `request for model '${this.name}' was cancelled`);
   }
 
   #isProduced(tensor: string): boolean {
