@@ -51,7 +51,7 @@ function bindPipeline(t: Triton, extra: { failAt?: number } = {}): void {
   t.bind({
     modelName: 'fan_out', inputs: [T('X')], outputs: [T('Y'), T('N')],
     config: {
-      maxBatchSize: 8,
+      maxBatchSize: 1,  // no more than its step count allows (Triton's load check)
       ensembleScheduling: {
         step: [
           { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'N' } },
@@ -150,7 +150,7 @@ test("a step fed by two different decoupled steps is Triton's load error; so is 
   expectThrows(() => triton.bind({
     modelName: 'two_origins', inputs: [T('X')], outputs: [T('Y')],
     config: {
-      maxBatchSize: 8,
+      maxBatchSize: 1,
       ensembleScheduling: {
         step: [
           { modelName: 'count', inputMap: { IN: 'X' }, outputMap: { OUT: 'C1' } },
@@ -163,7 +163,7 @@ test("a step fed by two different decoupled steps is Triton's load error; so is 
   expectThrows(() => triton.bind({
     modelName: 'cached_fan_out', inputs: [T('X')], outputs: [T('Y')],
     config: {
-      maxBatchSize: 8, responseCache: true,
+      maxBatchSize: 1, responseCache: true,
       ensembleScheduling: { step: [{ modelName: 'count', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }] },
     },
   }), 'INVALID_ARG', /response cache cannot be enabled for an ensemble with a decoupled step/);

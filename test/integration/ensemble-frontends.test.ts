@@ -9,7 +9,7 @@ import { status } from '@grpc/grpc-js';
 import type { Request } from '../../ts/request';
 import { NDArray } from '../../ts/tensor';
 import { Triton } from '../../ts/triton';
-import { expectRejects, waitFor } from './helpers';
+import { expectRejects, expectThrows, waitFor } from './helpers';
 import { fails, fp32Bytes, ok, rawStub } from './grpc/helpers';
 import { closeAgent, get, post } from './http/http-helpers';
 
@@ -63,11 +63,46 @@ test('in process: a bound ensemble over bound callables; statistics per ensemble
   const only = await triton.infer('pipe', { X: row(0, 0) }, { outputs: ['Y'] });
   expect(Object.keys(only)).toEqual(['Y']);
   await expectRejects(triton.infer('pipe', { X: row(0, 0) }, { outputs: ['NOPE'] }), 'INVALID_ARG', "unexpected inference output 'NOPE' for model 'pipe'");
-  await expectRejects(triton.infer('pipe', {}), 'INVALID_ARG', "input 'X' is missing");
+  await expectRejects(triton.infer('pipe', {}), 'INVALID_ARG', "expected 1 inputs but missing input 'X' for model 'pipe'");
   await expectRejects(triton.infer('pipe', { X: row(0, 0), W: row(0, 0) }), 'INVALID_ARG', "unexpected inference input 'W' for model 'pipe'");
   expect(triton.model('pipe').stats()).toMatchObject({ success: { count: 2 }, fail: { count: 3 }, inferenceCount: 2 });
   expect(triton.model('times3').stats().success.count).toBe(2);
   await expectRejects(triton.infer('broken', { X: row(0, 0) }), 'INTERNAL', /in ensemble 'broken', step 1 \(model 'boom'\) failed: .*the device caught fire/);
+});
+
+test("an ensemble's request is checked against the ensemble's own config, in the words a plain model uses", async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  bindPipeline(triton);
+  // `narrow` accepts fewer rows than its step; `twin` is a plain model with the same inputs.
+  const narrow = { inputs: [T('X')], outputs: [T('Y')], config: { maxBatchSize: 2 } };
+  triton.bind({ modelName: 'twin', inferFunc: map((v) => v), ...narrow });
+  triton.bind({ modelName: 'narrow', ...narrow, config: { ...narrow.config, ensembleScheduling: { step: [
+    { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } },
+  ] } } });
+  await triton.run();
+  const f32 = (shape: number[]): NDArray => new NDArray('FP32', shape, new Float32Array(shape.reduce((a, b) => a * b, 1)));
+  const refusals: [string, Record<string, NDArray>, RegExp][] = [
+    ['batch 5', { X: f32([5, 2]) }, /^inference request batch-size must be <= 2 for 'narrow', got 5$/],
+    ['batch 0', { X: f32([0, 2]) }, /^inference request batch-size must be >= 1 for model 'narrow'$/],
+    ['shape', { X: f32([1, 3]) }, /^unexpected shape for input 'X' for model 'narrow'. Expected \[-1,2\], got \[1,3\]$/],
+    ['one sample', { X: f32([2]) }, /got \[2\] \(one sample without the batch dimension: give it shape \[1,2\]\)$/],
+    ['scalar', { X: f32([]) }, /missing the batch dimension, expected \[-1,2\]$/],
+    ['datatype', { X: new NDArray('INT32', [1, 2], new Int32Array(2)) }, /^unexpected datatype INT32 for input 'X' for model 'narrow', expected FP32$/],
+    ['missing', {}, /^expected 1 inputs but missing input 'X' for model 'narrow'$/],
+  ];
+  for (const [what, inputs, message] of refusals) {
+    const ensembleError = await triton.infer('narrow', inputs).then(() => null, (err: Error & { code: string }) => err);
+    const plainError = await triton.infer('twin', inputs).then(() => null, (err: Error & { code: string }) => err);
+    expect([what, ensembleError?.code, ensembleError?.message]).toEqual([what, 'INVALID_ARG', expect.stringMatching(message)]);
+    expect([what, ensembleError?.message]).toEqual([what, plainError?.message.replaceAll("'twin'", "'narrow'")]);
+  }
+  expect(triton.model('plus1').stats().success.count).toBe(0);
+  // Triton's load check: a step may not allow fewer rows than the ensemble (ensemble_utils.cc).
+  expectThrows(() => triton.bind({
+    modelName: 'wide', inputs: [T('X')], outputs: [T('Y')], config: { maxBatchSize: 16, ensembleScheduling: { step: [
+      { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } },
+    ] } },
+  }), 'INVALID_ARG', /^ensemble wide allows maximum batch size 16, but it contains model plus1 which only allows maximum batch size to be 8 \(at step 1\)/);
 });
 
 test('bind-time DAG errors name the step and the tensor', () => {

@@ -18,6 +18,7 @@ import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelSt
 import type { ResponseCache } from '../cache/response-cache';
 import { DEFAULT_MAX_QUEUED_RESPONSES, ResponseStream } from '../decoupled';
 import { NDArray, copyNDArray } from '../tensor';
+import { checkEnsembleRequest } from './request-check';
 import { stepLabel, type EnsemblePlan } from './validate';
 
 /** Resolves a step's model when a request runs (version -1: the latest). */
@@ -327,23 +328,12 @@ export class EnsembleModel extends BoundModel {
    */
   #prepare(given: Record<string, NDArray>, options: InferOptions): { tensors: Tensors; wanted: string[] } | InferenceServerError {
     const config = this.config;
+    const refused = checkEnsembleRequest(config, given);
+    if (refused) return refused;
     const tensors: Tensors = new Map();
     for (const t of config.inputs) {
       const arr = given[t.name];
-      if (arr === undefined) {
-        if (!t.optional) {
-          return new InferenceServerError('INVALID_ARG',
-            `expected ${config.inputs.length} inputs but got ${Object.keys(given).length} inputs for model '${this.name}': input '${t.name}' is missing`);
-        }
-        continue;
-      }
-      if (!(arr instanceof NDArray)) return new InferenceServerError('INVALID_ARG', `input '${t.name}' for model '${this.name}' must be an NDArray`);
-      tensors.set(t.name, options.inputsOwned ? arr : copyNDArray(arr));
-    }
-    for (const name in given) {
-      if (!config.inputs.some((t) => t.name === name)) {
-        return new InferenceServerError('INVALID_ARG', `unexpected inference input '${name}' for model '${this.name}'`);
-      }
+      if (arr !== undefined) tensors.set(t.name, options.inputsOwned ? arr : copyNDArray(arr));
     }
     const wanted = options.outputs ?? config.outputs.map((t) => t.name);
     for (const name of wanted) {

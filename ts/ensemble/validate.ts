@@ -116,6 +116,7 @@ export function validateEnsemble(config: NormalizedModelConfig, lookup: StepConf
       const reason = err instanceof InferenceServerError ? err.message : String(err);
       return fail(`${label}: the step model is not available (${reason}); load it before the ensemble, or add it to the repository`);
     }
+    checkBatchSize(config, i, step, stepConfig);
     // The top-level cache stores the whole DAG's answer: only for steps whose answers follow
     // from their inputs (Triton: every composing model must be cache-compatible).
     if (config.responseCache && stepConfig.sequenceBatching) {
@@ -202,6 +203,18 @@ function checkDecoupledOrigins(
     return origin[i]!;
   };
   for (let i = 0; i < steps.length; i++) originOf(i);
+}
+
+/**
+ * Triton's load check (ensemble_utils.cc): every request the ensemble accepts must fit each
+ * batching step, so a step may not allow fewer rows than the ensemble. A step that does not
+ * batch (max_batch_size 0) is fine: its shapes are checked as full shapes.
+ */
+function checkBatchSize(config: NormalizedModelConfig, index: number, step: NormalizedEnsembleStep, stepConfig: NormalizedModelConfig): void {
+  if (stepConfig.maxBatchSize === 0 || stepConfig.maxBatchSize >= config.maxBatchSize) return;
+  throw invalidArg(`ensemble ${config.name} allows maximum batch size ${config.maxBatchSize}, but it contains model ` +
+    `${step.modelName} which only allows maximum batch size to be ${stepConfig.maxBatchSize} (at step ${index + 1}); ` +
+    `lower the ensemble's max_batch_size to ${stepConfig.maxBatchSize} or raise that of model '${step.modelName}'`);
 }
 
 function checkMatch(
