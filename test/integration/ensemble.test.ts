@@ -267,6 +267,34 @@ test('explicit mode: loading an ensemble loads its steps; unloading a step makes
   expect(values((await served.triton.infer('pipeline', { X: row(0, 0, 0, 0) })).Y)).toEqual([12, 12, 12, 12]);
 });
 
+test('unloading a step model while a request runs: that request finishes on it, later ones are UNAVAILABLE (Triton holds the step models per request)', async () => {
+  jsModel('held', ['IN'], `
+    const ev = globalThis.__ensembleEvents;
+    ev.started.push('held');
+    await ev.met;
+    return requests.map((r) => ({ OUT: r.data.IN.data }));`);
+  onnxAdd('add1', 1);
+  ensemble('chain', ['X'], ['Y'], [
+    { model: 'held', inputs: { IN: 'X' }, outputs: { OUT: 'a' } },
+    { model: 'add1', inputs: { INPUT0: 'a' }, outputs: { OUTPUT0: 'Y' } },
+  ]);
+  served = await startRepoTriton(repo.root, { controlMode: 'explicit' });
+  await served.triton.loadModel('chain');
+  const result = served.triton.infer('chain', { X: row(0, 1, 2, 3) });
+  result.catch(() => undefined);
+  await waitFor(() => globalThis.__ensembleEvents!.started.length === 1, 'the first step to execute');
+  let unloaded = false;
+  const unloading = served.triton.unloadModel('add1').then(() => { unloaded = true; });
+  const add1State = (): string | undefined => served!.triton.repositoryIndex().find((e) => e.name === 'add1')?.state;
+  await waitFor(() => add1State() !== 'READY', 'the unload to begin');
+  await expectRejects(served.triton.infer('chain', { X: row(0, 0, 0, 0) }), 'UNAVAILABLE', /its step 2 \(model 'add1'\) is not serving/);
+  expect(unloaded).toBe(false);  // the request in flight still holds add1
+  globalThis.__ensembleEvents!.meet!();
+  expect(values((await result).Y)).toEqual([1, 2, 3, 4]);
+  await unloading;
+  expect(add1State()).toBe('UNAVAILABLE');
+});
+
 test('stop(): an ensemble request in flight finishes its later steps before the step models unload', async () => {
   jsModel('held', ['IN'], `
     const ev = globalThis.__ensembleEvents;

@@ -18,6 +18,7 @@ import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelSt
 import type { ResponseCache } from '../cache/response-cache';
 import { DEFAULT_MAX_QUEUED_RESPONSES, ResponseStream } from '../decoupled';
 import { NDArray, copyNDArray } from '../tensor';
+import { holdModel } from './holds';
 import { checkEnsembleRequest } from './request-check';
 import { stepLabel, type EnsemblePlan } from './validate';
 
@@ -98,6 +99,15 @@ interface Flow {
   wanted: string[];
   /** Sends one response of the request. */
   emit: (outputs: Record<string, NDArray>) => void;
+  /** Per step, its model as the request resolved it when it started. */
+  models: BoundModel[];
+}
+
+/** The step models one request holds while it runs (Triton's model handles). */
+interface HeldSteps {
+  /** Per step, its model, resolved once when the request started. */
+  models: BoundModel[];
+  release: () => void;
 }
 
 /**
@@ -182,6 +192,7 @@ export class EnsembleModel extends BoundModel {
       stream.fail(prepared);
       return stream;
     }
+    const steps = this.#holdSteps();
     const unhook = forwardAbort(options.signal, signal);
     const started = performance.now();
     this.#pending++;
@@ -191,9 +202,9 @@ export class EnsembleModel extends BoundModel {
       stream.fail(new InferenceServerError('UNAVAILABLE', `request for model '${this.name}' was cancelled: its reader fell ` +
         `more than ${stream.maxQueued} responses behind (maxQueuedResponses)`));
     };
-    const run = signal.aborted
-      ? Promise.reject(this.#cancelled())
-      : this.#flow(prepared.tensors, new Set(), { options, signal, wanted: prepared.wanted, emit });
+    const run = steps instanceof InferenceServerError || signal.aborted
+      ? Promise.reject(steps instanceof InferenceServerError ? steps : this.#cancelled())
+      : this.#flow(prepared.tensors, new Set(), { options, signal, wanted: prepared.wanted, emit, models: steps.models });
     run.then(() => {
       this.#count(this.#success, started);
       this.#inferenceCount += this.#rows(inputs);
@@ -204,6 +215,7 @@ export class EnsembleModel extends BoundModel {
       stream.fail(toInferenceServerError(err));
     }).finally(() => {
       unhook();
+      if (!(steps instanceof InferenceServerError)) steps.release();
       this.#pending--;
       if (this.#pending === 0 && this.#drained) this.#drained();
     });
@@ -224,7 +236,7 @@ export class EnsembleModel extends BoundModel {
       const plain = ready.filter((i) => !this.#plan.decoupledSteps[i]);
       if (plain.length > 0) {
         for (const i of plain) done.add(i);
-        const produced = await Promise.all(plain.map((i) => this.#gated(i, () => this.#runStep(i, tensors, flow.options, flow.signal))));
+        const produced = await Promise.all(plain.map((i) => this.#gated(i, () => this.#runStep(i, flow.models[i], tensors, flow.options, flow.signal))));
         for (const [tensor, arr] of produced.flat()) tensors.set(tensor, arr);
         continue;
       }
@@ -242,7 +254,7 @@ export class EnsembleModel extends BoundModel {
   /** Runs decoupled step `i`: each of its responses continues the DAG in a flow of its own. */
   async #fork(i: number, tensors: Tensors, done: Set<number>, flow: Flow): Promise<void> {
     const step = this.config.ensembleScheduling!.steps[i];
-    const responses = this.#stepModel(i).inferStream(this.#stepInputs(i, tensors), {
+    const responses = flow.models[i].inferStream(this.#stepInputs(i, tensors), {
       ...this.#stepOptions(flow.options, flow.signal, step.outputMap), maxQueuedResponses: DEFAULT_MAX_QUEUED_RESPONSES,
     });
     const continuations: Promise<void>[] = [];
@@ -350,6 +362,8 @@ export class EnsembleModel extends BoundModel {
     const prepared = this.#prepare(given, options);
     if (prepared instanceof InferenceServerError) return Promise.reject(prepared);
     const { tensors, wanted } = prepared;
+    const held = this.#holdSteps();
+    if (held instanceof InferenceServerError) return Promise.reject(held);
     const signal = new StepSignal();
     const unhook = forwardAbort(options.signal, signal);
     const waitingFor = this.#plan.needs.map((needs) => needs.filter((n) => !tensors.has(n) && this.#isProduced(n)).length);
@@ -368,7 +382,7 @@ export class EnsembleModel extends BoundModel {
         resolve(responseOutputs(tensors, wanted));
       };
       const start = (i: number): void => {
-        this.#gates[i].enter(() => this.#runStep(i, tensors, options, signal).then((produced) => {
+        this.#gates[i].enter(() => this.#runStep(i, held.models[i], tensors, options, signal).then((produced) => {
           this.#gates[i].leave();
           if (failed) return;
           for (const [tensor, arr] of produced) {
@@ -386,7 +400,10 @@ export class EnsembleModel extends BoundModel {
         return;
       }
       waitingFor.forEach((n, i) => { if (n === 0) start(i); });
-    }).finally(unhook);
+    }).finally(() => {
+      unhook();
+      held.release();
+    });
   }
 
   /** A request cancelled before any step ran: the plain model's words for it. */
@@ -399,10 +416,11 @@ export class EnsembleModel extends BoundModel {
   }
 
   /** Runs step `i` as an ordinary request to its model; resolves with ensemble tensor → output. */
-  async #runStep(i: number, tensors: Tensors, options: InferOptions, signal: StepSignal): Promise<[string, NDArray | undefined][]> {
+  async #runStep(
+    i: number, model: BoundModel, tensors: Tensors, options: InferOptions, signal: StepSignal,
+  ): Promise<[string, NDArray | undefined][]> {
     const step = this.config.ensembleScheduling!.steps[i];
     if (signal.aborted) throw new InferenceServerError('CANCELLED', `request for model '${this.name}' was cancelled before ${stepLabel(i, step)}`);
-    const model = this.#stepModel(i);
     let outputs: Record<string, NDArray>;
     try {
       outputs = await model.infer(this.#stepInputs(i, tensors), this.#stepOptions(options, signal, step.outputMap));
@@ -413,14 +431,25 @@ export class EnsembleModel extends BoundModel {
     return Object.entries(step.outputMap).map(([output, tensor]) => [tensor, outputs[output]]);
   }
 
-  /** Step `i`'s model as it is now (a reloaded step model is used at once). */
-  #stepModel(i: number): BoundModel {
-    const step = this.config.ensembleScheduling!.steps[i];
-    try {
-      return this.#lookup(step.modelName, step.modelVersion);
-    } catch (err) {
-      throw this.#stepUnavailable(i, err);
+  /**
+   * Every step's model as it is when a request starts (a reloaded step model is used by the
+   * next request), held until the request releases them: as Triton's EnsembleContext takes the
+   * composing models' handles, so unloading or reloading a step model lets a request already
+   * running finish on the versions it started with. A step model not serving fails the request
+   * before any step runs (UNAVAILABLE, naming the step).
+   */
+  #holdSteps(): HeldSteps | InferenceServerError {
+    const steps = this.config.ensembleScheduling!.steps;
+    const models: BoundModel[] = [];
+    for (let i = 0; i < steps.length; i++) {
+      try {
+        models.push(this.#lookup(steps[i].modelName, steps[i].modelVersion));
+      } catch (err) {
+        return this.#stepUnavailable(i, err);
+      }
     }
+    const releases = [...new Set(models)].map(holdModel);
+    return { models, release: () => { for (const release of releases) release(); } };
   }
 
   /** Step `i`'s inputs from the ensemble tensors (an optional ensemble input the request left out stays absent). */

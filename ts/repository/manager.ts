@@ -20,6 +20,7 @@ import { validateModelConfigJson } from '../config/pbtxt';
 import { DEFAULT_EXIT_TIMEOUT_MS } from '../config/defaults';
 import { readRawConfig } from './config-source';
 import { EnsembleModel } from '../ensemble/ensemble-model';
+import { whenReleased } from '../ensemble/holds';
 import { stepModelNames } from '../ensemble/repository';
 
 export type ControlMode = 'none' | 'poll' | 'explicit';
@@ -386,12 +387,15 @@ function dependsOn(from: string, target: string, scanned: Map<string, ModelDirec
 }
 
 /**
- * Stops versions that no longer serve: their in-flight requests finish first, then the engine
- * is finalized. A finalize that throws is logged; it cannot undo the unload.
+ * Stops versions that no longer serve: their in-flight requests finish first (ensemble requests
+ * that hold the version as a step included: they still send it requests), then the engine is
+ * finalized. A finalize that throws is logged; it cannot undo the unload.
  */
 async function retire(versions: Map<number, LoadedVersion>, log: (line: string) => void, timeoutMs = DEFAULT_EXIT_TIMEOUT_MS): Promise<void> {
   await Promise.all([...versions.values()].map(async (v) => {
-    await v.model.stop(timeoutMs);
+    const started = Date.now();
+    await whenReleased(v.model, timeoutMs);
+    await v.model.stop(Math.max(0, timeoutMs - (Date.now() - started)));
     try {
       await v.finalize();
     } catch (err) {
