@@ -49,7 +49,7 @@ function bindPipeline(t: Triton, extra: { failAt?: number } = {}): void {
     config: { maxBatchSize: 1, decoupled: true },
   });
   t.bind({
-    modelName: 'fan_out', inputs: [T('X')], outputs: [T('Y'), T('N')],
+    modelName: 'fan_out', inputs: [T('X')], outputs: [T('Y')],
     config: {
       maxBatchSize: 1,  // no more than its step count allows (Triton's load check)
       ensembleScheduling: {
@@ -73,10 +73,10 @@ test('each response of the decoupled step runs the steps after it and is one res
   bindPipeline(triton);
   await triton.run();
   expect(triton.model('fan_out').config.decoupled).toBe(true);
-  const got: [number, number][] = [];
-  for await (const r of triton.inferStream('fan_out', { X: fp32(2) })) got.push([valueOf(r.Y), valueOf(r.N)]);
+  const got: number[] = [];
+  for await (const r of triton.inferStream('fan_out', { X: fp32(2) })) got.push(valueOf(r.Y));
   // N = 3 (plus1 ran once), count yields 3, 4, 5, times10 ran per response.
-  expect(got.sort((a, b) => a[0] - b[0])).toEqual([[30, 3], [40, 3], [50, 3]]);
+  expect(got.sort((a, b) => a - b)).toEqual([30, 40, 50]);
   expect(triton.model('plus1').stats().inferenceCount).toBe(1);
   expect(triton.model('times10').stats().inferenceCount).toBe(3);
   await expectRejects(triton.infer('fan_out', { X: fp32(2) }), 'UNSUPPORTED', /decoupled/);
@@ -101,7 +101,7 @@ test("leaving the ensemble's stream early stops the decoupled step's generator",
   bindPipeline(triton);
   await triton.run();
   for await (const r of triton.inferStream('fan_out', { X: fp32(1000) })) {
-    expect(valueOf(r.N)).toBe(1001);
+    expect(valueOf(r.Y)).toBe(10010);  // N = 1001, count's first response 1001, times 10
     break;
   }
   await waitFor(() => events.finished === 1, 'the count generator to finish');
@@ -138,8 +138,8 @@ test('over HTTP generate_stream: one event per ensemble response', async () => {
     req.on('error', reject);
     req.end(JSON.stringify({ X: 1 }));
   });
-  const events = body.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)) as { Y: number; N: number });
-  expect(events.map((e) => [e.Y, e.N]).sort((a, b) => a[0] - b[0])).toEqual([[20, 2], [30, 2]]);
+  const events = body.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)) as { Y: number });
+  expect(events.map((e) => e.Y).sort((a, b) => a - b)).toEqual([20, 30]);
 });
 
 test("a step fed by two different decoupled steps is Triton's load error; so is a response cache", () => {
@@ -160,6 +160,24 @@ test("a step fed by two different decoupled steps is Triton's load error; so is 
       },
     },
   }), 'INVALID_ARG', /step 3 \(model 'add'\) receives inputs originated from different decoupled models/);
+  // One response carries every output: outputs from two decoupled steps, or from one and from
+  // the request's own steps, are the same error (Triton's sink node).
+  const outputsFrom = (first: string, second: string): void => triton.bind({
+    modelName: 'two_output_origins', inputs: [T('X')], outputs: [T('Y'), T('Z')],
+    config: {
+      maxBatchSize: 1,
+      ensembleScheduling: {
+        step: [
+          { modelName: first, inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } },
+          { modelName: second, inputMap: { IN: 'X' }, outputMap: { OUT: 'Z' } },
+        ],
+      },
+    },
+  });
+  expectThrows(() => outputsFrom('count', 'count'), 'INVALID_ARG', new RegExp("the ensemble outputs originate from different decoupled models \\('Y' " +
+    "from step 1 \\(model 'count'\\), 'Z' from step 2 \\(model 'count'\\)\\).*in ensemble two_output_origins, step of model " +
+    "'two_output_origins' receives inputs originated from different decoupled models"));
+  expectThrows(() => outputsFrom('count', 'plus1'), 'INVALID_ARG', /'Z' from the request \(no decoupled step\)/);
   expectThrows(() => triton.bind({
     modelName: 'cached_fan_out', inputs: [T('X')], outputs: [T('Y')],
     config: {
