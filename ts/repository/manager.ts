@@ -51,6 +51,8 @@ export interface RepositoryOptions {
   log?: (line: string) => void;
   /** Failures (a model that does not load, a repository that cannot be read); default: `log`. */
   logError?: (line: string) => void;
+  /** Verbose lines (warm-up runs); default: none. */
+  logVerbose?: (line: string) => void;
   /** The server's rate limiter (rateLimit 'execution_count'), given to every model loaded. */
   rateLimiter?: RateLimiter;
 }
@@ -286,7 +288,7 @@ export class ModelRepositoryManager {
     try {
       await this.#loadSteps(name, dir, config, chain);
       const loaded = await loadModel(dir, {
-        configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log,
+        configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log, logVerbose: this.#options.logVerbose,
         rateLimiter: this.#options.rateLimiter,
         stepModels: (step, version) => this.#registry.model(step, version < 0 ? undefined : version),
       });
