@@ -310,6 +310,20 @@ test('metrics: the ensemble and its steps each count their requests', async () =
   expect(text).toMatch(/nv_inference_request_success\{model="times3",version="1"\} 1/);
 });
 
+test("a failed ensemble request counts with Triton's reason OTHER, in statistics and metrics; the failing step keeps its own", async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, metricsPort: 0, metricsAddress: '127.0.0.1', logInfo: false } });
+  bindPipeline(triton);
+  await triton.run();
+  await expectRejects(triton.infer('broken', { X: row(1, 2) }), 'INTERNAL');
+  await expectRejects(triton.infer('broken', { X: row(1, 2) }, { signal: AbortSignal.abort() }), 'CANCELLED');
+  expect(triton.model('broken').stats().failures).toEqual({ REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 2 });
+  expect(triton.model('boom').stats().failures).toEqual({ REJECTED: 0, CANCELED: 0, BACKEND: 1, OTHER: 0 });
+  const text = (await get(triton.ports.metrics!, '/metrics')).body.toString();
+  const failures = text.split('\n').filter((line) => line.startsWith('nv_inference_request_failure{model="broken"'));
+  expect(failures).toContainEqual(expect.stringMatching(/reason="OTHER".* 2$/));
+  expect(failures).toContainEqual(expect.stringMatching(/reason="BACKEND".* 0$/));
+});
+
 test("HTTP and gRPC: an ensemble's step request batches with a direct request to the step model", async () => {
   triton = new Triton({ config: {
     httpAddress: '127.0.0.1', httpPort: 0, grpcAddress: '127.0.0.1', grpcPort: 0, allowMetrics: false, logInfo: false,

@@ -491,7 +491,10 @@ export class EnsembleModel extends BoundModel {
       inferenceCount: this.#inferenceCount,
       executionCount: this.#success.count,
       lastInferenceMs: this.#lastInferenceMs,
-      failures: { REJECTED: 0, CANCELED: 0, BACKEND: this.#fail.count, OTHER: 0 },
+      // Triton's reason for every failed ensemble request, whatever failed (infer_request.cc
+      // ReportStatisticsWithDuration, the ensemble's RequestTracker): OTHER. The step models
+      // count their own failures with their own reasons.
+      failures: { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: this.#fail.count },
       pending: this.#pending,
       queued: 0,
       batchStats: [],
