@@ -124,6 +124,25 @@ test('inferStream: a signal aborted before the request is CANCELLED with no step
   expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
 });
 
+test('inferStream with some outputs: the steps after the decoupled one that feed only the others do not run', async () => {
+  triton = inProcessTriton();
+  bindPipeline(triton);
+  triton.bind({
+    modelName: 'fan_two', inputs: [T('X')], outputs: [T('Y'), T('Z')],
+    config: { maxBatchSize: 1, ensembleScheduling: { step: [
+      { modelName: 'count', inputMap: { IN: 'X' }, outputMap: { OUT: 'C' } },
+      { modelName: 'times10', inputMap: { IN: 'C' }, outputMap: { OUT: 'Y' } },
+      { modelName: 'plus1', inputMap: { IN: 'C' }, outputMap: { OUT: 'Z' } },
+    ] } },
+  });
+  await triton.run();
+  const got: string[][] = [];
+  for await (const r of triton.inferStream('fan_two', { X: fp32(2) }, { outputs: ['Y'] })) got.push(Object.keys(r));
+  expect(got).toEqual([['Y'], ['Y']]);
+  expect(triton.model('times10').stats().inferenceCount).toBe(2);
+  expect(triton.model('plus1').stats().inferenceCount).toBe(0);
+});
+
 test('over HTTP generate_stream: one event per ensemble response', async () => {
   triton = new Triton({ config: { httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: false, allowMetrics: false, logInfo: false } });
   bindPipeline(triton);

@@ -105,6 +105,35 @@ test("an ensemble's request is checked against the ensemble's own config, in the
   }), 'INVALID_ARG', /^ensemble wide allows maximum batch size 16, but it contains model plus1 which only allows maximum batch size to be 8 \(at step 1\)/);
 });
 
+test('a request that asks for some outputs runs only the steps they depend on (Triton prunes the rest)', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  bindPipeline(triton);
+  let boomRuns = 0;
+  triton.bind({
+    modelName: 'boom_counted', inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 },
+    inferFunc: () => { boomRuns++; throw new Error('the unwanted branch failed'); },
+  });
+  // pipe's chain (Y = times3(plus1(X)), Z = plus1(X)) beside a failing branch W.
+  triton.bind({
+    modelName: 'branches', inputs: [T('X')], outputs: [T('Y'), T('Z'), T('W')],
+    config: { maxBatchSize: 8, ensembleScheduling: { step: [
+      { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'Z' } },
+      { modelName: 'times3', inputMap: { IN: 'Z' }, outputMap: { OUT: 'Y' } },
+      { modelName: 'boom_counted', inputMap: { IN: 'X' }, outputMap: { OUT: 'W' } },
+    ] } },
+  });
+  await triton.run();
+  const runs = (): number[] => [triton.model('plus1').stats().success.count, triton.model('times3').stats().success.count, boomRuns];
+  const y = await triton.infer('branches', { X: row(1, 2) }, { outputs: ['Y'] });  // needs plus1 then times3
+  expect([Object.keys(y), Array.from(y.Y.data as Float32Array)]).toEqual([['Y'], [6, 9]]);
+  expect(runs()).toEqual([1, 1, 0]);
+  const z = await triton.infer('branches', { X: row(1, 2) }, { outputs: ['Z'] });  // plus1 only
+  expect(Array.from(z.Z.data as Float32Array)).toEqual([2, 3]);
+  expect(runs()).toEqual([2, 1, 0]);
+  await expectRejects(triton.infer('branches', { X: row(1, 2) }), 'INTERNAL', /step 3 \(model 'boom_counted'\) failed: .*the unwanted branch failed/);
+  expect(boomRuns).toBe(1);
+});
+
 test('bind-time DAG errors name the step and the tensor', () => {
   triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
   triton.bind({ modelName: 'plus1', inferFunc: map((v) => v + 1), inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 } });

@@ -204,7 +204,7 @@ export class EnsembleModel extends BoundModel {
     };
     const run = steps instanceof InferenceServerError || signal.aborted
       ? Promise.reject(steps instanceof InferenceServerError ? steps : this.#cancelled())
-      : this.#flow(prepared.tensors, new Set(), { options, signal, wanted: prepared.wanted, emit, models: steps.models });
+      : this.#flow(prepared.tensors, this.#prunedSteps(prepared.wanted), { options, signal, wanted: prepared.wanted, emit, models: steps.models });
     run.then(() => {
       this.#count(this.#success, started);
       this.#inferenceCount += this.#rows(inputs);
@@ -367,8 +367,9 @@ export class EnsembleModel extends BoundModel {
     const signal = new StepSignal();
     const unhook = forwardAbort(options.signal, signal);
     const waitingFor = this.#plan.needs.map((needs) => needs.filter((n) => !tensors.has(n) && this.#isProduced(n)).length);
+    const pruned = this.#prunedSteps(wanted);
     return new Promise<Record<string, NDArray>>((resolve, reject) => {
-      let remaining = steps.length;
+      let remaining = steps.length - pruned.size;
       let failed = false;
       const finish = (err: InferenceServerError | null): void => {
         if (failed) return;
@@ -387,7 +388,9 @@ export class EnsembleModel extends BoundModel {
           if (failed) return;
           for (const [tensor, arr] of produced) {
             tensors.set(tensor, arr);
-            for (const reader of this.#plan.readers.get(tensor) ?? []) if (--waitingFor[reader] === 0) start(reader);
+            for (const reader of this.#plan.readers.get(tensor) ?? []) {
+              if (--waitingFor[reader] === 0 && !pruned.has(reader)) start(reader);
+            }
           }
           finish(null);
         }, (err: InferenceServerError) => {
@@ -399,7 +402,11 @@ export class EnsembleModel extends BoundModel {
         finish(this.#cancelled());
         return;
       }
-      waitingFor.forEach((n, i) => { if (n === 0) start(i); });
+      if (remaining === 0) {
+        resolve({});  // no output wanted: no step to run
+        return;
+      }
+      waitingFor.forEach((n, i) => { if (n === 0 && !pruned.has(i)) start(i); });
     }).finally(() => {
       unhook();
       held.release();
@@ -409,6 +416,26 @@ export class EnsembleModel extends BoundModel {
   /** A request cancelled before any step ran: the plain model's words for it. */
   #cancelled(): InferenceServerError {
     return new InferenceServerError('CANCELLED', `request for model '${this.name}' was cancelled`);
+  }
+
+  /**
+   * The steps a request that wants only `wanted` of the outputs does not run: those none of its
+   * wanted outputs depends on. Triton's EnsembleContext prunes them too ("Prune ensemble first if
+   * not all outputs are requested"), so an unwanted branch neither costs its compute nor fails
+   * the request. (Triton prunes backwards from the unwanted outputs; walking back from the
+   * wanted ones keeps a step whose unwanted output another kept step also reads.)
+   */
+  #prunedSteps(wanted: string[]): Set<number> {
+    const steps = this.config.ensembleScheduling!.steps;
+    const kept = new Set<number>();
+    const tensors = [...wanted];
+    for (let tensor = tensors.pop(); tensor !== undefined; tensor = tensors.pop()) {
+      const step = this.#plan.producers.get(tensor);
+      if (step === undefined || kept.has(step)) continue;
+      kept.add(step);
+      tensors.push(...this.#plan.needs[step]);
+    }
+    return new Set(steps.map((_, i) => i).filter((i) => !kept.has(i)));
   }
 
   #isProduced(tensor: string): boolean {

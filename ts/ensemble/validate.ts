@@ -77,6 +77,8 @@ export interface EnsemblePlan {
   needs: string[][];
   /** Ensemble tensor → the steps that read it. */
   readers: Map<string, number[]>;
+  /** Ensemble tensor → the step that writes it (absent for the ensemble's inputs). */
+  producers: Map<string, number>;
   /** Per step: whether its model is decoupled (each of its responses continues the DAG on its own). */
   decoupledSteps: boolean[];
   /** Some step is decoupled: so is the ensemble (Triton sets its transaction policy so). */
@@ -181,7 +183,7 @@ export function validateEnsemble(config: NormalizedModelConfig, lookup: StepConf
     fail('the response cache cannot be enabled for an ensemble with a decoupled step (the ensemble is decoupled: ' +
       '0..N responses per request); disable response_cache on the ensemble');
   }
-  return { needs, readers, decoupledSteps, decoupled };
+  return { needs, readers, producers: producer, decoupledSteps, decoupled };
 }
 
 /**
