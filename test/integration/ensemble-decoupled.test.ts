@@ -96,6 +96,46 @@ test('a decoupled step that fails mid-stream fails the ensemble request, naming 
   expect([[], [30]]).toContainEqual(got);
 });
 
+test('a step after the decoupled one that fails ends the request at once: no later response, the decoupled step stops', async () => {
+  triton = inProcessTriton();
+  let yielded = 0;
+  async function* ticks(): AsyncGenerator<ResponseOutputs[]> {
+    events.started++;
+    try {
+      for (let k = 0; k < 1000; k++) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        yielded++;
+        yield [{ OUT: new Float32Array([k]) }];
+      }
+    } finally {
+      events.finished++;
+    }
+  }
+  const check = (requests: Request[]): ResponseOutputs[] => requests.map((r) => {
+    if (valueOf(r.data.IN) === 1) throw new Error('bad value 1');
+    return { OUT: new Float32Array([valueOf(r.data.IN)]) };
+  });
+  triton.bind({ modelName: 'ticks', inferFunc: ticks as never, inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 1, decoupled: true } });
+  triton.bind({ modelName: 'check', inferFunc: check, inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 1 } });
+  triton.bind({
+    modelName: 'checked', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 1, ensembleScheduling: { step: [
+      { modelName: 'ticks', inputMap: { IN: 'X' }, outputMap: { OUT: 'G' } },
+      { modelName: 'check', inputMap: { IN: 'G' }, outputMap: { OUT: 'Y' } },
+    ] } },
+  });
+  await triton.run();
+  const got: number[] = [];
+  const run = async (): Promise<void> => {
+    for await (const r of triton.inferStream('checked', { X: fp32(0) })) got.push(valueOf(r.Y));
+  };
+  await expectRejects(run(), 'INTERNAL', /in ensemble 'checked', step 2 \(model 'check'\) failed: .*bad value 1/);
+  expect(got).toEqual([0]);
+  await waitFor(() => events.finished === 1, 'the decoupled step to stop');
+  expect(yielded).toBeLessThan(10);
+  expect(triton.model('checked').stats().fail.count).toBe(1);
+});
+
 test("leaving the ensemble's stream early stops the decoupled step's generator", async () => {
   triton = inProcessTriton();
   bindPipeline(triton);

@@ -99,6 +99,8 @@ interface Flow {
   wanted: string[];
   /** Sends one response of the request. */
   emit: (outputs: Record<string, NDArray>) => void;
+  /** Fails the request now: no step starts and no response is sent after it. */
+  fail: (err: unknown) => void;
   /** Per step, its model as the request resolved it when it started. */
   models: BoundModel[];
 }
@@ -196,23 +198,27 @@ export class EnsembleModel extends BoundModel {
     const unhook = forwardAbort(options.signal, signal);
     const started = performance.now();
     this.#pending++;
+    // The first failure ends the request at once, as Triton's ensemble_status_ does: the steps
+    // in flight are cancelled, none starts, and no later response is sent.
+    const fail = (err: unknown): void => {
+      signal.abort();
+      stream.fail(toInferenceServerError(err));
+    };
     const emit = (outputs: Record<string, NDArray>): void => {
       if (stream.push(outputs)) return;
-      signal.abort();
-      stream.fail(new InferenceServerError('UNAVAILABLE', `request for model '${this.name}' was cancelled: its reader fell ` +
+      fail(new InferenceServerError('UNAVAILABLE', `request for model '${this.name}' was cancelled: its reader fell ` +
         `more than ${stream.maxQueued} responses behind (maxQueuedResponses)`));
     };
     const run = steps instanceof InferenceServerError || signal.aborted
       ? Promise.reject(steps instanceof InferenceServerError ? steps : this.#cancelled())
-      : this.#flow(prepared.tensors, this.#prunedSteps(prepared.wanted), { options, signal, wanted: prepared.wanted, emit, models: steps.models });
+      : this.#flow(prepared.tensors, this.#prunedSteps(prepared.wanted), { options, signal, wanted: prepared.wanted, emit, fail, models: steps.models });
     run.then(() => {
       this.#count(this.#success, started);
       this.#inferenceCount += this.#rows(inputs);
       stream.end();
     }, (err: unknown) => {
-      signal.abort();
       this.#count(this.#fail, started);
-      stream.fail(toInferenceServerError(err));
+      fail(err);  // the first failure's error stays the one the reader gets
     }).finally(() => {
       unhook();
       if (!(steps instanceof InferenceServerError)) steps.release();
@@ -264,7 +270,8 @@ export class EnsembleModel extends BoundModel {
         const next = new Map(tensors);
         for (const [output, tensor] of Object.entries(step.outputMap)) next.set(tensor, outputs[output]);
         const continuation = this.#flow(next, new Set(done), flow);
-        continuation.catch(() => undefined);  // awaited below; its failure is reported once, there
+        // A continuation that fails ends the request now, not once this step's stream ends.
+        continuation.catch((err: unknown) => flow.fail(err));
         continuations.push(continuation);
       }
     } catch (err) {
