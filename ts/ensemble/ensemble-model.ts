@@ -194,7 +194,7 @@ export class EnsembleModel extends BoundModel {
       stream.fail(prepared);
       return stream;
     }
-    const steps = this.#holdSteps();
+    const held = this.#holdSteps();
     const unhook = forwardAbort(options.signal, signal);
     const started = performance.now();
     this.#pending++;
@@ -209,9 +209,13 @@ export class EnsembleModel extends BoundModel {
       fail(new InferenceServerError('UNAVAILABLE', `request for model '${this.name}' was cancelled: its reader fell ` +
         `more than ${stream.maxQueued} responses behind (maxQueuedResponses)`));
     };
-    const run = steps instanceof InferenceServerError || signal.aborted
-      ? Promise.reject(steps instanceof InferenceServerError ? steps : this.#cancelled())
-      : this.#flow(prepared.tensors, this.#prunedSteps(prepared.wanted), { options, signal, wanted: prepared.wanted, emit, fail, models: steps.models });
+    let run: Promise<void>;
+    if (held instanceof InferenceServerError) run = Promise.reject(held);
+    else if (signal.aborted) run = Promise.reject(this.#cancelled());
+    else {
+      const flow: Flow = { options, signal, wanted: prepared.wanted, emit, fail, models: held.models };
+      run = this.#flow(prepared.tensors, this.#prunedSteps(prepared.wanted), flow);
+    }
     run.then(() => {
       this.#count(this.#success, started);
       this.#inferenceCount += this.#rows(inputs);
@@ -221,7 +225,7 @@ export class EnsembleModel extends BoundModel {
       fail(err);  // the first failure's error stays the one the reader gets
     }).finally(() => {
       unhook();
-      if (!(steps instanceof InferenceServerError)) steps.release();
+      if (!(held instanceof InferenceServerError)) held.release();
       this.#pending--;
       if (this.#pending === 0 && this.#drained) this.#drained();
     });
