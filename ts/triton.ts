@@ -249,7 +249,7 @@ export class Triton implements ServedTriton {
     this.#register(model);
     // Awaited by run(), which rejects with the first failure; handled here so that a failure
     // before run() is called is not an unhandled rejection.
-    const warming = warmUp(model);
+    const warming = warmUp(model, (line) => this.logger.verbose(1, line));
     warming.catch(() => undefined);
     this.#warmups.push(warming);
   }
@@ -305,6 +305,7 @@ export class Triton implements ServedTriton {
     if (this.#repository) throw new InferenceServerError('ALREADY_EXISTS', 'a model repository is already in use');
     this.#repository = new ModelRepositoryManager(this, {
       log: (line) => this.logger.info(line), logError: options.log ?? ((line) => this.logger.error(line)),
+      logVerbose: (line) => this.logger.verbose(1, line),
       ...options, maxQueueSizeHardLimit: this.config.maxQueueSizeHardLimit,
       rateLimiter: this.rateLimiter ?? undefined,
     });

@@ -4,7 +4,7 @@
  * (a repository model's load, a bound model's run()).
  */
 import { readFileSync } from 'node:fs';
-import { instanceTotal } from './config/instances';
+import { instancesOf } from './config/instances';
 import type { NormalizedModelConfig } from './config/normalize';
 import type { WarmupInput } from './config/types';
 import { InferenceServerError, invalidArg, toInferenceServerError } from './errors';
@@ -73,26 +73,37 @@ async function warmupRequest(model: BoundModel, inputs: Record<string, NDArray>,
   }
 }
 
+/** Where warm-up says what it runs: the server log at verbose level 1. */
+export type WarmupLog = (line: string) => void;
+
 /**
  * Runs the model's warm-ups through its own scheduler before it serves, as Triton does: each
- * sample `count` times (at least once) on every instance, instance by instance. The first
- * failure rejects, naming the model, the sample and the reason (the load then fails).
+ * sample `count` times (at least once) on every instance, instance by instance. Each run is
+ * logged (verbose) and the first failure rejects, both in Triton's words, which tools and
+ * Triton's QA (L0_warmup) look for: "is running warmup sample '<name>' for iteration <n>",
+ * "failed to run warmup sample '<name>': <reason>;", after the model and version (the load then
+ * fails with that reason).
  */
-export async function warmUp(model: BoundModel): Promise<void> {
+export async function warmUp(model: BoundModel, log: WarmupLog = () => undefined): Promise<void> {
   const config = model.config;
-  const instances = instanceTotal(config.instanceGroup);
+  const instances = instancesOf(config.name, config.instanceGroup);
   for (const warmup of config.modelWarmup) {
+    let instance = 0;
     try {
       const inputs: Record<string, NDArray> = {};
       for (const [name, input] of Object.entries(warmup.inputs)) {
         inputs[name] = warmupInputArray(input, warmup.batchSize, config.maxBatchSize > 0, name);
       }
-      for (let instance = 0; instance < instances; instance++) {
-        for (let i = 0; i < Math.max(1, warmup.count ?? 0); i++) await warmupRequest(model, inputs, instance);
+      for (instance = 0; instance < instances.length; instance++) {
+        for (let iteration = 1; iteration <= Math.max(1, warmup.count ?? 0); iteration++) {
+          log(`model '${config.name}' instance ${instances[instance].name} is running warmup sample '${warmup.name}' for iteration ${iteration}`);
+          await warmupRequest(model, inputs, instance);
+        }
       }
     } catch (err) {
-      throw new InferenceServerError('INVALID_ARG',
-        `model '${config.name}' version ${config.version}: warm-up '${warmup.name}' failed: ${toInferenceServerError(err).message}`);
+      log(`model '${config.name}' instance ${instances[instance]?.name ?? ''} failed to run warmup sample '${warmup.name}'`);
+      throw new InferenceServerError('INVALID_ARG', `model '${config.name}' version ${config.version}: ` +
+        `failed to run warmup sample '${warmup.name}': ${toInferenceServerError(err).message};`);
     }
   }
 }

@@ -438,7 +438,7 @@ describe('warm-up and cancellation', () => {
       config: { modelWarmup: [{ name: 'zeros', batchSize: 1, count: 1, inputs: { IN: { dtype: 'FP32', shape: [1], zeroData: true } } }] },
     });
     const err = await expectRejects(triton.run(), 'INVALID_ARG');
-    expect(err.message).toBe("model 'cold' version 1: warm-up 'zeros' failed: zeros are not allowed");
+    expect(err.message).toBe("model 'cold' version 1: failed to run warmup sample 'zeros': zeros are not allowed;");
     expect(triton.isReady()).toBe(false);
   });
 

@@ -6,6 +6,7 @@
  * early stops the step's generator; Triton's load error for a step fed by two decoupled steps;
  * no response cache on such an ensemble.
  */
+import { getEventListeners } from 'node:events';
 import * as http from 'node:http';
 import type { Request, ResponseOutputs } from '../../ts/request';
 import { NDArray } from '../../ts/tensor';
@@ -48,9 +49,9 @@ function bindPipeline(t: Triton, extra: { failAt?: number } = {}): void {
     config: { maxBatchSize: 1, decoupled: true },
   });
   t.bind({
-    modelName: 'fan_out', inputs: [T('X')], outputs: [T('Y'), T('N')],
+    modelName: 'fan_out', inputs: [T('X')], outputs: [T('Y')],
     config: {
-      maxBatchSize: 8,
+      maxBatchSize: 1,  // no more than its step count allows (Triton's load check)
       ensembleScheduling: {
         step: [
           { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'N' } },
@@ -72,10 +73,10 @@ test('each response of the decoupled step runs the steps after it and is one res
   bindPipeline(triton);
   await triton.run();
   expect(triton.model('fan_out').config.decoupled).toBe(true);
-  const got: [number, number][] = [];
-  for await (const r of triton.inferStream('fan_out', { X: fp32(2) })) got.push([valueOf(r.Y), valueOf(r.N)]);
+  const got: number[] = [];
+  for await (const r of triton.inferStream('fan_out', { X: fp32(2) })) got.push(valueOf(r.Y));
   // N = 3 (plus1 ran once), count yields 3, 4, 5, times10 ran per response.
-  expect(got.sort((a, b) => a[0] - b[0])).toEqual([[30, 3], [40, 3], [50, 3]]);
+  expect(got.sort((a, b) => a - b)).toEqual([30, 40, 50]);
   expect(triton.model('plus1').stats().inferenceCount).toBe(1);
   expect(triton.model('times10').stats().inferenceCount).toBe(3);
   await expectRejects(triton.infer('fan_out', { X: fp32(2) }), 'UNSUPPORTED', /decoupled/);
@@ -95,16 +96,91 @@ test('a decoupled step that fails mid-stream fails the ensemble request, naming 
   expect([[], [30]]).toContainEqual(got);
 });
 
+test('a step after the decoupled one that fails ends the request at once: no later response, the decoupled step stops', async () => {
+  triton = inProcessTriton();
+  let yielded = 0;
+  async function* ticks(): AsyncGenerator<ResponseOutputs[]> {
+    events.started++;
+    try {
+      for (let k = 0; k < 1000; k++) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        yielded++;
+        yield [{ OUT: new Float32Array([k]) }];
+      }
+    } finally {
+      events.finished++;
+    }
+  }
+  const check = (requests: Request[]): ResponseOutputs[] => requests.map((r) => {
+    if (valueOf(r.data.IN) === 1) throw new Error('bad value 1');
+    return { OUT: new Float32Array([valueOf(r.data.IN)]) };
+  });
+  triton.bind({ modelName: 'ticks', inferFunc: ticks as never, inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 1, decoupled: true } });
+  triton.bind({ modelName: 'check', inferFunc: check, inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 1 } });
+  triton.bind({
+    modelName: 'checked', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 1, ensembleScheduling: { step: [
+      { modelName: 'ticks', inputMap: { IN: 'X' }, outputMap: { OUT: 'G' } },
+      { modelName: 'check', inputMap: { IN: 'G' }, outputMap: { OUT: 'Y' } },
+    ] } },
+  });
+  await triton.run();
+  const got: number[] = [];
+  const run = async (): Promise<void> => {
+    for await (const r of triton.inferStream('checked', { X: fp32(0) })) got.push(valueOf(r.Y));
+  };
+  await expectRejects(run(), 'INTERNAL', /in ensemble 'checked', step 2 \(model 'check'\) failed: .*bad value 1/);
+  expect(got).toEqual([0]);
+  await waitFor(() => events.finished === 1, 'the decoupled step to stop');
+  expect(yielded).toBeLessThan(10);
+  expect(triton.model('checked').stats().fail.count).toBe(1);
+});
+
 test("leaving the ensemble's stream early stops the decoupled step's generator", async () => {
   triton = inProcessTriton();
   bindPipeline(triton);
   await triton.run();
   for await (const r of triton.inferStream('fan_out', { X: fp32(1000) })) {
-    expect(valueOf(r.N)).toBe(1001);
+    expect(valueOf(r.Y)).toBe(10010);  // N = 1001, count's first response 1001, times 10
     break;
   }
   await waitFor(() => events.finished === 1, 'the count generator to finish');
   await waitFor(() => triton.model('count').pendingCount === 0, 'the count request to end');
+});
+
+test('inferStream: a signal aborted before the request is CANCELLED with no step run; a settled request leaves no listener on the signal', async () => {
+  triton = inProcessTriton();
+  bindPipeline(triton);
+  await triton.run();
+  const drain = async (signal: AbortSignal): Promise<number> => {
+    let n = 0;
+    for await (const _ of triton.inferStream('fan_out', { X: fp32(1) }, { signal })) n++;
+    return n;
+  };
+  await expectRejects(drain(AbortSignal.abort()), 'CANCELLED', "request for model 'fan_out' was cancelled");
+  expect(triton.model('plus1').stats().success.count + events.started).toBe(0);
+  const shared = new AbortController();
+  for (let i = 0; i < 3; i++) expect(await drain(shared.signal)).toBe(2);
+  expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
+});
+
+test('inferStream with some outputs: the steps after the decoupled one that feed only the others do not run', async () => {
+  triton = inProcessTriton();
+  bindPipeline(triton);
+  triton.bind({
+    modelName: 'fan_two', inputs: [T('X')], outputs: [T('Y'), T('Z')],
+    config: { maxBatchSize: 1, ensembleScheduling: { step: [
+      { modelName: 'count', inputMap: { IN: 'X' }, outputMap: { OUT: 'C' } },
+      { modelName: 'times10', inputMap: { IN: 'C' }, outputMap: { OUT: 'Y' } },
+      { modelName: 'plus1', inputMap: { IN: 'C' }, outputMap: { OUT: 'Z' } },
+    ] } },
+  });
+  await triton.run();
+  const got: string[][] = [];
+  for await (const r of triton.inferStream('fan_two', { X: fp32(2) }, { outputs: ['Y'] })) got.push(Object.keys(r));
+  expect(got).toEqual([['Y'], ['Y']]);
+  expect(triton.model('times10').stats().inferenceCount).toBe(2);
+  expect(triton.model('plus1').stats().inferenceCount).toBe(0);
 });
 
 test('over HTTP generate_stream: one event per ensemble response', async () => {
@@ -121,8 +197,8 @@ test('over HTTP generate_stream: one event per ensemble response', async () => {
     req.on('error', reject);
     req.end(JSON.stringify({ X: 1 }));
   });
-  const events = body.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)) as { Y: number; N: number });
-  expect(events.map((e) => [e.Y, e.N]).sort((a, b) => a[0] - b[0])).toEqual([[20, 2], [30, 2]]);
+  const events = body.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)) as { Y: number });
+  expect(events.map((e) => e.Y).sort((a, b) => a - b)).toEqual([20, 30]);
 });
 
 test("a step fed by two different decoupled steps is Triton's load error; so is a response cache", () => {
@@ -133,7 +209,7 @@ test("a step fed by two different decoupled steps is Triton's load error; so is 
   expectThrows(() => triton.bind({
     modelName: 'two_origins', inputs: [T('X')], outputs: [T('Y')],
     config: {
-      maxBatchSize: 8,
+      maxBatchSize: 1,
       ensembleScheduling: {
         step: [
           { modelName: 'count', inputMap: { IN: 'X' }, outputMap: { OUT: 'C1' } },
@@ -143,10 +219,28 @@ test("a step fed by two different decoupled steps is Triton's load error; so is 
       },
     },
   }), 'INVALID_ARG', /step 3 \(model 'add'\) receives inputs originated from different decoupled models/);
+  // One response carries every output: outputs from two decoupled steps, or from one and from
+  // the request's own steps, are the same error (Triton's sink node).
+  const outputsFrom = (first: string, second: string): void => triton.bind({
+    modelName: 'two_output_origins', inputs: [T('X')], outputs: [T('Y'), T('Z')],
+    config: {
+      maxBatchSize: 1,
+      ensembleScheduling: {
+        step: [
+          { modelName: first, inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } },
+          { modelName: second, inputMap: { IN: 'X' }, outputMap: { OUT: 'Z' } },
+        ],
+      },
+    },
+  });
+  expectThrows(() => outputsFrom('count', 'count'), 'INVALID_ARG', new RegExp("the ensemble outputs originate from different decoupled models \\('Y' " +
+    "from step 1 \\(model 'count'\\), 'Z' from step 2 \\(model 'count'\\)\\).*in ensemble two_output_origins, step of model " +
+    "'two_output_origins' receives inputs originated from different decoupled models"));
+  expectThrows(() => outputsFrom('count', 'plus1'), 'INVALID_ARG', /'Z' from the request \(no decoupled step\)/);
   expectThrows(() => triton.bind({
     modelName: 'cached_fan_out', inputs: [T('X')], outputs: [T('Y')],
     config: {
-      maxBatchSize: 8, responseCache: true,
+      maxBatchSize: 1, responseCache: true,
       ensembleScheduling: { step: [{ modelName: 'count', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }] },
     },
   }), 'INVALID_ARG', /response cache cannot be enabled for an ensemble with a decoupled step/);

@@ -4,11 +4,12 @@
  * metadata (platform "ensemble"), config (ensemble_scheduling), statistics of the ensemble and
  * of its steps, a failing step named in each protocol's error, and bind-time DAG errors.
  */
+import { getEventListeners } from 'node:events';
 import { status } from '@grpc/grpc-js';
 import type { Request } from '../../ts/request';
 import { NDArray } from '../../ts/tensor';
 import { Triton } from '../../ts/triton';
-import { expectRejects, waitFor } from './helpers';
+import { expectRejects, expectThrows, waitFor } from './helpers';
 import { fails, fp32Bytes, ok, rawStub } from './grpc/helpers';
 import { closeAgent, get, post } from './http/http-helpers';
 
@@ -62,11 +63,75 @@ test('in process: a bound ensemble over bound callables; statistics per ensemble
   const only = await triton.infer('pipe', { X: row(0, 0) }, { outputs: ['Y'] });
   expect(Object.keys(only)).toEqual(['Y']);
   await expectRejects(triton.infer('pipe', { X: row(0, 0) }, { outputs: ['NOPE'] }), 'INVALID_ARG', "unexpected inference output 'NOPE' for model 'pipe'");
-  await expectRejects(triton.infer('pipe', {}), 'INVALID_ARG', "input 'X' is missing");
+  await expectRejects(triton.infer('pipe', {}), 'INVALID_ARG', "expected 1 inputs but missing input 'X' for model 'pipe'");
   await expectRejects(triton.infer('pipe', { X: row(0, 0), W: row(0, 0) }), 'INVALID_ARG', "unexpected inference input 'W' for model 'pipe'");
   expect(triton.model('pipe').stats()).toMatchObject({ success: { count: 2 }, fail: { count: 3 }, inferenceCount: 2 });
   expect(triton.model('times3').stats().success.count).toBe(2);
   await expectRejects(triton.infer('broken', { X: row(0, 0) }), 'INTERNAL', /in ensemble 'broken', step 1 \(model 'boom'\) failed: .*the device caught fire/);
+});
+
+test("an ensemble's request is checked against the ensemble's own config, in the words a plain model uses", async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  bindPipeline(triton);
+  // `narrow` accepts fewer rows than its step; `twin` is a plain model with the same inputs.
+  const narrow = { inputs: [T('X')], outputs: [T('Y')], config: { maxBatchSize: 2 } };
+  triton.bind({ modelName: 'twin', inferFunc: map((v) => v), ...narrow });
+  triton.bind({ modelName: 'narrow', ...narrow, config: { ...narrow.config, ensembleScheduling: { step: [
+    { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } },
+  ] } } });
+  await triton.run();
+  const f32 = (shape: number[]): NDArray => new NDArray('FP32', shape, new Float32Array(shape.reduce((a, b) => a * b, 1)));
+  const refusals: [string, Record<string, NDArray>, RegExp][] = [
+    ['batch 5', { X: f32([5, 2]) }, /^inference request batch-size must be <= 2 for 'narrow', got 5$/],
+    ['batch 0', { X: f32([0, 2]) }, /^inference request batch-size must be >= 1 for model 'narrow'$/],
+    ['shape', { X: f32([1, 3]) }, /^unexpected shape for input 'X' for model 'narrow'. Expected \[-1,2\], got \[1,3\]$/],
+    ['one sample', { X: f32([2]) }, /got \[2\] \(one sample without the batch dimension: give it shape \[1,2\]\)$/],
+    ['scalar', { X: f32([]) }, /missing the batch dimension, expected \[-1,2\]$/],
+    ['datatype', { X: new NDArray('INT32', [1, 2], new Int32Array(2)) }, /^unexpected datatype INT32 for input 'X' for model 'narrow', expected FP32$/],
+    ['missing', {}, /^expected 1 inputs but missing input 'X' for model 'narrow'$/],
+  ];
+  for (const [what, inputs, message] of refusals) {
+    const ensembleError = await triton.infer('narrow', inputs).then(() => null, (err: Error & { code: string }) => err);
+    const plainError = await triton.infer('twin', inputs).then(() => null, (err: Error & { code: string }) => err);
+    expect([what, ensembleError?.code, ensembleError?.message]).toEqual([what, 'INVALID_ARG', expect.stringMatching(message)]);
+    expect([what, ensembleError?.message]).toEqual([what, plainError?.message.replaceAll("'twin'", "'narrow'")]);
+  }
+  expect(triton.model('plus1').stats().success.count).toBe(0);
+  // Triton's load check: a step may not allow fewer rows than the ensemble (ensemble_utils.cc).
+  expectThrows(() => triton.bind({
+    modelName: 'wide', inputs: [T('X')], outputs: [T('Y')], config: { maxBatchSize: 16, ensembleScheduling: { step: [
+      { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } },
+    ] } },
+  }), 'INVALID_ARG', /^ensemble wide allows maximum batch size 16, but it contains model plus1 which only allows maximum batch size to be 8 \(at step 1\)/);
+});
+
+test('a request that asks for some outputs runs only the steps they depend on (Triton prunes the rest)', async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
+  bindPipeline(triton);
+  let boomRuns = 0;
+  triton.bind({
+    modelName: 'boom_counted', inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 8 },
+    inferFunc: () => { boomRuns++; throw new Error('the unwanted branch failed'); },
+  });
+  // pipe's chain (Y = times3(plus1(X)), Z = plus1(X)) beside a failing branch W.
+  triton.bind({
+    modelName: 'branches', inputs: [T('X')], outputs: [T('Y'), T('Z'), T('W')],
+    config: { maxBatchSize: 8, ensembleScheduling: { step: [
+      { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'Z' } },
+      { modelName: 'times3', inputMap: { IN: 'Z' }, outputMap: { OUT: 'Y' } },
+      { modelName: 'boom_counted', inputMap: { IN: 'X' }, outputMap: { OUT: 'W' } },
+    ] } },
+  });
+  await triton.run();
+  const runs = (): number[] => [triton.model('plus1').stats().success.count, triton.model('times3').stats().success.count, boomRuns];
+  const y = await triton.infer('branches', { X: row(1, 2) }, { outputs: ['Y'] });  // needs plus1 then times3
+  expect([Object.keys(y), Array.from(y.Y.data as Float32Array)]).toEqual([['Y'], [6, 9]]);
+  expect(runs()).toEqual([1, 1, 0]);
+  const z = await triton.infer('branches', { X: row(1, 2) }, { outputs: ['Z'] });  // plus1 only
+  expect(Array.from(z.Z.data as Float32Array)).toEqual([2, 3]);
+  expect(runs()).toEqual([2, 1, 0]);
+  await expectRejects(triton.infer('branches', { X: row(1, 2) }), 'INTERNAL', /step 3 \(model 'boom_counted'\) failed: .*the unwanted branch failed/);
+  expect(boomRuns).toBe(1);
 });
 
 test('bind-time DAG errors name the step and the tensor', () => {
@@ -151,6 +216,32 @@ test('an ensemble can be a step of another ensemble', async () => {
   expect(Array.from((await triton.infer('outer', { A: row(1, 2) })).B.data as Float32Array)).toEqual([7, 10]);
 });
 
+test("a step that answers without a mapped output: the ensemble's response leaves it out, as Triton's does (with or without the response cache)", async () => {
+  for (const cache of [false, true]) {
+    triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false, ...(cache ? { cacheConfig: ['local,size=1048576'] } : {}) } });
+    // Declares OUT and AUX, answers with OUT only (a non-strict model may).
+    triton.bind({
+      modelName: 'partial', inputs: [T('IN')], outputs: [T('OUT'), T('AUX')], config: { maxBatchSize: 8 },
+      inferFunc: (requests: Request[]) => requests.map((r) => ({ OUT: r.data.IN })),
+    });
+    triton.bind({
+      modelName: 'ens', inputs: [T('X')], outputs: [T('Y'), T('Z')],
+      config: { maxBatchSize: 8, responseCache: cache, ensembleScheduling: { step: [
+        { modelName: 'partial', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y', AUX: 'Z' } },
+      ] } },
+    });
+    await triton.run();
+    for (let i = 0; i < 2; i++) {  // with the cache, the second is a hit
+      const out = await triton.infer('ens', { X: row(1, 2) });
+      expect(Object.keys(out)).toEqual(['Y']);
+      expect(Array.from(out.Y.data as Float32Array)).toEqual([1, 2]);
+    }
+    const stats = triton.model('ens').stats();
+    expect([stats.success.count, stats.fail.count, stats.cacheHit.count]).toEqual([2, 0, cache ? 1 : 0]);
+    await triton.stop();
+  }
+});
+
 test('maxInflightRequests bounds the requests in flight at a step; the rest wait in the ensemble', async () => {
   triton = new Triton({ config: { allowHttp: false, allowGrpc: false, allowMetrics: false } });
   let release: () => void = () => undefined;
@@ -221,6 +312,23 @@ test('cancelling an ensemble request cancels its step in flight and starts no mo
   expect(triton.model('plus1').stats().success.count + triton.model('plus1').stats().fail.count).toBe(0);
 });
 
+test('a signal aborted before the request: CANCELLED and no step runs, as for a plain model', async () => {
+  const { started } = await heldChain();
+  await expectRejects(triton.infer('chain', { X: row(1, 1) }, { signal: AbortSignal.abort() }), 'CANCELLED', "request for model 'chain' was cancelled");
+  expect(started()).toBe(0);
+  expect(triton.model('chain').stats().fail.count).toBe(1);
+});
+
+test("a request's abort listener leaves the caller's signal when the request settles (a long-lived signal shared by many requests)", async () => {
+  const { release } = await heldChain();
+  release();
+  const shared = new AbortController();
+  for (let i = 0; i < 5; i++) await triton.infer('chain', { X: row(i, i) }, { signal: shared.signal });
+  await expectRejects(triton.infer('chain', { X: row(0, 0), W: row(0, 0) }, { signal: shared.signal }), 'INVALID_ARG');
+  // Step requests carry the request's own signal, never the caller's: nothing else listens to it.
+  expect(getEventListeners(shared.signal, 'abort')).toHaveLength(0);
+});
+
 test('metrics: the ensemble and its steps each count their requests', async () => {
   triton = new Triton({ config: { allowHttp: false, allowGrpc: false, metricsPort: 0, metricsAddress: '127.0.0.1', logInfo: false } });
   bindPipeline(triton);
@@ -229,6 +337,20 @@ test('metrics: the ensemble and its steps each count their requests', async () =
   const text = (await get(triton.ports.metrics!, '/metrics')).body.toString();
   expect(text).toMatch(/nv_inference_request_success\{model="pipe",version="1"\} 1/);
   expect(text).toMatch(/nv_inference_request_success\{model="times3",version="1"\} 1/);
+});
+
+test("a failed ensemble request counts with Triton's reason OTHER, in statistics and metrics; the failing step keeps its own", async () => {
+  triton = new Triton({ config: { allowHttp: false, allowGrpc: false, metricsPort: 0, metricsAddress: '127.0.0.1', logInfo: false } });
+  bindPipeline(triton);
+  await triton.run();
+  await expectRejects(triton.infer('broken', { X: row(1, 2) }), 'INTERNAL');
+  await expectRejects(triton.infer('broken', { X: row(1, 2) }, { signal: AbortSignal.abort() }), 'CANCELLED');
+  expect(triton.model('broken').stats().failures).toEqual({ REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 2 });
+  expect(triton.model('boom').stats().failures).toEqual({ REJECTED: 0, CANCELED: 0, BACKEND: 1, OTHER: 0 });
+  const text = (await get(triton.ports.metrics!, '/metrics')).body.toString();
+  const failures = text.split('\n').filter((line) => line.startsWith('nv_inference_request_failure{model="broken"'));
+  expect(failures).toContainEqual(expect.stringMatching(/reason="OTHER".* 2$/));
+  expect(failures).toContainEqual(expect.stringMatching(/reason="BACKEND".* 0$/));
 });
 
 test("HTTP and gRPC: an ensemble's step request batches with a direct request to the step model", async () => {

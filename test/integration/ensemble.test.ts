@@ -209,11 +209,12 @@ describe('load errors name the ensemble, the step and the tensor', () => {
   });
 
   test('an unmapped step input, an unknown input name, a tensor nobody produces', async () => {
-    ensemble('bad', ['X'], ['Y'], [{ model: 'double', inputs: {}, outputs: { OUT: 'Y' } }]);
-    await loadFails(/step 1 \(model 'double'\): input 'IN' of model 'double' is not mapped/);
+    jsModel('pair', ['A', 'B'], 'return requests.map((r) => ({ OUT: r.data.A.data }));');
+    ensemble('bad', ['X'], ['Y'], [{ model: 'pair', inputs: { A: 'X' }, outputs: { OUT: 'Y' } }]);
+    await loadFails(/step 1 \(model 'pair'\): input 'B' of model 'pair' is not mapped/);
     ensemble('bad', ['X'], ['Y'], [{ model: 'double', inputs: { IN: 'X', EXTRA: 'X' }, outputs: { OUT: 'Y' } }]);
     await expectRejects(served!.triton.loadModel('bad'), 'INVALID_ARG', /input_map names input 'EXTRA', which model 'double' does not have/);
-    ensemble('bad', ['X'], ['Y'], [{ model: 'double', inputs: { IN: 'ghost' }, outputs: { OUT: 'Y' } }]);
+    ensemble('bad', ['X'], ['Y'], [{ model: 'pair', inputs: { A: 'X', B: 'ghost' }, outputs: { OUT: 'Y' } }]);
     await expectRejects(served!.triton.loadModel('bad'), 'INVALID_ARG', /reads ensemble tensor 'ghost', which is neither an ensemble input nor any step's output/);
   });
 
@@ -244,6 +245,28 @@ describe('load errors name the ensemble, the step and the tensor', () => {
     await loadFails(/ensemble tensor 'X': ensemble input 'X' has shape \[-1,3\], but input 'IN' of step 1 \(model 'double'\) expects \[-1,4\]/);
   });
 
+  test("Triton's graph checks: an empty input_map or output_map, an unused ensemble input, a tensor nobody reads, model_warmup", async () => {
+    ensemble('bad', ['X'], ['Y'], [{ model: 'double', inputs: {}, outputs: { OUT: 'Y' } }]);
+    await loadFails(/ensemble 'bad': step 1 \(model 'double'\) has an empty input_map.*must specify 'input_map' in step 0 of ensemble 'bad'/);
+    ensemble('bad', ['X'], ['Y'], [
+      { model: 'double', inputs: { IN: 'X' }, outputs: { OUT: 'Y' } },
+      { model: 'double', inputs: { IN: 'X' }, outputs: {} },
+    ]);
+    await expectRejects(served!.triton.loadModel('bad'), 'INVALID_ARG', /step 2 \(model 'double'\) has an empty output_map.*must specify 'output_map' in step 1 of ensemble 'bad'/);
+    ensemble('bad', ['X', 'W'], ['Y'], [{ model: 'double', inputs: { IN: 'X' }, outputs: { OUT: 'Y' } }]);
+    await expectRejects(served!.triton.loadModel('bad'), 'INVALID_ARG', "ensemble input 'W' for ensemble bad' is not used");
+    ensemble('bad', ['X'], ['Y'], [
+      { model: 'double', inputs: { IN: 'X' }, outputs: { OUT: 'Y' } },
+      { model: 'double', inputs: { IN: 'X' }, outputs: { OUT: 'dropped' } },
+    ]);
+    await expectRejects(served!.triton.loadModel('bad'), 'INVALID_ARG',
+      /ensemble tensor 'dropped' is unused in ensemble 'bad': step 2 \(model 'double'\) writes it \(output 'OUT'\)/);
+    ensemble('bad', ['X'], ['Y'], [{ model: 'double', inputs: { IN: 'X' }, outputs: { OUT: 'Y' } }],
+      'model_warmup [ { name: "w" batch_size: 1 inputs { key: "X" value: { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]');
+    await expectRejects(served!.triton.loadModel('bad'), 'INVALID_ARG', "model_warmup can not be specified for ensemble 'bad'");
+    expect(served!.triton.repositoryIndex().find((e) => e.name === 'bad')?.state).toBe('UNAVAILABLE');
+  });
+
   test('instance_group on an ensemble', async () => {
     ensemble('bad', ['X'], ['Y'], [{ model: 'double', inputs: { IN: 'X' }, outputs: { OUT: 'Y' } }],
       'instance_group [ { count: 2, kind: KIND_CPU } ]');
@@ -265,6 +288,34 @@ test('explicit mode: loading an ensemble loads its steps; unloading a step makes
   await served.triton.loadModel('double');
   expect(ready().pipeline).toBe('READY');
   expect(values((await served.triton.infer('pipeline', { X: row(0, 0, 0, 0) })).Y)).toEqual([12, 12, 12, 12]);
+});
+
+test('unloading a step model while a request runs: that request finishes on it, later ones are UNAVAILABLE (Triton holds the step models per request)', async () => {
+  jsModel('held', ['IN'], `
+    const ev = globalThis.__ensembleEvents;
+    ev.started.push('held');
+    await ev.met;
+    return requests.map((r) => ({ OUT: r.data.IN.data }));`);
+  onnxAdd('add1', 1);
+  ensemble('chain', ['X'], ['Y'], [
+    { model: 'held', inputs: { IN: 'X' }, outputs: { OUT: 'a' } },
+    { model: 'add1', inputs: { INPUT0: 'a' }, outputs: { OUTPUT0: 'Y' } },
+  ]);
+  served = await startRepoTriton(repo.root, { controlMode: 'explicit' });
+  await served.triton.loadModel('chain');
+  const result = served.triton.infer('chain', { X: row(0, 1, 2, 3) });
+  result.catch(() => undefined);
+  await waitFor(() => globalThis.__ensembleEvents!.started.length === 1, 'the first step to execute');
+  let unloaded = false;
+  const unloading = served.triton.unloadModel('add1').then(() => { unloaded = true; });
+  const add1State = (): string | undefined => served!.triton.repositoryIndex().find((e) => e.name === 'add1')?.state;
+  await waitFor(() => add1State() !== 'READY', 'the unload to begin');
+  await expectRejects(served.triton.infer('chain', { X: row(0, 0, 0, 0) }), 'UNAVAILABLE', /its step 2 \(model 'add1'\) is not serving/);
+  expect(unloaded).toBe(false);  // the request in flight still holds add1
+  globalThis.__ensembleEvents!.meet!();
+  expect(values((await result).Y)).toEqual([1, 2, 3, 4]);
+  await unloading;
+  expect(add1State()).toBe('UNAVAILABLE');
 });
 
 test('stop(): an ensemble request in flight finishes its later steps before the step models unload', async () => {

@@ -18,6 +18,8 @@ import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelSt
 import type { ResponseCache } from '../cache/response-cache';
 import { DEFAULT_MAX_QUEUED_RESPONSES, ResponseStream } from '../decoupled';
 import { NDArray, copyNDArray } from '../tensor';
+import { holdModel } from './holds';
+import { checkEnsembleRequest } from './request-check';
 import { stepLabel, type EnsemblePlan } from './validate';
 
 /** Resolves a step's model when a request runs (version -1: the latest). */
@@ -36,6 +38,27 @@ class StepSignal implements CancelSignal {
     this.aborted = true;
     for (const l of this.#listeners.splice(0)) l();
   }
+}
+
+/** An AbortSignal has removeEventListener; a frontend's lighter CancelSignal may not. */
+type CallerSignal = CancelSignal & { removeEventListener?: (type: 'abort', listener: () => void) => void };
+
+/**
+ * Forwards the caller's signal to the request's own until the request settles; returns what
+ * unhooks it. A signal aborted before the request aborts it at once (an AbortSignal fires
+ * 'abort' only once, so a listener added later never runs). Unhooking matters for a long-lived
+ * signal shared by many requests (an app's shutdown signal): each request would leave a listener
+ * on it, and what the listener holds, for as long as the signal lives.
+ */
+function forwardAbort(from: CallerSignal | undefined, to: StepSignal): () => void {
+  if (!from) return () => undefined;
+  if (from.aborted) {
+    to.abort();
+    return () => undefined;
+  }
+  const listener = (): void => to.abort();
+  from.addEventListener('abort', listener, { once: true });
+  return () => from.removeEventListener?.('abort', listener);
 }
 
 /** Counts in flight per step and queues what waits (max_inflight_requests); 0 = unbounded. */
@@ -60,6 +83,14 @@ class StepGate {
 
 interface Counter { count: number; ns: number }
 
+/**
+ * The ensemble tensors of one request. A tensor mapped to `undefined` was produced without data:
+ * its step answered without that output (a non-strict JS model may). As in Triton (a placeholder
+ * tensor, core #298/#399) it still counts as produced: a step reading it runs with that input
+ * absent, and the ensemble's response leaves it out.
+ */
+type Tensors = Map<string, NDArray | undefined>;
+
 /** What every continuation of one decoupled ensemble request shares. */
 interface Flow {
   options: InferOptions;
@@ -68,6 +99,31 @@ interface Flow {
   wanted: string[];
   /** Sends one response of the request. */
   emit: (outputs: Record<string, NDArray>) => void;
+  /** Fails the request now: no step starts and no response is sent after it. */
+  fail: (err: unknown) => void;
+  /** Per step, its model as the request resolved it when it started. */
+  models: BoundModel[];
+}
+
+/** The step models one request holds while it runs (Triton's model handles). */
+interface HeldSteps {
+  /** Per step, its model, resolved once when the request started. */
+  models: BoundModel[];
+  release: () => void;
+}
+
+/**
+ * The response's outputs: each wanted tensor that has data. One a step left out is not in the
+ * response (Triton's "Composing models did not output tensor", core #399): a missing key, never
+ * an undefined value that a frontend or the response cache would trip over.
+ */
+function responseOutputs(tensors: Tensors, wanted: string[]): Record<string, NDArray> {
+  const outputs: Record<string, NDArray> = {};
+  for (const name of wanted) {
+    const arr = tensors.get(name);
+    if (arr) outputs[name] = arr;
+  }
+  return outputs;
 }
 
 export class EnsembleModel extends BoundModel {
@@ -138,24 +194,38 @@ export class EnsembleModel extends BoundModel {
       stream.fail(prepared);
       return stream;
     }
-    if (options.signal) options.signal.addEventListener('abort', () => signal.abort(), { once: true });
+    const held = this.#holdSteps();
+    const unhook = forwardAbort(options.signal, signal);
     const started = performance.now();
     this.#pending++;
+    // The first failure ends the request at once, as Triton's ensemble_status_ does: the steps
+    // in flight are cancelled, none starts, and no later response is sent.
+    const fail = (err: unknown): void => {
+      signal.abort();
+      stream.fail(toInferenceServerError(err));
+    };
     const emit = (outputs: Record<string, NDArray>): void => {
       if (stream.push(outputs)) return;
-      signal.abort();
-      stream.fail(new InferenceServerError('UNAVAILABLE', `request for model '${this.name}' was cancelled: its reader fell ` +
+      fail(new InferenceServerError('UNAVAILABLE', `request for model '${this.name}' was cancelled: its reader fell ` +
         `more than ${stream.maxQueued} responses behind (maxQueuedResponses)`));
     };
-    this.#flow(prepared.tensors, new Set(), { options, signal, wanted: prepared.wanted, emit }).then(() => {
+    let run: Promise<void>;
+    if (held instanceof InferenceServerError) run = Promise.reject(held);
+    else if (signal.aborted) run = Promise.reject(this.#cancelled());
+    else {
+      const flow: Flow = { options, signal, wanted: prepared.wanted, emit, fail, models: held.models };
+      run = this.#flow(prepared.tensors, this.#prunedSteps(prepared.wanted), flow);
+    }
+    run.then(() => {
       this.#count(this.#success, started);
       this.#inferenceCount += this.#rows(inputs);
       stream.end();
     }, (err: unknown) => {
-      signal.abort();
       this.#count(this.#fail, started);
-      stream.fail(toInferenceServerError(err));
+      fail(err);  // the first failure's error stays the one the reader gets
     }).finally(() => {
+      unhook();
+      if (!(held instanceof InferenceServerError)) held.release();
       this.#pending--;
       if (this.#pending === 0 && this.#drained) this.#drained();
     });
@@ -168,7 +238,7 @@ export class EnsembleModel extends BoundModel {
    * own. A flow that forks ends there; one that does not emits the ensemble outputs if it has
    * them all. `done` holds the steps this flow (or its ancestors) ran.
    */
-  async #flow(tensors: Map<string, NDArray>, done: Set<number>, flow: Flow): Promise<void> {
+  async #flow(tensors: Tensors, done: Set<number>, flow: Flow): Promise<void> {
     const steps = this.config.ensembleScheduling!.steps;
     for (;;) {
       const ready = steps.map((_, i) => i).filter((i) => !done.has(i) &&
@@ -176,7 +246,7 @@ export class EnsembleModel extends BoundModel {
       const plain = ready.filter((i) => !this.#plan.decoupledSteps[i]);
       if (plain.length > 0) {
         for (const i of plain) done.add(i);
-        const produced = await Promise.all(plain.map((i) => this.#gated(i, () => this.#runStep(i, tensors, flow.options, flow.signal))));
+        const produced = await Promise.all(plain.map((i) => this.#gated(i, () => this.#runStep(i, flow.models[i], tensors, flow.options, flow.signal))));
         for (const [tensor, arr] of produced.flat()) tensors.set(tensor, arr);
         continue;
       }
@@ -188,15 +258,13 @@ export class EnsembleModel extends BoundModel {
       break;
     }
     if (flow.signal.aborted || !flow.wanted.every((name) => tensors.has(name))) return;
-    const outputs: Record<string, NDArray> = {};
-    for (const name of flow.wanted) outputs[name] = tensors.get(name)!;
-    flow.emit(outputs);
+    flow.emit(responseOutputs(tensors, flow.wanted));
   }
 
   /** Runs decoupled step `i`: each of its responses continues the DAG in a flow of its own. */
-  async #fork(i: number, tensors: Map<string, NDArray>, done: Set<number>, flow: Flow): Promise<void> {
+  async #fork(i: number, tensors: Tensors, done: Set<number>, flow: Flow): Promise<void> {
     const step = this.config.ensembleScheduling!.steps[i];
-    const responses = this.#stepModel(i).inferStream(this.#stepInputs(i, tensors), {
+    const responses = flow.models[i].inferStream(this.#stepInputs(i, tensors), {
       ...this.#stepOptions(flow.options, flow.signal, step.outputMap), maxQueuedResponses: DEFAULT_MAX_QUEUED_RESPONSES,
     });
     const continuations: Promise<void>[] = [];
@@ -206,7 +274,8 @@ export class EnsembleModel extends BoundModel {
         const next = new Map(tensors);
         for (const [output, tensor] of Object.entries(step.outputMap)) next.set(tensor, outputs[output]);
         const continuation = this.#flow(next, new Set(done), flow);
-        continuation.catch(() => undefined);  // awaited below; its failure is reported once, there
+        // A continuation that fails ends the request now, not once this step's stream ends.
+        continuation.catch((err: unknown) => flow.fail(err));
         continuations.push(continuation);
       }
     } catch (err) {
@@ -280,25 +349,14 @@ export class EnsembleModel extends BoundModel {
    * The request's tensors (a caller's arrays copied once: steps may run after infer() returned)
    * and the outputs it wants, or the error that refuses it.
    */
-  #prepare(given: Record<string, NDArray>, options: InferOptions): { tensors: Map<string, NDArray>; wanted: string[] } | InferenceServerError {
+  #prepare(given: Record<string, NDArray>, options: InferOptions): { tensors: Tensors; wanted: string[] } | InferenceServerError {
     const config = this.config;
-    const tensors = new Map<string, NDArray>();
+    const refused = checkEnsembleRequest(config, given);
+    if (refused) return refused;
+    const tensors: Tensors = new Map();
     for (const t of config.inputs) {
       const arr = given[t.name];
-      if (arr === undefined) {
-        if (!t.optional) {
-          return new InferenceServerError('INVALID_ARG',
-            `expected ${config.inputs.length} inputs but got ${Object.keys(given).length} inputs for model '${this.name}': input '${t.name}' is missing`);
-        }
-        continue;
-      }
-      if (!(arr instanceof NDArray)) return new InferenceServerError('INVALID_ARG', `input '${t.name}' for model '${this.name}' must be an NDArray`);
-      tensors.set(t.name, options.inputsOwned ? arr : copyNDArray(arr));
-    }
-    for (const name in given) {
-      if (!config.inputs.some((t) => t.name === name)) {
-        return new InferenceServerError('INVALID_ARG', `unexpected inference input '${name}' for model '${this.name}'`);
-      }
+      if (arr !== undefined) tensors.set(t.name, options.inputsOwned ? arr : copyNDArray(arr));
     }
     const wanted = options.outputs ?? config.outputs.map((t) => t.name);
     for (const name of wanted) {
@@ -315,11 +373,14 @@ export class EnsembleModel extends BoundModel {
     const prepared = this.#prepare(given, options);
     if (prepared instanceof InferenceServerError) return Promise.reject(prepared);
     const { tensors, wanted } = prepared;
+    const held = this.#holdSteps();
+    if (held instanceof InferenceServerError) return Promise.reject(held);
     const signal = new StepSignal();
-    if (options.signal) options.signal.addEventListener('abort', () => signal.abort(), { once: true });
+    const unhook = forwardAbort(options.signal, signal);
     const waitingFor = this.#plan.needs.map((needs) => needs.filter((n) => !tensors.has(n) && this.#isProduced(n)).length);
-    return new Promise((resolve, reject) => {
-      let remaining = steps.length;
+    const pruned = this.#prunedSteps(wanted);
+    return new Promise<Record<string, NDArray>>((resolve, reject) => {
+      let remaining = steps.length - pruned.size;
       let failed = false;
       const finish = (err: InferenceServerError | null): void => {
         if (failed) return;
@@ -330,17 +391,17 @@ export class EnsembleModel extends BoundModel {
           return;
         }
         if (--remaining > 0) return;
-        const outputs: Record<string, NDArray> = {};
-        for (const name of wanted) outputs[name] = tensors.get(name)!;
-        resolve(outputs);
+        resolve(responseOutputs(tensors, wanted));
       };
       const start = (i: number): void => {
-        this.#gates[i].enter(() => this.#runStep(i, tensors, options, signal).then((produced) => {
+        this.#gates[i].enter(() => this.#runStep(i, held.models[i], tensors, options, signal).then((produced) => {
           this.#gates[i].leave();
           if (failed) return;
           for (const [tensor, arr] of produced) {
             tensors.set(tensor, arr);
-            for (const reader of this.#plan.readers.get(tensor) ?? []) if (--waitingFor[reader] === 0) start(reader);
+            for (const reader of this.#plan.readers.get(tensor) ?? []) {
+              if (--waitingFor[reader] === 0 && !pruned.has(reader)) start(reader);
+            }
           }
           finish(null);
         }, (err: InferenceServerError) => {
@@ -349,11 +410,43 @@ export class EnsembleModel extends BoundModel {
         }));
       };
       if (signal.aborted) {
-        finish(new InferenceServerError('CANCELLED', `request for model '${this.name}' was cancelled`));
+        finish(this.#cancelled());
         return;
       }
-      waitingFor.forEach((n, i) => { if (n === 0) start(i); });
+      if (remaining === 0) {
+        resolve({});  // no output wanted: no step to run
+        return;
+      }
+      waitingFor.forEach((n, i) => { if (n === 0 && !pruned.has(i)) start(i); });
+    }).finally(() => {
+      unhook();
+      held.release();
     });
+  }
+
+  /** A request cancelled before any step ran: the plain model's words for it. */
+  #cancelled(): InferenceServerError {
+    return new InferenceServerError('CANCELLED', `request for model '${this.name}' was cancelled`);
+  }
+
+  /**
+   * The steps a request that wants only `wanted` of the outputs does not run: those none of its
+   * wanted outputs depends on. Triton's EnsembleContext prunes them too ("Prune ensemble first if
+   * not all outputs are requested"), so an unwanted branch neither costs its compute nor fails
+   * the request. (Triton prunes backwards from the unwanted outputs; walking back from the
+   * wanted ones keeps a step whose unwanted output another kept step also reads.)
+   */
+  #prunedSteps(wanted: string[]): Set<number> {
+    const steps = this.config.ensembleScheduling!.steps;
+    const kept = new Set<number>();
+    const tensors = [...wanted];
+    for (let tensor = tensors.pop(); tensor !== undefined; tensor = tensors.pop()) {
+      const step = this.#plan.producers.get(tensor);
+      if (step === undefined || kept.has(step)) continue;
+      kept.add(step);
+      tensors.push(...this.#plan.needs[step]);
+    }
+    return new Set(steps.map((_, i) => i).filter((i) => !kept.has(i)));
   }
 
   #isProduced(tensor: string): boolean {
@@ -361,10 +454,11 @@ export class EnsembleModel extends BoundModel {
   }
 
   /** Runs step `i` as an ordinary request to its model; resolves with ensemble tensor → output. */
-  async #runStep(i: number, tensors: Map<string, NDArray>, options: InferOptions, signal: StepSignal): Promise<[string, NDArray][]> {
+  async #runStep(
+    i: number, model: BoundModel, tensors: Tensors, options: InferOptions, signal: StepSignal,
+  ): Promise<[string, NDArray | undefined][]> {
     const step = this.config.ensembleScheduling!.steps[i];
     if (signal.aborted) throw new InferenceServerError('CANCELLED', `request for model '${this.name}' was cancelled before ${stepLabel(i, step)}`);
-    const model = this.#stepModel(i);
     let outputs: Record<string, NDArray>;
     try {
       outputs = await model.infer(this.#stepInputs(i, tensors), this.#stepOptions(options, signal, step.outputMap));
@@ -375,18 +469,29 @@ export class EnsembleModel extends BoundModel {
     return Object.entries(step.outputMap).map(([output, tensor]) => [tensor, outputs[output]]);
   }
 
-  /** Step `i`'s model as it is now (a reloaded step model is used at once). */
-  #stepModel(i: number): BoundModel {
-    const step = this.config.ensembleScheduling!.steps[i];
-    try {
-      return this.#lookup(step.modelName, step.modelVersion);
-    } catch (err) {
-      throw this.#stepUnavailable(i, err);
+  /**
+   * Every step's model as it is when a request starts (a reloaded step model is used by the
+   * next request), held until the request releases them: as Triton's EnsembleContext takes the
+   * composing models' handles, so unloading or reloading a step model lets a request already
+   * running finish on the versions it started with. A step model not serving fails the request
+   * before any step runs (UNAVAILABLE, naming the step).
+   */
+  #holdSteps(): HeldSteps | InferenceServerError {
+    const steps = this.config.ensembleScheduling!.steps;
+    const models: BoundModel[] = [];
+    for (let i = 0; i < steps.length; i++) {
+      try {
+        models.push(this.#lookup(steps[i].modelName, steps[i].modelVersion));
+      } catch (err) {
+        return this.#stepUnavailable(i, err);
+      }
     }
+    const releases = [...new Set(models)].map(holdModel);
+    return { models, release: () => { for (const release of releases) release(); } };
   }
 
   /** Step `i`'s inputs from the ensemble tensors (an optional ensemble input the request left out stays absent). */
-  #stepInputs(i: number, tensors: Map<string, NDArray>): Record<string, NDArray> {
+  #stepInputs(i: number, tensors: Tensors): Record<string, NDArray> {
     const inputs: Record<string, NDArray> = {};
     for (const [input, tensor] of Object.entries(this.config.ensembleScheduling!.steps[i].inputMap)) {
       const arr = tensors.get(tensor);
@@ -424,7 +529,10 @@ export class EnsembleModel extends BoundModel {
       inferenceCount: this.#inferenceCount,
       executionCount: this.#success.count,
       lastInferenceMs: this.#lastInferenceMs,
-      failures: { REJECTED: 0, CANCELED: 0, BACKEND: this.#fail.count, OTHER: 0 },
+      // Triton's reason for every failed ensemble request, whatever failed (infer_request.cc
+      // ReportStatisticsWithDuration, the ensemble's RequestTracker): OTHER. The step models
+      // count their own failures with their own reasons.
+      failures: { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: this.#fail.count },
       pending: this.#pending,
       queued: 0,
       batchStats: [],

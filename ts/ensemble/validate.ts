@@ -56,6 +56,13 @@ function checkStep(model: string, index: number, step: NormalizedEnsembleStep): 
   if (!Number.isSafeInteger(step.modelVersion) || step.modelVersion < -1 || step.modelVersion === 0) {
     throw invalidArg(`ensemble '${model}': ${stepLabel(index, step)} has model_version ${step.modelVersion}; expected -1 (latest) or a version >= 1`);
   }
+  // Triton refuses a step that reads or writes nothing (it counts steps from 0).
+  for (const map of ['input_map', 'output_map'] as const) {
+    if (Object.keys(map === 'input_map' ? step.inputMap : step.outputMap).length === 0) {
+      throw invalidArg(`ensemble '${model}': ${stepLabel(index, step)} has an empty ${map}; map the step model's ` +
+        `${map === 'input_map' ? 'inputs from' : 'outputs to'} ensemble tensors (Triton: "must specify '${map}' in step ${index} of ensemble '${model}'")`);
+    }
+  }
   return step;
 }
 
@@ -70,6 +77,8 @@ export interface EnsemblePlan {
   needs: string[][];
   /** Ensemble tensor → the steps that read it. */
   readers: Map<string, number[]>;
+  /** Ensemble tensor → the step that writes it (absent for the ensemble's inputs). */
+  producers: Map<string, number>;
   /** Per step: whether its model is decoupled (each of its responses continues the DAG on its own). */
   decoupledSteps: boolean[];
   /** Some step is decoupled: so is the ensemble (Triton sets its transaction policy so). */
@@ -102,6 +111,7 @@ export function validateEnsemble(config: NormalizedModelConfig, lookup: StepConf
   const fail = (message: string): never => {
     throw invalidArg(`ensemble '${name}': ${message}`);
   };
+  checkGraph(config);
   const sources = new Map<string, TensorSource>();
   for (const t of config.inputs) {
     sources.set(t.name, { dtype: t.dtype, shape: fullShape(t, config.maxBatchSize), what: `ensemble input '${t.name}'` });
@@ -116,6 +126,7 @@ export function validateEnsemble(config: NormalizedModelConfig, lookup: StepConf
       const reason = err instanceof InferenceServerError ? err.message : String(err);
       return fail(`${label}: the step model is not available (${reason}); load it before the ensemble, or add it to the repository`);
     }
+    checkBatchSize(config, i, step, stepConfig);
     // The top-level cache stores the whole DAG's answer: only for steps whose answers follow
     // from their inputs (Triton: every composing model must be cache-compatible).
     if (config.responseCache && stepConfig.sequenceBatching) {
@@ -166,13 +177,13 @@ export function validateEnsemble(config: NormalizedModelConfig, lookup: StepConf
   }
   checkAcyclic(fail, scheduling.steps, needs, producer);
   const decoupledSteps = stepConfigs.map((c) => c.decoupled);
-  checkDecoupledOrigins(fail, scheduling.steps, needs, producer, decoupledSteps);
+  checkDecoupledOrigins(fail, config, needs, producer, decoupledSteps);
   const decoupled = decoupledSteps.some(Boolean);
   if (decoupled && config.responseCache) {
     fail('the response cache cannot be enabled for an ensemble with a decoupled step (the ensemble is decoupled: ' +
       '0..N responses per request); disable response_cache on the ensemble');
   }
-  return { needs, readers, decoupledSteps, decoupled };
+  return { needs, readers, producers: producer, decoupledSteps, decoupled };
 }
 
 /**
@@ -180,19 +191,22 @@ export function validateEnsemble(config: NormalizedModelConfig, lookup: StepConf
  * continues the DAG on its own, so a step may not combine tensors that descend from different
  * decoupled steps (or from one and from the request itself, which has one response's worth).
  * Each tensor gets its origin: 0 for the request's, a decoupled step's own label for what it and
- * the plain steps after it produce.
+ * the plain steps after it produce. The ensemble's outputs are one more such reader (Triton's
+ * sink node): one response carries them all, so they too need one origin.
  */
 function checkDecoupledOrigins(
-  fail: (message: string) => never, steps: NormalizedEnsembleStep[], needs: string[][], producer: Map<string, number>,
+  fail: (message: string) => never, config: NormalizedModelConfig, needs: string[][], producer: Map<string, number>,
   decoupledSteps: boolean[],
 ): void {
+  const steps = config.ensembleScheduling!.steps;
   const origin = new Array<number | undefined>(steps.length).fill(undefined);
+  const tensorOrigin = (tensor: string): number => {
+    const from = producer.get(tensor);
+    return from === undefined ? 0 : originOf(from);
+  };
   const originOf = (i: number): number => {
     if (origin[i] !== undefined) return origin[i]!;
-    const inputs = new Set(needs[i].map((tensor) => {
-      const from = producer.get(tensor);
-      return from === undefined ? 0 : originOf(from);
-    }));
+    const inputs = new Set(needs[i].map(tensorOrigin));
     if (inputs.size > 1) {
       fail(`${stepLabel(i, steps[i])} receives inputs originated from different decoupled models (Triton: "step of ` +
         `model '${steps[i].modelName}' receives inputs originated from different decoupled models")`);
@@ -202,6 +216,25 @@ function checkDecoupledOrigins(
     return origin[i]!;
   };
   for (let i = 0; i < steps.length; i++) originOf(i);
+  const outputs = config.outputs.map((t) => ({ name: t.name, origin: tensorOrigin(t.name) }));
+  if (new Set(outputs.map((o) => o.origin)).size > 1) {
+    const from = (o: number): string => (o === 0 ? 'the request (no decoupled step)' : stepLabel(o - 1, steps[o - 1]));
+    fail(`the ensemble outputs originate from different decoupled models (${outputs.map((o) => `'${o.name}' from ${from(o.origin)}`).join(', ')}); ` +
+      `one response carries every output, so all must follow the same decoupled step (Triton: "in ensemble ${config.name}, step of ` +
+      `model '${config.name}' receives inputs originated from different decoupled models")`);
+  }
+}
+
+/**
+ * Triton's load check (ensemble_utils.cc): every request the ensemble accepts must fit each
+ * batching step, so a step may not allow fewer rows than the ensemble. A step that does not
+ * batch (max_batch_size 0) is fine: its shapes are checked as full shapes.
+ */
+function checkBatchSize(config: NormalizedModelConfig, index: number, step: NormalizedEnsembleStep, stepConfig: NormalizedModelConfig): void {
+  if (stepConfig.maxBatchSize === 0 || stepConfig.maxBatchSize >= config.maxBatchSize) return;
+  throw invalidArg(`ensemble ${config.name} allows maximum batch size ${config.maxBatchSize}, but it contains model ` +
+    `${step.modelName} which only allows maximum batch size to be ${stepConfig.maxBatchSize} (at step ${index + 1}); ` +
+    `lower the ensemble's max_batch_size to ${stepConfig.maxBatchSize} or raise that of model '${step.modelName}'`);
 }
 
 function checkMatch(
@@ -213,6 +246,36 @@ function checkMatch(
   if (!shapesCompatible(source.shape, shape)) {
     fail(`ensemble tensor '${tensor}': ${source.what} has shape [${source.shape.join(',')}], but ${consumer} expects [${shape.join(',')}]`);
   }
+}
+
+/**
+ * Triton's config checks of an ensemble's graph (model_config_utils.cc
+ * ValidateEnsembleSchedulingConfig), made before any step model is looked up, with its texts: no
+ * model_warmup (an ensemble has no instances to warm; its step models warm up with their own),
+ * every ensemble input read by a step, every tensor a step writes read by a step or an ensemble
+ * output (an unread tensor is a mapping mistake, not a tensor to compute and drop).
+ */
+function checkGraph(config: NormalizedModelConfig): void {
+  const name = config.name;
+  if (config.modelWarmup.length > 0) {
+    throw invalidArg(`model_warmup can not be specified for ensemble '${name}'; remove it (its step models warm up with their own model_warmup)`);
+  }
+  const steps = config.ensembleScheduling!.steps;
+  const read = new Set(steps.flatMap((step) => Object.values(step.inputMap)));
+  for (const t of config.inputs) {
+    if (!read.has(t.name)) {
+      throw invalidArg(`ensemble input '${t.name}' for ensemble ${name}' is not used: no step's input_map reads it; ` +
+        'map it to a step input or remove it from the ensemble\'s inputs');
+    }
+  }
+  const outputs = new Set(config.outputs.map((t) => t.name));
+  steps.forEach((step, i) => {
+    for (const [output, tensor] of Object.entries(step.outputMap)) {
+      if (read.has(tensor) || outputs.has(tensor)) continue;
+      throw invalidArg(`ensemble tensor '${tensor}' is unused in ensemble '${name}': ${stepLabel(i, step)} writes it (output ` +
+        `'${output}'), but no step reads it and no ensemble output is it; remove it from the step's output_map`);
+    }
+  });
 }
 
 /** A cycle (a step that needs, through other steps, its own output) is a load error naming its steps. */

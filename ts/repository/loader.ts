@@ -11,7 +11,7 @@ import { instanceDevices, placeInstanceGroups, type PlacedGroup } from '../confi
 import type { NormalizedInstanceGroup, NormalizedModelConfig } from '../config/normalize';
 import { loadOnnxEngine, type OnnxEngine, type OnnxSessionGroup } from '../engines/onnx';
 import { native, type RateLimiter, type TensorRtLoadOptions } from '../native';
-import { warmUp } from '../warmup';
+import { warmUp, type WarmupLog } from '../warmup';
 import { autoCompleteOnnxConfig, castTensors, type RawModelConfig } from './autocomplete';
 import { precheckModelConfig, precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
 import { loadJsModel } from './js-model';
@@ -31,6 +31,8 @@ export interface LoadOptions {
   configOverride?: RawModelConfig;
   maxQueueSizeHardLimit?: number;
   log?: (line: string) => void;
+  /** Verbose lines: each warm-up run (ts/warmup.ts). */
+  logVerbose?: (line: string) => void;
   /** The serving models an ensemble's steps resolve to (the server's model lookup). */
   stepModels?: StepModels;
   /** The server's rate limiter (rateLimit 'execution_count'), given to every model loaded. */
@@ -193,7 +195,7 @@ async function loadVersion(
     config.instanceGroup = config.instanceGroup.map((g, i) => (onCpu[i]
       ? { ...g, kind: 'KIND_CPU', gpus: [] }
       : { ...g, kind: 'KIND_GPU', gpus: [...instances.placed[i].group.gpus] }));
-    return warmedUp({ model: new BoundModel(config, { kind: 'onnx', handles: engine.handles }, options.rateLimiter), finalize: async () => {} });
+    return warmedUp({ model: new BoundModel(config, { kind: 'onnx', handles: engine.handles }, options.rateLimiter), finalize: async () => {} }, options.logVerbose);
   }
   if (!raw.input || !raw.output) {
     throw new InferenceServerError('INVALID_ARG', `model '${dir.name}': a JS model needs a config.pbtxt declaring its inputs and outputs`);
@@ -211,13 +213,13 @@ async function loadVersion(
     await js.finalize();
     throw err;
   }
-  return warmedUp({ model, finalize: js.finalize });
+  return warmedUp({ model, finalize: js.finalize }, options.logVerbose);
 }
 
 /** Runs the config's model_warmup (ts/warmup.ts); a failure fails the load. */
-async function warmedUp(loaded: LoadedVersion): Promise<LoadedVersion> {
+async function warmedUp(loaded: LoadedVersion, log?: WarmupLog): Promise<LoadedVersion> {
   try {
-    await warmUp(loaded.model);
+    await warmUp(loaded.model, log);
   } catch (err) {
     await loaded.model.stop(0);
     await loaded.finalize().catch(() => undefined);

@@ -20,6 +20,7 @@ import { validateModelConfigJson } from '../config/pbtxt';
 import { DEFAULT_EXIT_TIMEOUT_MS } from '../config/defaults';
 import { readRawConfig } from './config-source';
 import { EnsembleModel } from '../ensemble/ensemble-model';
+import { whenReleased } from '../ensemble/holds';
 import { stepModelNames } from '../ensemble/repository';
 
 export type ControlMode = 'none' | 'poll' | 'explicit';
@@ -50,6 +51,8 @@ export interface RepositoryOptions {
   log?: (line: string) => void;
   /** Failures (a model that does not load, a repository that cannot be read); default: `log`. */
   logError?: (line: string) => void;
+  /** Verbose lines (warm-up runs); default: none. */
+  logVerbose?: (line: string) => void;
   /** The server's rate limiter (rateLimit 'execution_count'), given to every model loaded. */
   rateLimiter?: RateLimiter;
 }
@@ -285,7 +288,7 @@ export class ModelRepositoryManager {
     try {
       await this.#loadSteps(name, dir, config, chain);
       const loaded = await loadModel(dir, {
-        configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log,
+        configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log, logVerbose: this.#options.logVerbose,
         rateLimiter: this.#options.rateLimiter,
         stepModels: (step, version) => this.#registry.model(step, version < 0 ? undefined : version),
       });
@@ -386,12 +389,15 @@ function dependsOn(from: string, target: string, scanned: Map<string, ModelDirec
 }
 
 /**
- * Stops versions that no longer serve: their in-flight requests finish first, then the engine
- * is finalized. A finalize that throws is logged; it cannot undo the unload.
+ * Stops versions that no longer serve: their in-flight requests finish first (ensemble requests
+ * that hold the version as a step included: they still send it requests), then the engine is
+ * finalized. A finalize that throws is logged; it cannot undo the unload.
  */
 async function retire(versions: Map<number, LoadedVersion>, log: (line: string) => void, timeoutMs = DEFAULT_EXIT_TIMEOUT_MS): Promise<void> {
   await Promise.all([...versions.values()].map(async (v) => {
-    await v.model.stop(timeoutMs);
+    const started = Date.now();
+    await whenReleased(v.model, timeoutMs);
+    await v.model.stop(Math.max(0, timeoutMs - (Date.now() - started)));
     try {
       await v.finalize();
     } catch (err) {

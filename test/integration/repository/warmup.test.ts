@@ -3,6 +3,9 @@
  * instance, through the model's own queue, before the model is ready; a failing warm-up fails
  * the load. Data comes from zeros, random values or a file under `<model>/warmup/`.
  */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { NDArray } from '../../../ts/tensor';
 import { expectRejects } from '../helpers';
 import { TempRepo, addConstModel, startRepoTriton, type Served } from './repo-helpers';
@@ -104,10 +107,39 @@ test('a failing warm-up fails the load with the warm-up named; both instances ar
   jsModel('model_warmup [ { name: "zeros", batch_size: 1, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], zero_data: true } } } ]');
   served = await startRepoTriton(repo.root);
   expect(served.triton.repositoryIndex()).toEqual([{
-    name: 'm', version: '', state: 'UNAVAILABLE', reason: "model 'm' version 1: warm-up 'zeros' failed: cannot handle 0",
+    name: 'm', version: '', state: 'UNAVAILABLE', reason: "model 'm' version 1: failed to run warmup sample 'zeros': cannot handle 0;",
   }]);
   expect(events.finalized).toBe(2);
   await expectRejects(served.triton.infer('m', { IN: new NDArray('INT32', [1, 3], new Int32Array(3)) }), 'NOT_FOUND');
+});
+
+test("the server log says each warm-up run and a failure in Triton's words (what Triton's L0_warmup looks for)", async () => {
+  const logDir = mkdtempSync(path.join(os.tmpdir(), 'infernode-warmup-log-'));
+  const logFile = path.join(logDir, 'server.log');
+  try {
+    events.failOn = 5;
+    repo.config('bad', `backend: "js"\nmax_batch_size: 4
+      input [ { name: "IN", data_type: TYPE_INT32, dims: [ 3 ] } ]
+      output [ { name: "OUT", data_type: TYPE_INT32, dims: [ 3 ] } ]
+      model_warmup [ { name: "five sample", batch_size: 1, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], input_data_file: "five.bin" } } } ]`);
+    repo.write('bad/1/model.js', RECORDER);
+    repo.write('bad/warmup/five.bin', Buffer.from(new Int32Array([5, 5, 5]).buffer));
+    jsModel('model_warmup [ { name: "regular sample", batch_size: 1, count: 2, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], zero_data: true } } } ]');
+    served = await startRepoTriton(repo.root, { config: { logVerbose: 1, logFile } });
+    const failures = served.logs.join('\n');  // the repository's error lines (the test's log)
+    await served.triton.stop();
+    served = undefined;
+    const log = readFileSync(logFile, 'utf8');
+    for (const instance of ['m_0_0', 'm_0_1']) {
+      for (const iteration of [1, 2]) {
+        expect(log).toContain(`model 'm' instance ${instance} is running warmup sample 'regular sample' for iteration ${iteration}`);
+      }
+    }
+    expect(log).toContain("model 'bad' instance bad_0 failed to run warmup sample 'five sample'");
+    expect(failures).toContain("failed to load model 'bad': model 'bad' version 1: failed to run warmup sample 'five sample': cannot handle 5;");
+  } finally {
+    rmSync(logDir, { recursive: true, force: true });
+  }
 });
 
 test('a failing warm-up on reload keeps the old version serving', async () => {
@@ -115,7 +147,7 @@ test('a failing warm-up on reload keeps the old version serving', async () => {
   served = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['m'] });
   events.failOn = 0;
   jsModel('model_warmup [ { name: "zeros", batch_size: 1, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], zero_data: true } } } ]', 1);
-  await expectRejects(served.triton.loadModel('m'), 'INVALID_ARG', "failed to load 'm': model 'm' version 1: warm-up 'zeros' failed: cannot handle 0");
+  await expectRejects(served.triton.loadModel('m'), 'INVALID_ARG', "failed to load 'm': model 'm' version 1: failed to run warmup sample 'zeros': cannot handle 0;");
   const out = await served.triton.infer('m', { IN: new NDArray('INT32', [1, 3], new Int32Array([4, 5, 6])) });
   expect(Array.from(out.OUT.data as Int32Array)).toEqual([4, 5, 6]);
 });
@@ -130,7 +162,7 @@ test('an ONNX warm-up whose sample the model rejects fails the load', async () =
   served = await startRepoTriton(repo.root);
   const [ok, bad] = served.triton.repositoryIndex();  // sorted by name: 'ok', 'onnx'
   expect(bad.state).toBe('UNAVAILABLE');
-  expect(bad.reason).toMatch(/^model 'onnx' version 1: warm-up 'wide' failed: .*INPUT0/);
+  expect(bad.reason).toMatch(/^model 'onnx' version 1: failed to run warmup sample 'wide': .*INPUT0/);
   expect(ok.state).toBe('READY');
   expect(served.triton.model('ok').stats().executionCount).toBe(3);
 });
