@@ -63,7 +63,8 @@ test('in process: a bound ensemble over bound callables; statistics per ensemble
   const only = await triton.infer('pipe', { X: row(0, 0) }, { outputs: ['Y'] });
   expect(Object.keys(only)).toEqual(['Y']);
   await expectRejects(triton.infer('pipe', { X: row(0, 0) }, { outputs: ['NOPE'] }), 'INVALID_ARG', "unexpected inference output 'NOPE' for model 'pipe'");
-  await expectRejects(triton.infer('pipe', {}), 'INVALID_ARG', "expected 1 inputs but missing input 'X' for model 'pipe'");
+  await expectRejects(triton.infer('pipe', {}), 'INVALID_ARG',
+    "expected 1 inputs but got 0 inputs for model 'pipe'. Got input(s) [], but missing required input(s) ['X']. Please provide all required input(s).");
   await expectRejects(triton.infer('pipe', { X: row(0, 0), W: row(0, 0) }), 'INVALID_ARG', "unexpected inference input 'W' for model 'pipe'");
   expect(triton.model('pipe').stats()).toMatchObject({ success: { count: 2 }, fail: { count: 3 }, inferenceCount: 2 });
   expect(triton.model('times3').stats().success.count).toBe(2);
@@ -88,7 +89,7 @@ test("an ensemble's request is checked against the ensemble's own config, in the
     ['one sample', { X: f32([2]) }, /got \[2\] \(one sample without the batch dimension: give it shape \[1,2\]\)$/],
     ['scalar', { X: f32([]) }, /missing the batch dimension, expected \[-1,2\]$/],
     ['datatype', { X: new NDArray('INT32', [1, 2], new Int32Array(2)) }, /^unexpected datatype INT32 for input 'X' for model 'narrow', expected FP32$/],
-    ['missing', {}, /^expected 1 inputs but missing input 'X' for model 'narrow'$/],
+    ['missing', {}, /^expected 1 inputs but got 0 inputs for model 'narrow'\. Got input\(s\) \[\], but missing required input\(s\) \['X'\]\. Please provide all required input\(s\)\.$/],
   ];
   for (const [what, inputs, message] of refusals) {
     const ensembleError = await triton.infer('narrow', inputs).then(() => null, (err: Error & { code: string }) => err);

@@ -42,16 +42,37 @@ function checkInput(config: NormalizedModelConfig, spec: NormalizedTensor, arr: 
 }
 
 /**
+ * Triton's count check (infer_request.cc ValidateRequestInputs), in native code's words: too few
+ * inputs for the required ones, or more than the config has.
+ */
+function inputCountError(config: NormalizedModelConfig, present: readonly string[]): InferenceServerError | null {
+  const required = config.inputs.filter((t) => !t.optional);
+  if (present.length <= config.inputs.length && present.length >= required.length) return null;
+  const quoted = (names: readonly string[]): string => `[${names.map((n) => `'${clip(n)}'`).join(',')}]`;
+  const missing = required.filter((t) => !present.includes(t.name)).map((t) => t.name);
+  const expected = required.length === config.inputs.length
+    ? `expected ${config.inputs.length} inputs`
+    : `expected number of inputs between ${required.length} and ${config.inputs.length}`;
+  return invalid(`${expected} but got ${present.length} inputs for model '${config.name}'. Got input(s) ${quoted(present)}, ` +
+    `but missing required input(s) ${quoted(missing)}. Please provide all required input(s).`);
+}
+
+/**
  * The error that refuses `given` for ensemble `config`, or null when it is a valid request.
- * Checks in native code's order, so the first problem named is the one a plain model names.
+ * Checks in a plain model's order (unknown names in JS, then native code's count and per-input
+ * checks), so the first problem named is the one a plain model names.
  */
 export function checkEnsembleRequest(config: NormalizedModelConfig, given: Record<string, unknown>): InferenceServerError | null {
+  const present = Object.keys(given).filter((name) => given[name] !== undefined);  // undefined: as if absent
+  for (const name of present) {
+    if (!config.inputs.some((t) => t.name === name)) return invalid(`unexpected inference input '${clip(name)}' for model '${config.name}'`);
+  }
+  const counted = inputCountError(config, present);
+  if (counted) return counted;
   let batch = -1;
-  for (const name of Object.keys(given)) {
+  for (const name of present) {
     const arr = given[name];
-    if (arr === undefined) continue;  // as if absent
-    const spec = config.inputs.find((t) => t.name === name);
-    if (!spec) return invalid(`unexpected inference input '${clip(name)}' for model '${config.name}'`);
+    const spec = config.inputs.find((t) => t.name === name)!;
     if (!(arr instanceof NDArray)) return invalid(`${inputLabel(config, name)} must be an NDArray`);
     const rows = checkInput(config, spec, arr);
     if (rows instanceof InferenceServerError) return rows;
@@ -59,11 +80,6 @@ export function checkEnsembleRequest(config: NormalizedModelConfig, given: Recor
       return invalid(`${inputLabel(config, name)} has batch size ${rows}, other inputs have ${batch}`);
     }
     batch = rows;
-  }
-  for (const spec of config.inputs) {
-    if (given[spec.name] === undefined && !spec.optional) {
-      return invalid(`expected ${config.inputs.length} inputs but missing input '${spec.name}' for model '${config.name}'`);
-    }
   }
   if (batch === -1) return invalid(`request for model '${config.name}' has no inputs`);
   if (config.maxBatchSize > 0) {
