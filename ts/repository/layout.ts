@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { InferenceServerError, invalidArg } from '../errors';
+import { invalidArg } from '../errors';
 import { MODEL_NAME_PATTERN, type NormalizedVersionPolicy } from '../config/normalize';
 import { checkModelNameLength } from '../model-name';
 import { checkFileInside } from './model-files';
@@ -30,26 +30,67 @@ export function checkModelName(name: string): void {
   }
 }
 
-/** Every model directory of the repositories; a name in two repositories is an error. */
-export function scanRepositories(repositories: string[]): Map<string, ModelDirectory> {
-  const found = new Map<string, ModelDirectory>();
+/**
+ * Triton's index reason for a model name in two or more repositories (model_repository_manager.h
+ * MODEL_READY_REASON_DUPLICATE): such a model is neither loaded nor served; the others are.
+ */
+export const DUPLICATE_REASON = 'model appears in two or more repositories';
+
+/** What a scan of the repositories found. */
+export interface RepositoryScan {
+  /** The models found in exactly one repository, by name. */
+  models: Map<string, ModelDirectory>;
+  /** Names found in two or more repositories, with those repositories: none of them serves. */
+  duplicates: Map<string, string[]>;
+  /** Repositories that could not be listed (gone, unreadable), with why: their models are not found. */
+  unreadable: Map<string, string>;
+}
+
+/** Fails unless every repository is a directory: a start-up error in Triton too (Create). */
+export function checkRepositories(repositories: string[]): void {
   for (const repository of repositories) {
     if (!existsSync(repository) || !statSync(repository).isDirectory()) {
       throw invalidArg(`model repository '${repository}' is not a directory`);
     }
-    for (const entry of readdirSync(repository, { withFileTypes: true })) {
-      if (!entry.isDirectory() || entry.name.startsWith('.') || !MODEL_NAME_PATTERN.test(entry.name)) continue;
-      const previous = found.get(entry.name);
-      if (previous) {
-        throw new InferenceServerError('INVALID_ARG',
-          `model '${entry.name}' is in two repositories: ${previous.repository} and ${repository}`);
+  }
+}
+
+/**
+ * Every model directory of the repositories. As Triton's Poll (model_repository_manager.cc), a
+ * problem stays with what it concerns: a name in two repositories is a duplicate (that model
+ * only), a repository that cannot be listed is reported and its models are not found; the rest
+ * of the scan goes on.
+ */
+export function scanRepositories(repositories: string[]): RepositoryScan {
+  const scan: RepositoryScan = { models: new Map(), duplicates: new Map(), unreadable: new Map() };
+  for (const repository of repositories) {
+    // Absolute, so model files (JS models above all) load the same whatever the working directory.
+    const root = path.resolve(repository);
+    let names: string[];
+    try {
+      names = modelNamesIn(root);
+    } catch (err) {
+      scan.unreadable.set(repository, (err as Error).message);
+      continue;
+    }
+    for (const name of names) {
+      const seen = scan.duplicates.get(name) ?? (scan.models.has(name) ? [scan.models.get(name)!.repository] : null);
+      if (seen) {
+        scan.duplicates.set(name, [...seen, root]);
+        scan.models.delete(name);
+      } else {
+        scan.models.set(name, { name, repository: root, dir: path.join(root, name) });
       }
-      // Absolute, so model files (JS models above all) load the same whatever the working directory.
-      const root = path.resolve(repository);
-      found.set(entry.name, { name: entry.name, repository: root, dir: path.join(root, entry.name) });
     }
   }
-  return found;
+  return scan;
+}
+
+/** The model directories of one repository: Triton's subdirectories, less hidden and invalid names. */
+function modelNamesIn(repository: string): string[] {
+  return readdirSync(repository, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.') && MODEL_NAME_PATTERN.test(entry.name))
+    .map((entry) => entry.name);
 }
 
 /**
@@ -132,10 +173,11 @@ const HASHED_FILE_BYTES = 1 << 20;
 /**
  * Changes when anything a load reads changes: used by poll mode to find models to reload.
  * Small files (configs, labels, JS models) count by content, so a rewrite that keeps the size
- * and time stamp is still seen; large model files by size and modification time.
+ * and time stamp is still seen; large model files by size and modification time. The model
+ * directory itself counts: the same files in another repository are another model directory.
  */
 export function fingerprint(modelDir: string): string {
-  const parts: string[] = [];
+  const parts: string[] = [modelDir];
   const walk = (dir: string, depth: number): void => {
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const full = path.join(dir, entry.name);

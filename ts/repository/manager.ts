@@ -8,12 +8,17 @@
  * finish there (their BoundModel drains before it stops). A model that fails to load is
  * UNAVAILABLE with its reason in the index; it never takes the server down (unless exitOnError
  * at start-up). Operations on one model run one after another.
+ * A name in two or more repositories is not loaded (poll unloads it) and is UNAVAILABLE in the
+ * index, and a repository that cannot be listed loses only its own models: the other models
+ * serve on (Triton's Poll and RepositoryIndex, model_repository_manager.cc).
  */
 import { InferenceServerError, toInferenceServerError } from '../errors';
 import type { BoundModel } from '../model';
 import type { RateLimiter } from '../native';
 import type { RawModelConfig } from './autocomplete';
-import { checkModelName, fingerprint, scanRepositories, type ModelDirectory } from './layout';
+import {
+  DUPLICATE_REASON, checkModelName, checkRepositories, fingerprint, scanRepositories, type ModelDirectory, type RepositoryScan,
+} from './layout';
 import { hasVersionDirectory, loadModel, noVersionDirectory, type LoadedVersion } from './loader';
 import { removeOverrideDirectory, writeOverrideDirectory } from './override';
 import { validateModelConfigJson } from '../config/pbtxt';
@@ -102,15 +107,21 @@ export class ModelRepositoryManager {
 
   /** Initial loads; resolves with the models that failed (name → reason). */
   async start(): Promise<Map<string, string>> {
-    const dirs = scanRepositories(this.#options.repositories);
-    let names = [...dirs.keys()];
+    checkRepositories(this.#options.repositories);
+    const scan = this.#scan();
+    let names = [...scan.models.keys(), ...scan.duplicates.keys()];
     if (this.controlMode === 'explicit') {
       const wanted = this.#options.loadModels ?? [];
       names = wanted.includes('*') ? names : wanted;
     }
-    await Promise.all(names.map((name) => this.#enqueue(name, () => this.#load(name, dirs.get(name)))));
+    // A duplicate fails its own start-up load only (Triton: "failed to load all models", which
+    // exitOnError turns into an exit; without it the others serve).
+    const duplicates = names.filter((name) => scan.duplicates.has(name));
+    for (const name of duplicates) this.#logDuplicate(name, scan);
+    const loads = names.filter((name) => !scan.duplicates.has(name));
+    await Promise.all(loads.map((name) => this.#enqueue(name, () => this.#load(name, scan.models.get(name)))));
     if (this.controlMode === 'poll') this.#schedulePoll();
-    const failed = new Map<string, string>();
+    const failed = new Map<string, string>(duplicates.map((name) => [name, DUPLICATE_REASON]));
     for (const [name, record] of this.#records) if (record.state === 'UNAVAILABLE') failed.set(name, record.reason);
     return failed;
   }
@@ -132,11 +143,14 @@ export class ModelRepositoryManager {
   /** Triton's repository index: one entry per loaded version, or per model when none is. */
   index(readyOnly = false): IndexEntry[] {
     const entries: IndexEntry[] = [];
-    const known = new Set(this.#records.keys());
-    for (const name of this.#safeScan().keys()) known.add(name);
+    const scan = this.#scan();
+    const known = new Set([...this.#records.keys(), ...scan.models.keys(), ...scan.duplicates.keys()]);
     for (const name of [...known].sort()) {
       const record = this.#records.get(name);
-      if (record && record.versions.size > 0) {
+      if (scan.duplicates.has(name)) {
+        // Whatever its state, a duplicated model shows as unavailable (Triton's RepositoryIndex).
+        if (!readyOnly) entries.push({ name, version: '', state: 'UNAVAILABLE', reason: DUPLICATE_REASON });
+      } else if (record && record.versions.size > 0) {
         for (const v of [...record.versions.keys()].sort((a, b) => a - b)) {
           // An ensemble whose step model stopped serving is unavailable until it serves again.
           const model = record.versions.get(v)!.model;
@@ -164,7 +178,14 @@ export class ModelRepositoryManager {
       if (!config) throw new InferenceServerError('INVALID_ARG', `failed to load '${name}', file: parameters need a config parameter`);
       dir = writeOverrideDirectory(name, override.files);
     } else {
-      dir = this.#safeScan().get(name);
+      const scan = this.#scan();
+      if (scan.duplicates.has(name)) {
+        // Triton's answer (LoadUnloadModel: the poll of a model that is not unique fails); the
+        // versions already serving are left alone.
+        this.#logDuplicate(name, scan);
+        throw new InferenceServerError('INTERNAL', `failed to load '${name}', failed to poll from model repository: ${DUPLICATE_REASON}`);
+      }
+      dir = scan.models.get(name);
       if (!dir) throw new InferenceServerError('NOT_FOUND', `failed to load '${name}', failed to poll from model repository`);
     }
     const failure = await this.#enqueue(name, () => this.#load(name, dir, config));
@@ -193,13 +214,19 @@ export class ModelRepositoryManager {
     if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', 'the server is stopping: models can no longer be loaded or unloaded');
   }
 
-  #safeScan(): Map<string, ModelDirectory> {
-    try {
-      return scanRepositories(this.#options.repositories);
-    } catch (err) {
-      this.#logError(`infernode: cannot scan the model repository: ${(err as Error).message}`);
-      return new Map();
+  /** The repositories' models; one that cannot be listed is logged (Triton's text) and skipped. */
+  #scan(): RepositoryScan {
+    const scan = scanRepositories(this.#options.repositories);
+    for (const [repository, why] of scan.unreadable) {
+      this.#logError(`infernode: failed to poll model repository '${repository}': ${why}`);
     }
+    return scan;
+  }
+
+  /** Triton's log line for a name in two or more repositories, with where infernode found it. */
+  #logDuplicate(name: string, scan: RepositoryScan): void {
+    this.#logError(`infernode: failed to poll model '${name}': not unique across all model repositories ` +
+      `(${scan.duplicates.get(name)!.join(', ')})`);
   }
 
   /**
@@ -239,7 +266,7 @@ export class ModelRepositoryManager {
     }
     const steps = stepModelNames(raw as Record<string, unknown>);
     if (steps.length === 0) return;
-    const scanned = this.#safeScan();
+    const scanned = this.#scan().models;
     await Promise.all(steps.map(async (step) => {
       if (chain.includes(step) || step === name || this.#serving(step) || !scanned.has(step)) return;
       // Ensembles that name each other: waiting for the other's load would wait forever.
@@ -359,15 +386,18 @@ export class ModelRepositoryManager {
   async poll(): Promise<void> {
     if (this.controlMode !== 'poll') throw new InferenceServerError('UNAVAILABLE', 'polling is disabled');
     if (this.#stopped) return;
-    const dirs = this.#safeScan();
+    const scan = this.#scan();
     const ops: Promise<unknown>[] = [];
-    for (const [name, dir] of dirs) {
+    for (const [name, dir] of scan.models) {
       const record = this.#records.get(name);
       if (!record || record.fingerprint !== fingerprint(dir.dir)) ops.push(this.#enqueue(name, () => this.#load(name, dir)));
     }
+    for (const name of scan.duplicates.keys()) this.#logDuplicate(name, scan);
     for (const name of this.#records.keys()) {
-      // A model removed from the repository is unloaded and leaves the index.
-      if (!dirs.has(name)) ops.push(this.#enqueue(name, () => this.#unload(name, undefined, true)));
+      // A model removed from the repository, now in two repositories, or in a repository that
+      // cannot be listed is unloaded and leaves the index (Triton's PollAndUpdateInternal deletes
+      // every model its Poll did not find; a duplicate stays listed as one).
+      if (!scan.models.has(name)) ops.push(this.#enqueue(name, () => this.#unload(name, undefined, true)));
     }
     await Promise.all(ops);
   }

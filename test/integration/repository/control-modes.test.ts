@@ -4,7 +4,7 @@
  * poll loads everything and each rescan loads new models, new versions and changed configs, and
  * unloads removed models. Refusals outside explicit mode are Triton's 503 message.
  */
-import { utimesSync } from 'node:fs';
+import { renameSync, utimesSync } from 'node:fs';
 import { NDArray } from '../../../ts/tensor';
 import type { Triton } from '../../../ts/triton';
 import { expectRejects, waitFor } from '../helpers';
@@ -264,4 +264,75 @@ test('several repositories are served together', async () => {
     served = undefined;
     other.cleanup();
   }
+});
+
+/**
+ * Several repositories (Triton's qa/L0_lifecycle test_multiple_model_repository_polling and
+ * test_model_repository_index): a name in two of them, or a repository that cannot be listed,
+ * affects those models only.
+ */
+describe('several repositories', () => {
+  const DUPLICATE = 'model appears in two or more repositories';
+  let other: TempRepo;
+
+  beforeEach(() => {
+    other = new TempRepo('control-b');
+    other.onnx('z', 1, addConstModel(26));
+  });
+
+  afterEach(async () => {
+    await served?.triton.stop();
+    served = undefined;
+    other.cleanup();
+  });
+
+  test('poll: a name that appears in a second repository unloads that model only; removing one copy loads the other', async () => {
+    served = await startRepoTriton([repo.root, other.root], { controlMode: 'poll' });
+    const { triton, manager, logs } = served;
+    other.onnx('b', 1, addConstModel(200));
+    await manager.poll();
+    expect(ready(triton)).toEqual(['a:1', 'c:1', 'z:1']);
+    expect(triton.repositoryIndex().filter((e) => e.name === 'b')).toEqual([{ name: 'b', version: '', state: 'UNAVAILABLE', reason: DUPLICATE }]);
+    await expectRejects(triton.infer('b', { INPUT0: x() }), 'NOT_FOUND');
+    expect(await added(triton, 'a')).toBe(1);
+    expect(await added(triton, 'z')).toBe(26);
+    expect(logs).toContain(`infernode: failed to poll model 'b': not unique across all model repositories (${repo.root}, ${other.root})`);
+    repo.remove('b');
+    await manager.poll();
+    expect(await added(triton, 'b')).toBe(200);
+  });
+
+  test('poll: a repository gone for a rescan unloads its own models only (Triton\'s poll), and they come back with it', async () => {
+    served = await startRepoTriton([repo.root, other.root], { controlMode: 'poll' });
+    const { triton, manager, logs } = served;
+    const away = `${other.root}-away`;
+    renameSync(other.root, away);
+    try {
+      await manager.poll();
+      expect(ready(triton)).toEqual(['a:1', 'b:1', 'c:1']);
+      expect(await added(triton, 'a')).toBe(1);
+      expect(logs.some((l) => l.startsWith(`infernode: failed to poll model repository '${other.root}': `))).toBe(true);
+    } finally {
+      renameSync(away, other.root);
+    }
+    await manager.poll();
+    expect(await added(triton, 'z')).toBe(26);
+  });
+
+  test('none: a duplicated name fails alone; the other models of both repositories serve', async () => {
+    repo.onnx('z', 1, addConstModel(27));
+    served = await startRepoTriton([repo.root, other.root]);
+    expect(ready(served.triton)).toEqual(['a:1', 'b:1', 'c:1']);
+    expect(served.triton.repositoryIndex().find((e) => e.name === 'z')).toEqual({ name: 'z', version: '', state: 'UNAVAILABLE', reason: DUPLICATE });
+  });
+
+  test('explicit: the start-up loads what it is told despite a duplicate elsewhere; loading the duplicate fails as in Triton', async () => {
+    repo.onnx('z', 1, addConstModel(27));
+    served = await startRepoTriton([repo.root, other.root], { controlMode: 'explicit', loadModels: ['a'] });
+    expect(ready(served.triton)).toEqual(['a:1']);
+    await served.triton.loadModel('b');
+    expect(await added(served.triton, 'b')).toBe(2);
+    await expectRejects(served.triton.loadModel('z'), 'INTERNAL', `failed to load 'z', failed to poll from model repository: ${DUPLICATE}`);
+    expect(served.triton.repositoryIndex().find((e) => e.name === 'z')).toMatchObject({ state: 'UNAVAILABLE', reason: DUPLICATE });
+  });
 });
