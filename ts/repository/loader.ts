@@ -182,20 +182,15 @@ async function loadVersion(
     } catch (err) {
       throw inVersion(where, err);
     }
-    const completed = autoCompleteOnnxConfig(dir.name, { backend: 'onnxruntime', ...raw }, engine.inputs, engine.outputs);
-    const config = normalize(completed, dir, version, options);
-    const onCpu = engine.providers.map((p) => p === 'CPU');
-    const cast = castTensors(completed, engine.inputs, engine.outputs);
-    if (cast.length > 0) {
-      const where = onCpu.every(Boolean) ? 'host' : onCpu.some(Boolean) ? 'host (CPU instances) and the GPU (GPU instances)' : 'GPU';
-      (options.log ?? ((line: string) => console.log(line)))(`infernode: model '${dir.name}' serves FP32 for ${cast.join(', ')}: converted on the ${where}`);
+    let model: BoundModel;
+    try {
+      model = onnxModel(dir, raw, version, engine, instances, options);
+    } catch (err) {
+      // The sessions exist already: freed now, not whenever V8 collects their handles.
+      engine.release();
+      throw err;
     }
-    // The served config tells where each group runs (Triton prints the resolved kind), with the
-    // GPUs of a group on the GPU (Triton lists every GPU when a group names none).
-    config.instanceGroup = config.instanceGroup.map((g, i) => (onCpu[i]
-      ? { ...g, kind: 'KIND_CPU', gpus: [] }
-      : { ...g, kind: 'KIND_GPU', gpus: [...instances.placed[i].group.gpus] }));
-    return warmedUp({ model: new BoundModel(config, { kind: 'onnx', handles: engine.handles }, options.rateLimiter), finalize: async () => {} }, options.logVerbose);
+    return warmedUp({ model, finalize: async () => {} }, options.logVerbose);
   }
   if (!raw.input || !raw.output) {
     throw new InferenceServerError('INVALID_ARG', `model '${dir.name}': a JS model needs a config.pbtxt declaring its inputs and outputs`);
@@ -214,6 +209,29 @@ async function loadVersion(
     throw err;
   }
   return warmedUp({ model, finalize: js.finalize }, options.logVerbose);
+}
+
+/**
+ * The BoundModel serving loaded ONNX sessions: the config auto-completed from the model and
+ * normalized, each instance group shown where it runs.
+ */
+function onnxModel(
+  dir: ModelDirectory, raw: RawModelConfig, version: number, engine: OnnxEngine, instances: OnnxPlacement, options: LoadOptions,
+): BoundModel {
+  const completed = autoCompleteOnnxConfig(dir.name, { backend: 'onnxruntime', ...raw }, engine.inputs, engine.outputs);
+  const config = normalize(completed, dir, version, options);
+  const onCpu = engine.providers.map((p) => p === 'CPU');
+  const cast = castTensors(completed, engine.inputs, engine.outputs);
+  if (cast.length > 0) {
+    const where = onCpu.every(Boolean) ? 'host' : onCpu.some(Boolean) ? 'host (CPU instances) and the GPU (GPU instances)' : 'GPU';
+    (options.log ?? ((line: string) => console.log(line)))(`infernode: model '${dir.name}' serves FP32 for ${cast.join(', ')}: converted on the ${where}`);
+  }
+  // The served config tells where each group runs (Triton prints the resolved kind), with the
+  // GPUs of a group on the GPU (Triton lists every GPU when a group names none).
+  config.instanceGroup = config.instanceGroup.map((g, i) => (onCpu[i]
+    ? { ...g, kind: 'KIND_CPU', gpus: [] }
+    : { ...g, kind: 'KIND_GPU', gpus: [...instances.placed[i].group.gpus] }));
+  return new BoundModel(config, { kind: 'onnx', handles: engine.handles }, options.rateLimiter);
 }
 
 /** Runs the config's model_warmup (ts/warmup.ts); a failure fails the load. */
