@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { invalidArg } from '../errors';
 import { MODEL_NAME_PATTERN, type NormalizedVersionPolicy } from '../config/normalize';
 import { checkModelNameLength } from '../model-name';
-import { checkFileInside } from './model-files';
+import { checkFileInside, linkTarget } from './model-files';
 
 export interface ModelDirectory {
   name: string;
@@ -86,10 +86,15 @@ export function scanRepositories(repositories: string[]): RepositoryScan {
   return scan;
 }
 
-/** The model directories of one repository: Triton's subdirectories, less hidden and invalid names. */
+/**
+ * The model directories of one repository: Triton's subdirectories (GetDirectorySubdirs, stat:
+ * a symbolic link to a directory counts), less hidden and invalid names. Where a link leads is
+ * checked when the model loads (model-files.ts).
+ */
 function modelNamesIn(repository: string): string[] {
   return readdirSync(repository, { withFileTypes: true })
-    .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.') && MODEL_NAME_PATTERN.test(entry.name))
+    .filter((entry) => !entry.name.startsWith('.') && MODEL_NAME_PATTERN.test(entry.name))
+    .filter((entry) => entry.isDirectory() || (entry.isSymbolicLink() && isDirectory(path.join(repository, entry.name))))
     .map((entry) => entry.name);
 }
 
@@ -175,23 +180,39 @@ const HASHED_FILE_BYTES = 1 << 20;
  * Small files (configs, labels, JS models) count by content, so a rewrite that keeps the size
  * and time stamp is still seen; large model files by size and modification time. The model
  * directory itself counts: the same files in another repository are another model directory.
+ * Symbolic links are followed as a load follows them (model-files.ts) and count by where they
+ * lead too, so re-pointing one (`ln -sfn`, a ConfigMap's ..data link) is a change; what lies
+ * outside the repository is never read, only where the link leads.
  */
-export function fingerprint(modelDir: string): string {
-  const parts: string[] = [modelDir];
-  const walk = (dir: string, depth: number): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) {
-        if (depth < 4) walk(full, depth + 1);
-      } else if (entry.isFile()) {
-        const st = statSync(full);
-        const content = st.size <= HASHED_FILE_BYTES ? createHash('sha1').update(readFileSync(full)).digest('hex') : `${st.mtimeMs}`;
-        parts.push(`${path.relative(modelDir, full)}:${st.size}:${content}`);
+export function fingerprint(dir: ModelDirectory): string {
+  const parts: string[] = [dir.dir];
+  const walk = (current: string, depth: number): void => {
+    for (const entry of readdirSync(current, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const full = path.join(current, entry.name);
+      const relative = path.relative(dir.dir, full);
+      if (entry.isSymbolicLink()) {
+        const target = linkTarget(full, dir.repository);
+        parts.push(`${relative}->${target ? `${target.real}${target.inside ? '' : ' (outside)'}` : 'nothing'}`);
+        if (target?.inside) fingerprintEntry(full, relative, depth);
+      } else {
+        fingerprintEntry(full, relative, depth);
       }
     }
   };
+  const fingerprintEntry = (full: string, relative: string, depth: number): void => {
+    const st = statSync(full);
+    if (st.isDirectory()) {
+      if (depth < 4) walk(full, depth + 1);
+    } else if (st.isFile()) {
+      const content = st.size <= HASHED_FILE_BYTES ? createHash('sha1').update(readFileSync(full)).digest('hex') : `${st.mtimeMs}`;
+      parts.push(`${relative}:${st.size}:${content}`);
+    }
+  };
   try {
-    if (existsSync(modelDir)) walk(modelDir, 0);
+    // A model directory that is a link counts by where it leads; outside the repository, by that only.
+    const target = existsSync(dir.dir) ? linkTarget(dir.dir, dir.repository) : null;
+    if (target) parts.push(`->${target.real}`);
+    if (target?.inside) walk(dir.dir, 0);
   } catch (err) {
     // A directory changing under the scan: different from any complete fingerprint.
     parts.push(`unreadable:${(err as Error).message}`);

@@ -15,6 +15,7 @@ import { warmUp, type WarmupLog } from '../warmup';
 import { autoCompleteOnnxConfig, castTensors, type RawModelConfig } from './autocomplete';
 import { precheckModelConfig, precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
 import { loadJsModel } from './js-model';
+import { checkFileInside } from './model-files';
 import { loadEnsembleVersion, type StepModels } from '../ensemble/repository';
 import {
   findModelFile, modelFileNames, selectVersions, versionsOnDisk, type ModelDirectory, type ModelFileKind,
@@ -279,6 +280,9 @@ function loadEnsemble(dir: ModelDirectory, raw: RawModelConfig, version: number,
 
 /** Loads every version the policy selects; on any failure, what was loaded is stopped again. */
 export async function loadModel(dir: ModelDirectory, options: LoadOptions = {}): Promise<Map<number, LoadedVersion>> {
+  // A model directory that is a link must stay inside the repository too: the files a config
+  // names are checked against the model directory only.
+  checkFileInside(dir.dir, dir.repository, `model '${dir.name}': the model directory`);
   const raw = options.configOverride ?? readRawConfig(dir);
   // The config is checked as a whole before versions are chosen or any model file is read.
   const { backend, platform, versionPolicy } = precheckModelConfig(raw, normalizeOptions(dir, 1, options));

@@ -303,7 +303,7 @@ export class ModelRepositoryManager {
     const previous = record.versions;
     const previousDir = record.dir;
     if (previous.size === 0) record.state = 'LOADING';
-    const seen = fingerprint(dir.dir);
+    const seen = fingerprint(dir);
     if (previous.size > 0 && !hasVersionDirectory(dir.dir)) {
       // Every version directory is gone: the versions are unloaded (Triton's behaviour), not kept
       // as after a failed reload.
@@ -390,7 +390,7 @@ export class ModelRepositoryManager {
     const ops: Promise<unknown>[] = [];
     for (const [name, dir] of scan.models) {
       const record = this.#records.get(name);
-      if (!record || record.fingerprint !== fingerprint(dir.dir)) ops.push(this.#enqueue(name, () => this.#load(name, dir)));
+      if (!record || record.fingerprint !== fingerprint(dir)) ops.push(this.#enqueue(name, () => this.#load(name, dir)));
     }
     for (const name of scan.duplicates.keys()) this.#logDuplicate(name, scan);
     for (const name of this.#records.keys()) {

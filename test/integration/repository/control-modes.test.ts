@@ -4,7 +4,7 @@
  * poll loads everything and each rescan loads new models, new versions and changed configs, and
  * unloads removed models. Refusals outside explicit mode are Triton's 503 message.
  */
-import { renameSync, utimesSync } from 'node:fs';
+import { renameSync, symlinkSync, unlinkSync, utimesSync } from 'node:fs';
 import { NDArray } from '../../../ts/tensor';
 import type { Triton } from '../../../ts/triton';
 import { expectRejects, waitFor } from '../helpers';
@@ -31,6 +31,12 @@ const x = (): NDArray => new NDArray('FP32', [1, 4], new Float32Array(4));
 async function added(triton: Triton, name: string, version?: number): Promise<number> {
   const out = await triton.infer(name, { INPUT0: x() }, { modelVersion: version });
   return (out.OUTPUT0.data as Float32Array)[0];
+}
+
+/** Points the symbolic link `link` at `target` (what `ln -sfn` does). */
+function repoint(link: string, target: string): void {
+  unlinkSync(link);
+  symlinkSync(target, link);
 }
 
 function ready(triton: Triton): string[] {
@@ -233,6 +239,39 @@ describe('poll', () => {
     await served.manager.poll();
     await expectRejects(served.triton.infer('a', { INPUT0: x() }), 'NOT_FOUND');
     expect(served.triton.repositoryIndex().find((e) => e.name === 'a')).toMatchObject({ state: 'UNAVAILABLE', version: '' });
+  });
+
+  test('re-pointing a linked version directory or model file (ln -sfn deploys) reloads the model', async () => {
+    repo.write('.store/v1/model.onnx', addConstModel(1));
+    repo.write('.store/v2/model.onnx', addConstModel(2));
+    repo.mkdir('m');
+    symlinkSync('../.store/v1', repo.path('m/1'));
+    repo.write('.store/f10.onnx', addConstModel(10));
+    repo.write('.store/f20.onnx', addConstModel(20));
+    repo.mkdir('f/1');
+    symlinkSync('../../.store/f10.onnx', repo.path('f/1/model.onnx'));
+    served = await startRepoTriton(repo.root, { controlMode: 'poll' });
+    expect([await added(served.triton, 'm'), await added(served.triton, 'f')]).toEqual([1, 10]);
+    repoint(repo.path('m/1'), '../.store/v2');
+    repoint(repo.path('f/1/model.onnx'), '../../.store/f20.onnx');
+    await served.manager.poll();
+    expect([await added(served.triton, 'm'), await added(served.triton, 'f')]).toEqual([2, 20]);
+  });
+
+  test('a config.pbtxt linked to a Kubernetes ConfigMap volume in the repository is reloaded when the map changes', async () => {
+    // The kubelet's volume layout (mounted at .configs/): <key> -> ..data/<key>, ..data ->
+    // ..<timestamp>/; an update writes a new timestamped directory and re-points ..data.
+    repo.write('.configs/..2024_01/a.pbtxt', 'platform: "onnxruntime_onnx"\nmax_batch_size: 4');
+    symlinkSync('..2024_01', repo.path('.configs/..data'));
+    symlinkSync('..data/a.pbtxt', repo.path('.configs/a.pbtxt'));
+    symlinkSync('../.configs/a.pbtxt', repo.path('a/config.pbtxt'));
+    served = await startRepoTriton(repo.root, { controlMode: 'poll' });
+    expect(served.triton.model('a').config.maxBatchSize).toBe(4);
+    repo.write('.configs/..2024_02/a.pbtxt', 'platform: "onnxruntime_onnx"\nmax_batch_size: 8');
+    repoint(repo.path('.configs/..data'), '..2024_02');
+    repo.remove('.configs/..2024_01');
+    await served.manager.poll();
+    expect(served.triton.model('a').config.maxBatchSize).toBe(8);
   });
 
   test('with pollSecs, rescans happen on their own', async () => {
