@@ -110,13 +110,26 @@ export function versionsOnDisk(modelDir: string): number[] {
     .sort((a, b) => a - b);
 }
 
-/** The versions Triton's version_policy selects among those on disk (latest N, all, or specific). */
-export function selectVersions(onDisk: number[], policy: NormalizedVersionPolicy, model: string): number[] {
+/**
+ * The versions Triton's version_policy selects among those on disk (latest N, all, or specific).
+ * A specific version without its directory is logged and the others load, as Triton's
+ * VersionsToLoad does (model_lifecycle.cc); when none of them is there, the load fails with
+ * Triton's AsyncLoad text.
+ */
+export function selectVersions(
+  onDisk: number[], policy: NormalizedVersionPolicy, model: string, logError: (line: string) => void = () => {},
+): number[] {
   if (policy.kind === 'all') return onDisk;
   if (policy.kind === 'specific') {
-    const missing = policy.versions.filter((v) => !onDisk.includes(v));
-    if (missing.length > 0) throw invalidArg(`model '${model}': version(s) ${missing.join(', ')} not found on disk (found: ${onDisk.join(', ') || 'none'})`);
-    return [...policy.versions];
+    for (const v of policy.versions.filter((v) => !onDisk.includes(v))) {
+      logError(`infernode: version ${v} is specified for model '${model}', but the version directory is not present`);
+    }
+    const present = policy.versions.filter((v) => onDisk.includes(v));
+    // Without any version directory the load says so (loader.ts noVersionDirectory).
+    if (present.length === 0 && onDisk.length > 0) {
+      throw invalidArg(`at least one version must be available under the version policy of model '${model}'`);
+    }
+    return present;
   }
   return onDisk.slice(Math.max(0, onDisk.length - policy.numVersions));
 }

@@ -34,6 +34,8 @@ export interface LoadOptions {
   log?: (line: string) => void;
   /** Verbose lines: each warm-up run (ts/warmup.ts). */
   logVerbose?: (line: string) => void;
+  /** Problems that do not fail the load (a specific version without its directory); default: `log`. */
+  logError?: (line: string) => void;
   /** The serving models an ensemble's steps resolve to (the server's model lookup). */
   stepModels?: StepModels;
   /** The server's rate limiter (rateLimit 'execution_count'), given to every model loaded. */
@@ -288,7 +290,7 @@ export async function loadModel(dir: ModelDirectory, options: LoadOptions = {}):
   const { backend, platform, versionPolicy } = precheckModelConfig(raw, normalizeOptions(dir, 1, options));
   const ensemble = platform === 'ensemble';
   const engine = ensemble ? undefined : configuredEngine(dir.name, backend, platform);
-  const versions = selectVersions(versionsOnDisk(dir.dir), versionPolicy, dir.name);
+  const versions = selectVersions(versionsOnDisk(dir.dir), versionPolicy, dir.name, options.logError ?? options.log);
   if (versions.length === 0) throw noVersionDirectory(dir);
   const loaded = new Map<number, LoadedVersion>();
   try {

@@ -315,7 +315,8 @@ export class ModelRepositoryManager {
     try {
       await this.#loadSteps(name, dir, config, chain);
       const loaded = await loadModel(dir, {
-        configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log, logVerbose: this.#options.logVerbose,
+        configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log, logError: this.#logError,
+        logVerbose: this.#options.logVerbose,
         rateLimiter: this.#options.rateLimiter,
         stepModels: (step, version) => this.#registry.model(step, version < 0 ? undefined : version),
       });
