@@ -198,14 +198,51 @@ const HASHED_FILE_BYTES = 1 << 20;
  * outside the repository is never read, only where the link leads.
  */
 export function fingerprint(dir: ModelDirectory): string {
-  const parts: string[] = [dir.dir];
+  return modelPrint(dir).whole;
+}
+
+/**
+ * A model directory's fingerprint (`whole`), and split as a reload needs it: each version
+ * directory's own (`versions`), and the rest (`shared`: labels, warm-up data, any other file)
+ * except config.pbtxt, whose content a reload compares parsed (Triton's ModelTimestamp keeps
+ * the same three apart: IsModelVersionModified, model_repository_manager.cc).
+ */
+export interface ModelPrint {
+  whole: string;
+  shared: string;
+  versions: Map<number, string>;
+}
+
+/** The fingerprint of a model directory, whole and split (ModelPrint). */
+export function modelPrint(dir: ModelDirectory): ModelPrint {
+  const parts = fingerprintParts(dir);
+  const shared: string[] = [];
+  const versions = new Map<number, string[]>();
+  for (const [relative, value] of parts) {
+    const top = relative.split(path.sep)[0];
+    if (/^[1-9][0-9]*$/.test(top)) {
+      versions.set(Number(top), [...versions.get(Number(top)) ?? [], `${relative}${value}`]);
+    } else if (top !== 'config.pbtxt') {
+      shared.push(`${relative}${value}`);
+    }
+  }
+  return {
+    whole: parts.map(([relative, value]) => `${relative}${value}`).join('|'),
+    shared: shared.join('|'),
+    versions: new Map([...versions].map(([v, p]) => [v, p.join('|')])),
+  };
+}
+
+/** What the fingerprint counts: [path relative to the model directory ('' for itself), its value]. */
+function fingerprintParts(dir: ModelDirectory): [string, string][] {
+  const parts: [string, string][] = [['', dir.dir]];
   const walk = (current: string, depth: number): void => {
     for (const entry of readdirSync(current, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const full = path.join(current, entry.name);
       const relative = path.relative(dir.dir, full);
       if (entry.isSymbolicLink()) {
         const target = linkTarget(full, dir.repository);
-        parts.push(`${relative}->${target ? `${target.real}${target.inside ? '' : ' (outside)'}` : 'nothing'}`);
+        parts.push([relative, `->${target ? `${target.real}${target.inside ? '' : ' (outside)'}` : 'nothing'}`]);
         if (target?.inside) fingerprintEntry(full, relative, depth);
       } else {
         fingerprintEntry(full, relative, depth);
@@ -218,17 +255,17 @@ export function fingerprint(dir: ModelDirectory): string {
       if (depth < 4) walk(full, depth + 1);
     } else if (st.isFile()) {
       const content = st.size <= HASHED_FILE_BYTES ? createHash('sha1').update(readFileSync(full)).digest('hex') : `${st.mtimeMs}`;
-      parts.push(`${relative}:${st.size}:${content}`);
+      parts.push([relative, `:${st.size}:${content}`]);
     }
   };
   try {
     // A model directory that is a link counts by where it leads; outside the repository, by that only.
     const target = existsSync(dir.dir) ? linkTarget(dir.dir, dir.repository) : null;
-    if (target) parts.push(`->${target.real}`);
+    if (target) parts.push(['', `->${target.real}`]);
     if (target?.inside) walk(dir.dir, 0);
   } catch (err) {
     // A directory changing under the scan: different from any complete fingerprint.
-    parts.push(`unreadable:${(err as Error).message}`);
+    parts.push(['', `unreadable:${(err as Error).message}`]);
   }
-  return parts.join('|');
+  return parts;
 }

@@ -40,6 +40,8 @@ export interface LoadOptions {
   stepModels?: StepModels;
   /** The server's rate limiter (rateLimit 'execution_count'), given to every model loaded. */
   rateLimiter?: RateLimiter;
+  /** Versions serving already that a reload keeps as they are (their files did not change). */
+  keep?: Map<number, LoadedVersion>;
 }
 
 const ONNX_BACKENDS = new Set(['onnxruntime']);
@@ -280,7 +282,10 @@ function loadEnsemble(dir: ModelDirectory, raw: RawModelConfig, version: number,
   return { model: loadEnsembleVersion(config, options.stepModels), finalize: async () => {} };
 }
 
-/** Loads every version the policy selects; on any failure, what was loaded is stopped again. */
+/**
+ * Loads every version the policy selects, or takes it from `options.keep`; on any failure, what
+ * was loaded is stopped again.
+ */
 export async function loadModel(dir: ModelDirectory, options: LoadOptions = {}): Promise<Map<number, LoadedVersion>> {
   // A model directory that is a link must stay inside the repository too: the files a config
   // names are checked against the model directory only.
@@ -293,12 +298,17 @@ export async function loadModel(dir: ModelDirectory, options: LoadOptions = {}):
   const versions = selectVersions(versionsOnDisk(dir.dir), versionPolicy, dir.name, options.logError ?? options.log);
   if (versions.length === 0) throw noVersionDirectory(dir);
   const loaded = new Map<number, LoadedVersion>();
+  const fresh: LoadedVersion[] = [];
   try {
     for (const version of versions) {
-      loaded.set(version, ensemble ? loadEnsemble(dir, raw, version, options) : await loadVersion(dir, raw, version, engine, options));
+      const kept = options.keep?.get(version);
+      const next = kept ?? (ensemble ? loadEnsemble(dir, raw, version, options) : await loadVersion(dir, raw, version, engine, options));
+      if (!kept) fresh.push(next);
+      loaded.set(version, next);
     }
   } catch (err) {
-    await Promise.all([...loaded.values()].map(async (v) => {
+    // Versions kept serve on: only what this load created stops.
+    await Promise.all(fresh.map(async (v) => {
       await v.model.stop(0);
       await v.finalize().catch(() => undefined);
     }));

@@ -17,7 +17,8 @@ import type { BoundModel } from '../model';
 import type { RateLimiter } from '../native';
 import type { RawModelConfig } from './autocomplete';
 import {
-  DUPLICATE_REASON, checkModelName, checkRepositories, fingerprint, scanRepositories, type ModelDirectory, type RepositoryScan,
+  DUPLICATE_REASON, checkModelName, checkRepositories, fingerprint, modelPrint, scanRepositories, type ModelDirectory,
+  type ModelPrint, type RepositoryScan,
 } from './layout';
 import { hasVersionDirectory, loadModel, noVersionDirectory, type LoadedVersion } from './loader';
 import { removeOverrideDirectory, writeOverrideDirectory } from './override';
@@ -70,10 +71,16 @@ export interface LoadOverride {
 
 interface ModelRecord {
   dir: ModelDirectory;
+  /** The fingerprint of the files last tried (poll compares it). */
   fingerprint: string;
   versions: Map<number, LoadedVersion>;
   state: ModelState;
   reason: string;
+  /**
+   * What the serving versions were loaded from: their files, and their config as a reload
+   * compares it (configKey); null when nothing serves or a config override was loaded.
+   */
+  serving: { print: ModelPrint; config: string } | null;
 }
 
 export class ModelRepositoryManager {
@@ -293,6 +300,7 @@ export class ModelRepositoryManager {
     }
     const record = this.#records.get(name) ?? {
       dir: { name, repository: '', dir: '' }, fingerprint: '', versions: new Map(), state: 'LOADING' as ModelState, reason: '',
+      serving: null,
     };
     this.#records.set(name, record);
     if (!dir) {
@@ -302,8 +310,14 @@ export class ModelRepositoryManager {
     }
     const previous = record.versions;
     const previousDir = record.dir;
+    const print = modelPrint(dir);
+    const seen = print.whole;
+    // An explicit load of a model whose files did not change since it loaded does nothing
+    // (Triton: InitializeModelInfo finds it unmodified). A load with a config, or after one, does.
+    if (config === undefined && record.serving?.print.whole === seen && record.reason === '' && previousDir.dir === dir.dir) {
+      return null;
+    }
     if (previous.size === 0) record.state = 'LOADING';
-    const seen = fingerprint(dir);
     if (previous.size > 0 && !hasVersionDirectory(dir.dir)) {
       // Every version directory is gone: the versions are unloaded (Triton's behaviour), not kept
       // as after a failed reload.
@@ -314,16 +328,21 @@ export class ModelRepositoryManager {
     }
     try {
       await this.#loadSteps(name, dir, config, chain);
+      const source = config === undefined ? configKey(dir) : null;
       const loaded = await loadModel(dir, {
         configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log, logError: this.#logError,
         logVerbose: this.#options.logVerbose,
         rateLimiter: this.#options.rateLimiter,
         stepModels: (step, version) => this.#registry.model(step, version < 0 ? undefined : version),
+        keep: keptVersions(record, dir, print, source),
       });
+      // The versions this load created, and those it no longer serves.
+      const fresh = new Map([...loaded].filter(([v, l]) => previous.get(v) !== l));
+      const replaced = new Map([...previous].filter(([v, l]) => loaded.get(v) !== l));
       if (this.#stopped) {
         // The server began stopping while this load ran (its exit timeout may have passed):
         // what loaded never serves.
-        await retire(loaded, this.#log, 0);
+        await retire(fresh, this.#log, 0);
         if (previousDir.dir !== dir.dir) removeOverrideDirectory(dir);
         return 'the server is stopping';
       }
@@ -332,9 +351,10 @@ export class ModelRepositoryManager {
       record.versions = loaded;
       record.state = 'READY';
       record.reason = '';
+      record.serving = source === null ? null : { print, config: source };
       this.#registry.setModelVersions(name, new Map([...loaded].map(([v, l]) => [v, l.model])));
-      this.#log(`infernode: loaded model '${name}' version(s) ${[...loaded.keys()].join(', ')}`);
-      await retire(previous, this.#log);
+      this.#log(loadedLine(name, loaded, fresh));
+      await retire(replaced, this.#log);
       if (previousDir.dir !== dir.dir) removeOverrideDirectory(previousDir);
       return null;
     } catch (err) {
@@ -362,6 +382,7 @@ export class ModelRepositoryManager {
     this.#registry.setModelVersions(name, null);
     await retire(versions, this.#log, timeoutMs);
     record.versions = new Map();
+    record.serving = null;
     record.state = 'UNAVAILABLE';
     record.reason = 'unloaded';
     removeOverrideDirectory(record.dir);
@@ -402,6 +423,44 @@ export class ModelRepositoryManager {
     }
     await Promise.all(ops);
   }
+}
+
+/**
+ * The config as a reload compares it: parsed, without version_policy, which changes which
+ * versions load but not how (Triton's ConfigChangeRequiresReload ignores it, model_config_utils.cc;
+ * it ignores instance_group too, whose changes it applies in place: infernode reloads for them).
+ * Null when it cannot be read (the load then says why).
+ */
+function configKey(dir: ModelDirectory): string | null {
+  try {
+    const { version_policy: _policy, ...rest } = readRawConfig(dir) as Record<string, unknown>;
+    return JSON.stringify(rest);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The serving versions a reload keeps as they are, as Triton's AsyncLoad does for a version whose
+ * files (its directory and the model directory's other files) did not change and whose config
+ * needs no reload (model_lifecycle.cc: IsModelVersionModified, ConfigChangeRequiresReload).
+ * None for an ensemble (Triton reloads it whole), from another directory, or with a config override.
+ */
+function keptVersions(record: ModelRecord, dir: ModelDirectory, print: ModelPrint, config: string | null): Map<number, LoadedVersion> {
+  const serving = record.serving;
+  const ensemble = [...record.versions.values()].some((v) => v.model instanceof EnsembleModel);
+  if (!serving || config === null || ensemble || record.dir.dir !== dir.dir || serving.config !== config || serving.print.shared !== print.shared) {
+    return new Map();
+  }
+  return new Map([...record.versions].filter(([v]) => print.versions.has(v) && serving.print.versions.get(v) === print.versions.get(v)));
+}
+
+/** The log line of a (re)load: the versions loaded, and those kept as they were. */
+function loadedLine(name: string, loaded: Map<number, LoadedVersion>, fresh: Map<number, LoadedVersion>): string {
+  const kept = [...loaded.keys()].filter((v) => !fresh.has(v));
+  if (kept.length === 0) return `infernode: loaded model '${name}' version(s) ${[...fresh.keys()].join(', ')}`;
+  if (fresh.size === 0) return `infernode: model '${name}' serves version(s) ${kept.join(', ')}, unchanged`;
+  return `infernode: loaded model '${name}' version(s) ${[...fresh.keys()].join(', ')} (version(s) ${kept.join(', ')} unchanged)`;
 }
 
 /** Whether model `from` names `target` as a step, directly or through other ensembles. */

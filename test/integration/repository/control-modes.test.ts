@@ -4,7 +4,7 @@
  * poll loads everything and each rescan loads new models, new versions and changed configs, and
  * unloads removed models. Refusals outside explicit mode are Triton's 503 message.
  */
-import { renameSync, symlinkSync, unlinkSync, utimesSync } from 'node:fs';
+import { readFileSync, renameSync, symlinkSync, unlinkSync, utimesSync } from 'node:fs';
 import { NDArray } from '../../../ts/tensor';
 import type { Triton } from '../../../ts/triton';
 import { expectRejects, waitFor } from '../helpers';
@@ -146,6 +146,53 @@ describe('explicit', () => {
     expect(await after).toBe('the server is stopping: models can no longer be loaded or unloaded');
     expect(triton.models()).toEqual([]);
     served = undefined;
+  });
+
+  // Triton's qa/L0_lifecycle test_load_new_model_version: a load reloads only what changed.
+  test('a load reloads only the versions whose files changed; an unchanged model is left alone', async () => {
+    const inits = repo.path('inits.log');
+    const code = `const fs = require('fs');
+exports.initialize = (a) => fs.appendFileSync(${JSON.stringify(inits)}, 'v' + a.modelVersion + ' ');
+exports.execute = (reqs) => reqs.map(() => ({ OUTPUT0: new Float32Array([1]) }));`;
+    const config = (policy: string, extra = ''): string => `backend: "js"\nversion_policy: { ${policy} }\n${extra}
+      input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 1 ] } ]
+      output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 1 ] } ]`;
+    for (const v of [1, 2, 3]) repo.write(`j/${v}/model.js`, code);
+    repo.config('j', config('specific: { versions: [1, 2] }'));
+    served = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['j'] });
+    const { triton, logs } = served;
+    const initialized = (): string => readFileSync(inits, 'utf8').trim();
+    const v1 = triton.model('j', 1);
+    await triton.loadModel('j');
+    expect(initialized()).toBe('v1 v2');
+    // Version 2 touched, 4 added, the policy now lists 1 to 4: 1 stays as it is.
+    repo.write('j/2/model.js', `${code}\n// touched`);
+    repo.write('j/4/model.js', code);
+    repo.config('j', config('specific: { versions: [1, 2, 3, 4] }'));
+    await triton.loadModel('j');
+    expect(initialized()).toBe('v1 v2 v2 v3 v4');
+    expect(triton.model('j', 1)).toBe(v1);
+    expect(ready(triton)).toEqual(['j:1', 'j:2', 'j:3', 'j:4']);
+    expect(logs).toContain("infernode: loaded model 'j' version(s) 2, 3, 4 (version(s) 1 unchanged)");
+    // A file beside the versions (a dependency) or a config change beyond version_policy: all reload.
+    repo.write('j/dependency.txt', 'x');
+    await triton.loadModel('j');
+    expect(initialized()).toBe('v1 v2 v2 v3 v4 v1 v2 v3 v4');
+    repo.config('j', config('specific: { versions: [1, 2, 3, 4] }', 'max_batch_size: 2'));
+    await triton.loadModel('j');
+    expect(initialized()).toBe('v1 v2 v2 v3 v4 v1 v2 v3 v4 v1 v2 v3 v4');
+    expect(triton.model('j', 1).config.maxBatchSize).toBe(2);
+  });
+
+  test('a load with a config reloads even unchanged files, and so does the next plain load', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['a'] });
+    const { triton } = served;
+    const before = triton.model('a');
+    await triton.loadModel('a', { config: '{"max_batch_size": 2}' });
+    expect(triton.model('a').config.maxBatchSize).toBe(2);
+    await triton.loadModel('a');
+    expect(triton.model('a').config.maxBatchSize).toBe(4);
+    expect(triton.model('a')).not.toBe(before);
   });
 
   test('changes on disk are picked up only by a load', async () => {
