@@ -99,7 +99,7 @@ export interface CallOptions {
   queryParams?: Record<string, string | number | boolean | (string | number | boolean)[]>;
 }
 
-/** What the load API may carry: a config (JSON text) and file overrides ("file:<version>/<name>"). */
+/** What the load API may carry: a config (JSON text) and file overrides ("file:<path>", e.g. "file:1/model.onnx"). */
 export interface LoadModelOptions extends CallOptions {
   config?: string;
   files?: Record<string, Uint8Array>;

@@ -6,10 +6,10 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { InferenceServerError, invalidArg } from '../errors';
+import { invalidArg } from '../errors';
 import { MODEL_NAME_PATTERN, type NormalizedVersionPolicy } from '../config/normalize';
 import { checkModelNameLength } from '../model-name';
-import { checkFileInside } from './model-files';
+import { checkFileInside, linkTarget } from './model-files';
 
 export interface ModelDirectory {
   name: string;
@@ -30,26 +30,72 @@ export function checkModelName(name: string): void {
   }
 }
 
-/** Every model directory of the repositories; a name in two repositories is an error. */
-export function scanRepositories(repositories: string[]): Map<string, ModelDirectory> {
-  const found = new Map<string, ModelDirectory>();
+/**
+ * Triton's index reason for a model name in two or more repositories (model_repository_manager.h
+ * MODEL_READY_REASON_DUPLICATE): such a model is neither loaded nor served; the others are.
+ */
+export const DUPLICATE_REASON = 'model appears in two or more repositories';
+
+/** What a scan of the repositories found. */
+export interface RepositoryScan {
+  /** The models found in exactly one repository, by name. */
+  models: Map<string, ModelDirectory>;
+  /** Names found in two or more repositories, with those repositories: none of them serves. */
+  duplicates: Map<string, string[]>;
+  /** Repositories that could not be listed (gone, unreadable), with why: their models are not found. */
+  unreadable: Map<string, string>;
+}
+
+/** Fails unless every repository is a directory: a start-up error in Triton too (Create). */
+export function checkRepositories(repositories: string[]): void {
   for (const repository of repositories) {
     if (!existsSync(repository) || !statSync(repository).isDirectory()) {
       throw invalidArg(`model repository '${repository}' is not a directory`);
     }
-    for (const entry of readdirSync(repository, { withFileTypes: true })) {
-      if (!entry.isDirectory() || entry.name.startsWith('.') || !MODEL_NAME_PATTERN.test(entry.name)) continue;
-      const previous = found.get(entry.name);
-      if (previous) {
-        throw new InferenceServerError('INVALID_ARG',
-          `model '${entry.name}' is in two repositories: ${previous.repository} and ${repository}`);
+  }
+}
+
+/**
+ * Every model directory of the repositories. As Triton's Poll (model_repository_manager.cc), a
+ * problem stays with what it concerns: a name in two repositories is a duplicate (that model
+ * only), a repository that cannot be listed is reported and its models are not found; the rest
+ * of the scan goes on.
+ */
+export function scanRepositories(repositories: string[]): RepositoryScan {
+  const scan: RepositoryScan = { models: new Map(), duplicates: new Map(), unreadable: new Map() };
+  for (const repository of repositories) {
+    // Absolute, so model files (JS models above all) load the same whatever the working directory.
+    const root = path.resolve(repository);
+    let names: string[];
+    try {
+      names = modelNamesIn(root);
+    } catch (err) {
+      scan.unreadable.set(repository, (err as Error).message);
+      continue;
+    }
+    for (const name of names) {
+      const seen = scan.duplicates.get(name) ?? (scan.models.has(name) ? [scan.models.get(name)!.repository] : null);
+      if (seen) {
+        scan.duplicates.set(name, [...seen, root]);
+        scan.models.delete(name);
+      } else {
+        scan.models.set(name, { name, repository: root, dir: path.join(root, name) });
       }
-      // Absolute, so model files (JS models above all) load the same whatever the working directory.
-      const root = path.resolve(repository);
-      found.set(entry.name, { name: entry.name, repository: root, dir: path.join(root, entry.name) });
     }
   }
-  return found;
+  return scan;
+}
+
+/**
+ * The model directories of one repository: Triton's subdirectories (GetDirectorySubdirs, stat:
+ * a symbolic link to a directory counts), less hidden and invalid names. Where a link leads is
+ * checked when the model loads (model-files.ts).
+ */
+function modelNamesIn(repository: string): string[] {
+  return readdirSync(repository, { withFileTypes: true })
+    .filter((entry) => !entry.name.startsWith('.') && MODEL_NAME_PATTERN.test(entry.name))
+    .filter((entry) => entry.isDirectory() || (entry.isSymbolicLink() && isDirectory(path.join(repository, entry.name))))
+    .map((entry) => entry.name);
 }
 
 /**
@@ -64,13 +110,26 @@ export function versionsOnDisk(modelDir: string): number[] {
     .sort((a, b) => a - b);
 }
 
-/** The versions Triton's version_policy selects among those on disk (latest N, all, or specific). */
-export function selectVersions(onDisk: number[], policy: NormalizedVersionPolicy, model: string): number[] {
+/**
+ * The versions Triton's version_policy selects among those on disk (latest N, all, or specific).
+ * A specific version without its directory is logged and the others load, as Triton's
+ * VersionsToLoad does (model_lifecycle.cc); when none of them is there, the load fails with
+ * Triton's AsyncLoad text.
+ */
+export function selectVersions(
+  onDisk: number[], policy: NormalizedVersionPolicy, model: string, logError: (line: string) => void = () => {},
+): number[] {
   if (policy.kind === 'all') return onDisk;
   if (policy.kind === 'specific') {
-    const missing = policy.versions.filter((v) => !onDisk.includes(v));
-    if (missing.length > 0) throw invalidArg(`model '${model}': version(s) ${missing.join(', ')} not found on disk (found: ${onDisk.join(', ') || 'none'})`);
-    return [...policy.versions];
+    for (const v of policy.versions.filter((v) => !onDisk.includes(v))) {
+      logError(`infernode: version ${v} is specified for model '${model}', but the version directory is not present`);
+    }
+    const present = policy.versions.filter((v) => onDisk.includes(v));
+    // Without any version directory the load says so (loader.ts noVersionDirectory).
+    if (present.length === 0 && onDisk.length > 0) {
+      throw invalidArg(`at least one version must be available under the version policy of model '${model}'`);
+    }
+    return present;
   }
   return onDisk.slice(Math.max(0, onDisk.length - policy.numVersions));
 }
@@ -132,27 +191,81 @@ const HASHED_FILE_BYTES = 1 << 20;
 /**
  * Changes when anything a load reads changes: used by poll mode to find models to reload.
  * Small files (configs, labels, JS models) count by content, so a rewrite that keeps the size
- * and time stamp is still seen; large model files by size and modification time.
+ * and time stamp is still seen; large model files by size and modification time. The model
+ * directory itself counts: the same files in another repository are another model directory.
+ * Symbolic links are followed as a load follows them (model-files.ts) and count by where they
+ * lead too, so re-pointing one (`ln -sfn`, a ConfigMap's ..data link) is a change; what lies
+ * outside the repository is never read, only where the link leads.
  */
-export function fingerprint(modelDir: string): string {
-  const parts: string[] = [];
-  const walk = (dir: string, depth: number): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) {
-        if (depth < 4) walk(full, depth + 1);
-      } else if (entry.isFile()) {
-        const st = statSync(full);
-        const content = st.size <= HASHED_FILE_BYTES ? createHash('sha1').update(readFileSync(full)).digest('hex') : `${st.mtimeMs}`;
-        parts.push(`${path.relative(modelDir, full)}:${st.size}:${content}`);
+export function fingerprint(dir: ModelDirectory): string {
+  return modelPrint(dir).whole;
+}
+
+/**
+ * A model directory's fingerprint (`whole`), and split as a reload needs it: each version
+ * directory's own (`versions`), and the rest (`shared`: labels, warm-up data, any other file)
+ * except config.pbtxt, whose content a reload compares parsed (Triton's ModelTimestamp keeps
+ * the same three apart: IsModelVersionModified, model_repository_manager.cc).
+ */
+export interface ModelPrint {
+  whole: string;
+  shared: string;
+  versions: Map<number, string>;
+}
+
+/** The fingerprint of a model directory, whole and split (ModelPrint). */
+export function modelPrint(dir: ModelDirectory): ModelPrint {
+  const parts = fingerprintParts(dir);
+  const shared: string[] = [];
+  const versions = new Map<number, string[]>();
+  for (const [relative, value] of parts) {
+    const top = relative.split(path.sep)[0];
+    if (/^[1-9][0-9]*$/.test(top)) {
+      versions.set(Number(top), [...versions.get(Number(top)) ?? [], `${relative}${value}`]);
+    } else if (top !== 'config.pbtxt') {
+      shared.push(`${relative}${value}`);
+    }
+  }
+  return {
+    whole: parts.map(([relative, value]) => `${relative}${value}`).join('|'),
+    shared: shared.join('|'),
+    versions: new Map([...versions].map(([v, p]) => [v, p.join('|')])),
+  };
+}
+
+/** What the fingerprint counts: [path relative to the model directory ('' for itself), its value]. */
+function fingerprintParts(dir: ModelDirectory): [string, string][] {
+  const parts: [string, string][] = [['', dir.dir]];
+  const walk = (current: string, depth: number): void => {
+    for (const entry of readdirSync(current, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const full = path.join(current, entry.name);
+      const relative = path.relative(dir.dir, full);
+      if (entry.isSymbolicLink()) {
+        const target = linkTarget(full, dir.repository);
+        parts.push([relative, `->${target ? `${target.real}${target.inside ? '' : ' (outside)'}` : 'nothing'}`]);
+        if (target?.inside) fingerprintEntry(full, relative, depth);
+      } else {
+        fingerprintEntry(full, relative, depth);
       }
     }
   };
+  const fingerprintEntry = (full: string, relative: string, depth: number): void => {
+    const st = statSync(full);
+    if (st.isDirectory()) {
+      if (depth < 4) walk(full, depth + 1);
+    } else if (st.isFile()) {
+      const content = st.size <= HASHED_FILE_BYTES ? createHash('sha1').update(readFileSync(full)).digest('hex') : `${st.mtimeMs}`;
+      parts.push([relative, `:${st.size}:${content}`]);
+    }
+  };
   try {
-    if (existsSync(modelDir)) walk(modelDir, 0);
+    // A model directory that is a link counts by where it leads; outside the repository, by that only.
+    const target = existsSync(dir.dir) ? linkTarget(dir.dir, dir.repository) : null;
+    if (target) parts.push(['', `->${target.real}`]);
+    if (target?.inside) walk(dir.dir, 0);
   } catch (err) {
     // A directory changing under the scan: different from any complete fingerprint.
-    parts.push(`unreadable:${(err as Error).message}`);
+    parts.push(['', `unreadable:${(err as Error).message}`]);
   }
-  return parts.join('|');
+  return parts;
 }

@@ -15,6 +15,7 @@ import { warmUp, type WarmupLog } from '../warmup';
 import { autoCompleteOnnxConfig, castTensors, type RawModelConfig } from './autocomplete';
 import { precheckModelConfig, precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
 import { loadJsModel } from './js-model';
+import { checkFileInside } from './model-files';
 import { loadEnsembleVersion, type StepModels } from '../ensemble/repository';
 import {
   findModelFile, modelFileNames, selectVersions, versionsOnDisk, type ModelDirectory, type ModelFileKind,
@@ -33,10 +34,14 @@ export interface LoadOptions {
   log?: (line: string) => void;
   /** Verbose lines: each warm-up run (ts/warmup.ts). */
   logVerbose?: (line: string) => void;
+  /** Problems that do not fail the load (a specific version without its directory); default: `log`. */
+  logError?: (line: string) => void;
   /** The serving models an ensemble's steps resolve to (the server's model lookup). */
   stepModels?: StepModels;
   /** The server's rate limiter (rateLimit 'execution_count'), given to every model loaded. */
   rateLimiter?: RateLimiter;
+  /** Versions serving already that a reload keeps as they are (their files did not change). */
+  keep?: Map<number, LoadedVersion>;
 }
 
 const ONNX_BACKENDS = new Set(['onnxruntime']);
@@ -182,20 +187,15 @@ async function loadVersion(
     } catch (err) {
       throw inVersion(where, err);
     }
-    const completed = autoCompleteOnnxConfig(dir.name, { backend: 'onnxruntime', ...raw }, engine.inputs, engine.outputs);
-    const config = normalize(completed, dir, version, options);
-    const onCpu = engine.providers.map((p) => p === 'CPU');
-    const cast = castTensors(completed, engine.inputs, engine.outputs);
-    if (cast.length > 0) {
-      const where = onCpu.every(Boolean) ? 'host' : onCpu.some(Boolean) ? 'host (CPU instances) and the GPU (GPU instances)' : 'GPU';
-      (options.log ?? ((line: string) => console.log(line)))(`infernode: model '${dir.name}' serves FP32 for ${cast.join(', ')}: converted on the ${where}`);
+    let model: BoundModel;
+    try {
+      model = onnxModel(dir, raw, version, engine, instances, options);
+    } catch (err) {
+      // The sessions exist already: freed now, not whenever V8 collects their handles.
+      engine.release();
+      throw err;
     }
-    // The served config tells where each group runs (Triton prints the resolved kind), with the
-    // GPUs of a group on the GPU (Triton lists every GPU when a group names none).
-    config.instanceGroup = config.instanceGroup.map((g, i) => (onCpu[i]
-      ? { ...g, kind: 'KIND_CPU', gpus: [] }
-      : { ...g, kind: 'KIND_GPU', gpus: [...instances.placed[i].group.gpus] }));
-    return warmedUp({ model: new BoundModel(config, { kind: 'onnx', handles: engine.handles }, options.rateLimiter), finalize: async () => {} }, options.logVerbose);
+    return warmedUp({ model, finalize: async () => {} }, options.logVerbose);
   }
   if (!raw.input || !raw.output) {
     throw new InferenceServerError('INVALID_ARG', `model '${dir.name}': a JS model needs a config.pbtxt declaring its inputs and outputs`);
@@ -214,6 +214,29 @@ async function loadVersion(
     throw err;
   }
   return warmedUp({ model, finalize: js.finalize }, options.logVerbose);
+}
+
+/**
+ * The BoundModel serving loaded ONNX sessions: the config auto-completed from the model and
+ * normalized, each instance group shown where it runs.
+ */
+function onnxModel(
+  dir: ModelDirectory, raw: RawModelConfig, version: number, engine: OnnxEngine, instances: OnnxPlacement, options: LoadOptions,
+): BoundModel {
+  const completed = autoCompleteOnnxConfig(dir.name, { backend: 'onnxruntime', ...raw }, engine.inputs, engine.outputs);
+  const config = normalize(completed, dir, version, options);
+  const onCpu = engine.providers.map((p) => p === 'CPU');
+  const cast = castTensors(completed, engine.inputs, engine.outputs);
+  if (cast.length > 0) {
+    const where = onCpu.every(Boolean) ? 'host' : onCpu.some(Boolean) ? 'host (CPU instances) and the GPU (GPU instances)' : 'GPU';
+    (options.log ?? ((line: string) => console.log(line)))(`infernode: model '${dir.name}' serves FP32 for ${cast.join(', ')}: converted on the ${where}`);
+  }
+  // The served config tells where each group runs (Triton prints the resolved kind), with the
+  // GPUs of a group on the GPU (Triton lists every GPU when a group names none).
+  config.instanceGroup = config.instanceGroup.map((g, i) => (onCpu[i]
+    ? { ...g, kind: 'KIND_CPU', gpus: [] }
+    : { ...g, kind: 'KIND_GPU', gpus: [...instances.placed[i].group.gpus] }));
+  return new BoundModel(config, { kind: 'onnx', handles: engine.handles }, options.rateLimiter);
 }
 
 /** Runs the config's model_warmup (ts/warmup.ts); a failure fails the load. */
@@ -259,22 +282,33 @@ function loadEnsemble(dir: ModelDirectory, raw: RawModelConfig, version: number,
   return { model: loadEnsembleVersion(config, options.stepModels), finalize: async () => {} };
 }
 
-/** Loads every version the policy selects; on any failure, what was loaded is stopped again. */
+/**
+ * Loads every version the policy selects, or takes it from `options.keep`; on any failure, what
+ * was loaded is stopped again.
+ */
 export async function loadModel(dir: ModelDirectory, options: LoadOptions = {}): Promise<Map<number, LoadedVersion>> {
+  // A model directory that is a link must stay inside the repository too: the files a config
+  // names are checked against the model directory only.
+  checkFileInside(dir.dir, dir.repository, `model '${dir.name}': the model directory`);
   const raw = options.configOverride ?? readRawConfig(dir);
   // The config is checked as a whole before versions are chosen or any model file is read.
   const { backend, platform, versionPolicy } = precheckModelConfig(raw, normalizeOptions(dir, 1, options));
   const ensemble = platform === 'ensemble';
   const engine = ensemble ? undefined : configuredEngine(dir.name, backend, platform);
-  const versions = selectVersions(versionsOnDisk(dir.dir), versionPolicy, dir.name);
+  const versions = selectVersions(versionsOnDisk(dir.dir), versionPolicy, dir.name, options.logError ?? options.log);
   if (versions.length === 0) throw noVersionDirectory(dir);
   const loaded = new Map<number, LoadedVersion>();
+  const fresh: LoadedVersion[] = [];
   try {
     for (const version of versions) {
-      loaded.set(version, ensemble ? loadEnsemble(dir, raw, version, options) : await loadVersion(dir, raw, version, engine, options));
+      const kept = options.keep?.get(version);
+      const next = kept ?? (ensemble ? loadEnsemble(dir, raw, version, options) : await loadVersion(dir, raw, version, engine, options));
+      if (!kept) fresh.push(next);
+      loaded.set(version, next);
     }
   } catch (err) {
-    await Promise.all([...loaded.values()].map(async (v) => {
+    // Versions kept serve on: only what this load created stops.
+    await Promise.all(fresh.map(async (v) => {
       await v.model.stop(0);
       await v.finalize().catch(() => undefined);
     }));

@@ -8,12 +8,18 @@
  * finish there (their BoundModel drains before it stops). A model that fails to load is
  * UNAVAILABLE with its reason in the index; it never takes the server down (unless exitOnError
  * at start-up). Operations on one model run one after another.
+ * A name in two or more repositories is not loaded (poll unloads it) and is UNAVAILABLE in the
+ * index, and a repository that cannot be listed loses only its own models: the other models
+ * serve on (Triton's Poll and RepositoryIndex, model_repository_manager.cc).
  */
 import { InferenceServerError, toInferenceServerError } from '../errors';
 import type { BoundModel } from '../model';
 import type { RateLimiter } from '../native';
 import type { RawModelConfig } from './autocomplete';
-import { checkModelName, fingerprint, scanRepositories, type ModelDirectory } from './layout';
+import {
+  DUPLICATE_REASON, checkModelName, checkRepositories, fingerprint, modelPrint, scanRepositories, type ModelDirectory,
+  type ModelPrint, type RepositoryScan,
+} from './layout';
 import { hasVersionDirectory, loadModel, noVersionDirectory, type LoadedVersion } from './loader';
 import { removeOverrideDirectory, writeOverrideDirectory } from './override';
 import { validateModelConfigJson } from '../config/pbtxt';
@@ -65,10 +71,16 @@ export interface LoadOverride {
 
 interface ModelRecord {
   dir: ModelDirectory;
+  /** The fingerprint of the files last tried (poll compares it). */
   fingerprint: string;
   versions: Map<number, LoadedVersion>;
   state: ModelState;
   reason: string;
+  /**
+   * What the serving versions were loaded from: their files, and their config as a reload
+   * compares it (configKey); null when nothing serves or a config override was loaded.
+   */
+  serving: { print: ModelPrint; config: string } | null;
 }
 
 export class ModelRepositoryManager {
@@ -102,15 +114,21 @@ export class ModelRepositoryManager {
 
   /** Initial loads; resolves with the models that failed (name → reason). */
   async start(): Promise<Map<string, string>> {
-    const dirs = scanRepositories(this.#options.repositories);
-    let names = [...dirs.keys()];
+    checkRepositories(this.#options.repositories);
+    const scan = this.#scan();
+    let names = [...scan.models.keys(), ...scan.duplicates.keys()];
     if (this.controlMode === 'explicit') {
       const wanted = this.#options.loadModels ?? [];
       names = wanted.includes('*') ? names : wanted;
     }
-    await Promise.all(names.map((name) => this.#enqueue(name, () => this.#load(name, dirs.get(name)))));
+    // A duplicate fails its own start-up load only (Triton: "failed to load all models", which
+    // exitOnError turns into an exit; without it the others serve).
+    const duplicates = names.filter((name) => scan.duplicates.has(name));
+    for (const name of duplicates) this.#logDuplicate(name, scan);
+    const loads = names.filter((name) => !scan.duplicates.has(name));
+    await Promise.all(loads.map((name) => this.#enqueue(name, () => this.#load(name, scan.models.get(name)))));
     if (this.controlMode === 'poll') this.#schedulePoll();
-    const failed = new Map<string, string>();
+    const failed = new Map<string, string>(duplicates.map((name) => [name, DUPLICATE_REASON]));
     for (const [name, record] of this.#records) if (record.state === 'UNAVAILABLE') failed.set(name, record.reason);
     return failed;
   }
@@ -132,11 +150,14 @@ export class ModelRepositoryManager {
   /** Triton's repository index: one entry per loaded version, or per model when none is. */
   index(readyOnly = false): IndexEntry[] {
     const entries: IndexEntry[] = [];
-    const known = new Set(this.#records.keys());
-    for (const name of this.#safeScan().keys()) known.add(name);
+    const scan = this.#scan();
+    const known = new Set([...this.#records.keys(), ...scan.models.keys(), ...scan.duplicates.keys()]);
     for (const name of [...known].sort()) {
       const record = this.#records.get(name);
-      if (record && record.versions.size > 0) {
+      if (scan.duplicates.has(name)) {
+        // Whatever its state, a duplicated model shows as unavailable (Triton's RepositoryIndex).
+        if (!readyOnly) entries.push({ name, version: '', state: 'UNAVAILABLE', reason: DUPLICATE_REASON });
+      } else if (record && record.versions.size > 0) {
         for (const v of [...record.versions.keys()].sort((a, b) => a - b)) {
           // An ensemble whose step model stopped serving is unavailable until it serves again.
           const model = record.versions.get(v)!.model;
@@ -164,7 +185,14 @@ export class ModelRepositoryManager {
       if (!config) throw new InferenceServerError('INVALID_ARG', `failed to load '${name}', file: parameters need a config parameter`);
       dir = writeOverrideDirectory(name, override.files);
     } else {
-      dir = this.#safeScan().get(name);
+      const scan = this.#scan();
+      if (scan.duplicates.has(name)) {
+        // Triton's answer (LoadUnloadModel: the poll of a model that is not unique fails); the
+        // versions already serving are left alone.
+        this.#logDuplicate(name, scan);
+        throw new InferenceServerError('INTERNAL', `failed to load '${name}', failed to poll from model repository: ${DUPLICATE_REASON}`);
+      }
+      dir = scan.models.get(name);
       if (!dir) throw new InferenceServerError('NOT_FOUND', `failed to load '${name}', failed to poll from model repository`);
     }
     const failure = await this.#enqueue(name, () => this.#load(name, dir, config));
@@ -193,13 +221,19 @@ export class ModelRepositoryManager {
     if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', 'the server is stopping: models can no longer be loaded or unloaded');
   }
 
-  #safeScan(): Map<string, ModelDirectory> {
-    try {
-      return scanRepositories(this.#options.repositories);
-    } catch (err) {
-      this.#logError(`infernode: cannot scan the model repository: ${(err as Error).message}`);
-      return new Map();
+  /** The repositories' models; one that cannot be listed is logged (Triton's text) and skipped. */
+  #scan(): RepositoryScan {
+    const scan = scanRepositories(this.#options.repositories);
+    for (const [repository, why] of scan.unreadable) {
+      this.#logError(`infernode: failed to poll model repository '${repository}': ${why}`);
     }
+    return scan;
+  }
+
+  /** Triton's log line for a name in two or more repositories, with where infernode found it. */
+  #logDuplicate(name: string, scan: RepositoryScan): void {
+    this.#logError(`infernode: failed to poll model '${name}': not unique across all model repositories ` +
+      `(${scan.duplicates.get(name)!.join(', ')})`);
   }
 
   /**
@@ -239,7 +273,7 @@ export class ModelRepositoryManager {
     }
     const steps = stepModelNames(raw as Record<string, unknown>);
     if (steps.length === 0) return;
-    const scanned = this.#safeScan();
+    const scanned = this.#scan().models;
     await Promise.all(steps.map(async (step) => {
       if (chain.includes(step) || step === name || this.#serving(step) || !scanned.has(step)) return;
       // Ensembles that name each other: waiting for the other's load would wait forever.
@@ -266,6 +300,7 @@ export class ModelRepositoryManager {
     }
     const record = this.#records.get(name) ?? {
       dir: { name, repository: '', dir: '' }, fingerprint: '', versions: new Map(), state: 'LOADING' as ModelState, reason: '',
+      serving: null,
     };
     this.#records.set(name, record);
     if (!dir) {
@@ -275,8 +310,14 @@ export class ModelRepositoryManager {
     }
     const previous = record.versions;
     const previousDir = record.dir;
+    const print = modelPrint(dir);
+    const seen = print.whole;
+    // An explicit load of a model whose files did not change since it loaded does nothing
+    // (Triton: InitializeModelInfo finds it unmodified). A load with a config, or after one, does.
+    if (config === undefined && record.serving?.print.whole === seen && record.reason === '' && previousDir.dir === dir.dir) {
+      return null;
+    }
     if (previous.size === 0) record.state = 'LOADING';
-    const seen = fingerprint(dir.dir);
     if (previous.size > 0 && !hasVersionDirectory(dir.dir)) {
       // Every version directory is gone: the versions are unloaded (Triton's behaviour), not kept
       // as after a failed reload.
@@ -287,15 +328,21 @@ export class ModelRepositoryManager {
     }
     try {
       await this.#loadSteps(name, dir, config, chain);
+      const source = config === undefined ? configKey(dir) : null;
       const loaded = await loadModel(dir, {
-        configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log, logVerbose: this.#options.logVerbose,
+        configOverride: config, maxQueueSizeHardLimit: this.#options.maxQueueSizeHardLimit, log: this.#log, logError: this.#logError,
+        logVerbose: this.#options.logVerbose,
         rateLimiter: this.#options.rateLimiter,
         stepModels: (step, version) => this.#registry.model(step, version < 0 ? undefined : version),
+        keep: keptVersions(record, dir, print, source),
       });
+      // The versions this load created, and those it no longer serves.
+      const fresh = new Map([...loaded].filter(([v, l]) => previous.get(v) !== l));
+      const replaced = new Map([...previous].filter(([v, l]) => loaded.get(v) !== l));
       if (this.#stopped) {
         // The server began stopping while this load ran (its exit timeout may have passed):
         // what loaded never serves.
-        await retire(loaded, this.#log, 0);
+        await retire(fresh, this.#log, 0);
         if (previousDir.dir !== dir.dir) removeOverrideDirectory(dir);
         return 'the server is stopping';
       }
@@ -304,9 +351,10 @@ export class ModelRepositoryManager {
       record.versions = loaded;
       record.state = 'READY';
       record.reason = '';
+      record.serving = source === null ? null : { print, config: source };
       this.#registry.setModelVersions(name, new Map([...loaded].map(([v, l]) => [v, l.model])));
-      this.#log(`infernode: loaded model '${name}' version(s) ${[...loaded.keys()].join(', ')}`);
-      await retire(previous, this.#log);
+      this.#log(loadedLine(name, loaded, fresh));
+      await retire(replaced, this.#log);
       if (previousDir.dir !== dir.dir) removeOverrideDirectory(previousDir);
       return null;
     } catch (err) {
@@ -334,6 +382,7 @@ export class ModelRepositoryManager {
     this.#registry.setModelVersions(name, null);
     await retire(versions, this.#log, timeoutMs);
     record.versions = new Map();
+    record.serving = null;
     record.state = 'UNAVAILABLE';
     record.reason = 'unloaded';
     removeOverrideDirectory(record.dir);
@@ -359,18 +408,59 @@ export class ModelRepositoryManager {
   async poll(): Promise<void> {
     if (this.controlMode !== 'poll') throw new InferenceServerError('UNAVAILABLE', 'polling is disabled');
     if (this.#stopped) return;
-    const dirs = this.#safeScan();
+    const scan = this.#scan();
     const ops: Promise<unknown>[] = [];
-    for (const [name, dir] of dirs) {
+    for (const [name, dir] of scan.models) {
       const record = this.#records.get(name);
-      if (!record || record.fingerprint !== fingerprint(dir.dir)) ops.push(this.#enqueue(name, () => this.#load(name, dir)));
+      if (!record || record.fingerprint !== fingerprint(dir)) ops.push(this.#enqueue(name, () => this.#load(name, dir)));
     }
+    for (const name of scan.duplicates.keys()) this.#logDuplicate(name, scan);
     for (const name of this.#records.keys()) {
-      // A model removed from the repository is unloaded and leaves the index.
-      if (!dirs.has(name)) ops.push(this.#enqueue(name, () => this.#unload(name, undefined, true)));
+      // A model removed from the repository, now in two repositories, or in a repository that
+      // cannot be listed is unloaded and leaves the index (Triton's PollAndUpdateInternal deletes
+      // every model its Poll did not find; a duplicate stays listed as one).
+      if (!scan.models.has(name)) ops.push(this.#enqueue(name, () => this.#unload(name, undefined, true)));
     }
     await Promise.all(ops);
   }
+}
+
+/**
+ * The config as a reload compares it: parsed, without version_policy, which changes which
+ * versions load but not how (Triton's ConfigChangeRequiresReload ignores it, model_config_utils.cc;
+ * it ignores instance_group too, whose changes it applies in place: infernode reloads for them).
+ * Null when it cannot be read (the load then says why).
+ */
+function configKey(dir: ModelDirectory): string | null {
+  try {
+    const { version_policy: _policy, ...rest } = readRawConfig(dir) as Record<string, unknown>;
+    return JSON.stringify(rest);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The serving versions a reload keeps as they are, as Triton's AsyncLoad does for a version whose
+ * files (its directory and the model directory's other files) did not change and whose config
+ * needs no reload (model_lifecycle.cc: IsModelVersionModified, ConfigChangeRequiresReload).
+ * None for an ensemble (Triton reloads it whole), from another directory, or with a config override.
+ */
+function keptVersions(record: ModelRecord, dir: ModelDirectory, print: ModelPrint, config: string | null): Map<number, LoadedVersion> {
+  const serving = record.serving;
+  const ensemble = [...record.versions.values()].some((v) => v.model instanceof EnsembleModel);
+  if (!serving || config === null || ensemble || record.dir.dir !== dir.dir || serving.config !== config || serving.print.shared !== print.shared) {
+    return new Map();
+  }
+  return new Map([...record.versions].filter(([v]) => print.versions.has(v) && serving.print.versions.get(v) === print.versions.get(v)));
+}
+
+/** The log line of a (re)load: the versions loaded, and those kept as they were. */
+function loadedLine(name: string, loaded: Map<number, LoadedVersion>, fresh: Map<number, LoadedVersion>): string {
+  const kept = [...loaded.keys()].filter((v) => !fresh.has(v));
+  if (kept.length === 0) return `infernode: loaded model '${name}' version(s) ${[...fresh.keys()].join(', ')}`;
+  if (fresh.size === 0) return `infernode: model '${name}' serves version(s) ${kept.join(', ')}, unchanged`;
+  return `infernode: loaded model '${name}' version(s) ${[...fresh.keys()].join(', ')} (version(s) ${kept.join(', ')} unchanged)`;
 }
 
 /** Whether model `from` names `target` as a step, directly or through other ensembles. */

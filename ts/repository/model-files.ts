@@ -3,9 +3,11 @@
  * every file a load reads (config.pbtxt, the model file, label files, warm-up data) is resolved
  * with realpath (symbolic links followed) and must lie inside the real path of the repository
  * it belongs to (Triton resolves model files under the repository). Links that stay inside are
- * fine; a file, or a version directory, leading outside fails the load with an error naming the
- * file and this rule. Files a config names (warm-up data, label files) are in addition relative
- * paths without `..` inside the model's own directory (or its warmup/ directory).
+ * fine; a file, a version directory or a model directory leading outside fails the load with an
+ * error naming it and this rule. Files a config names (warm-up data, label files) are in addition
+ * relative paths without `..` inside the model's own directory (or its warmup/ directory). Scans
+ * follow links too (a link to a directory may be a model; poll's fingerprint, layout.ts), but
+ * only as far as this rule lets a load read (linkTarget).
  */
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
@@ -24,7 +26,21 @@ function escapeOf(file: string, root: string): { real: string; realRoot: string 
 }
 
 /**
- * `file` (an existing file), checked to resolve to a path inside the real path of `repository`.
+ * Where an existing path leads (links followed) and whether a load may read there (inside the
+ * real path of `repository`); null for a dangling link. What a scan may follow.
+ */
+export function linkTarget(file: string, repository: string): { real: string; inside: boolean } | null {
+  let real: string;
+  try {
+    real = realpathSync(file);
+  } catch {
+    return null;
+  }
+  return { real, inside: isWithin(real, realpathSync(repository)) };
+}
+
+/**
+ * `file` (an existing file or directory), checked to resolve to a path inside the real path of `repository`.
  * @param what names the file in errors (model and role)
  */
 export function checkFileInside(file: string, repository: string, what: string): string {

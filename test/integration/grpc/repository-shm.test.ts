@@ -67,7 +67,7 @@ describe('model repository, explicit control mode', () => {
       status.INVALID_ARGUMENT, "load parameter 'file:1/model.js' must be a bytes_param");
     await fails(s.stub, 'RepositoryModelLoad', {
       model_name: 'evil', parameters: { config: { string_param: '{"backend":"js"}' }, 'file:../x.js': { bytes_param: Buffer.from('') } },
-    }, status.INVALID_ARGUMENT, "must be '<version>/<path>' without '..'");
+    }, status.INVALID_ARGUMENT, "Invalid file parameter 'file:../x.js' with normalized path '../x.js' must stay within model directory.");
   });
 });
 

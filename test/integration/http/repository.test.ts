@@ -109,7 +109,7 @@ describe('load and unload', () => {
   });
 
   test.each([
-    ['a file path escaping the model directory', { parameters: { config: '{}', 'file:1/../../evil.js': 'AAAA' } }, 400, "without '..'"],
+    ['a file path escaping the model directory', { parameters: { config: '{}', 'file:1/../../evil.js': 'AAAA' } }, 400, 'must stay within model directory.'],
     ['file content that is not base64', { parameters: { config: '{}', 'file:1/model.js': 'not base64!' } }, 400, 'must be base64'],
     ['a config that is not a string', { parameters: { config: { backend: 'js' } } }, 400, "'config' must be a JSON string"],
     ['an unknown parameter', { parameters: { colour: 'red' } }, 400, "unknown parameter 'colour'"],

@@ -4,7 +4,7 @@
  * poll loads everything and each rescan loads new models, new versions and changed configs, and
  * unloads removed models. Refusals outside explicit mode are Triton's 503 message.
  */
-import { utimesSync } from 'node:fs';
+import { readFileSync, renameSync, symlinkSync, unlinkSync, utimesSync } from 'node:fs';
 import { NDArray } from '../../../ts/tensor';
 import type { Triton } from '../../../ts/triton';
 import { expectRejects, waitFor } from '../helpers';
@@ -31,6 +31,12 @@ const x = (): NDArray => new NDArray('FP32', [1, 4], new Float32Array(4));
 async function added(triton: Triton, name: string, version?: number): Promise<number> {
   const out = await triton.infer(name, { INPUT0: x() }, { modelVersion: version });
   return (out.OUTPUT0.data as Float32Array)[0];
+}
+
+/** Points the symbolic link `link` at `target` (what `ln -sfn` does). */
+function repoint(link: string, target: string): void {
+  unlinkSync(link);
+  symlinkSync(target, link);
 }
 
 function ready(triton: Triton): string[] {
@@ -142,6 +148,53 @@ describe('explicit', () => {
     served = undefined;
   });
 
+  // Triton's qa/L0_lifecycle test_load_new_model_version: a load reloads only what changed.
+  test('a load reloads only the versions whose files changed; an unchanged model is left alone', async () => {
+    const inits = repo.path('inits.log');
+    const code = `const fs = require('fs');
+exports.initialize = (a) => fs.appendFileSync(${JSON.stringify(inits)}, 'v' + a.modelVersion + ' ');
+exports.execute = (reqs) => reqs.map(() => ({ OUTPUT0: new Float32Array([1]) }));`;
+    const config = (policy: string, extra = ''): string => `backend: "js"\nversion_policy: { ${policy} }\n${extra}
+      input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 1 ] } ]
+      output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 1 ] } ]`;
+    for (const v of [1, 2, 3]) repo.write(`j/${v}/model.js`, code);
+    repo.config('j', config('specific: { versions: [1, 2] }'));
+    served = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['j'] });
+    const { triton, logs } = served;
+    const initialized = (): string => readFileSync(inits, 'utf8').trim();
+    const v1 = triton.model('j', 1);
+    await triton.loadModel('j');
+    expect(initialized()).toBe('v1 v2');
+    // Version 2 touched, 4 added, the policy now lists 1 to 4: 1 stays as it is.
+    repo.write('j/2/model.js', `${code}\n// touched`);
+    repo.write('j/4/model.js', code);
+    repo.config('j', config('specific: { versions: [1, 2, 3, 4] }'));
+    await triton.loadModel('j');
+    expect(initialized()).toBe('v1 v2 v2 v3 v4');
+    expect(triton.model('j', 1)).toBe(v1);
+    expect(ready(triton)).toEqual(['j:1', 'j:2', 'j:3', 'j:4']);
+    expect(logs).toContain("infernode: loaded model 'j' version(s) 2, 3, 4 (version(s) 1 unchanged)");
+    // A file beside the versions (a dependency) or a config change beyond version_policy: all reload.
+    repo.write('j/dependency.txt', 'x');
+    await triton.loadModel('j');
+    expect(initialized()).toBe('v1 v2 v2 v3 v4 v1 v2 v3 v4');
+    repo.config('j', config('specific: { versions: [1, 2, 3, 4] }', 'max_batch_size: 2'));
+    await triton.loadModel('j');
+    expect(initialized()).toBe('v1 v2 v2 v3 v4 v1 v2 v3 v4 v1 v2 v3 v4');
+    expect(triton.model('j', 1).config.maxBatchSize).toBe(2);
+  });
+
+  test('a load with a config reloads even unchanged files, and so does the next plain load', async () => {
+    served = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['a'] });
+    const { triton } = served;
+    const before = triton.model('a');
+    await triton.loadModel('a', { config: '{"max_batch_size": 2}' });
+    expect(triton.model('a').config.maxBatchSize).toBe(2);
+    await triton.loadModel('a');
+    expect(triton.model('a').config.maxBatchSize).toBe(4);
+    expect(triton.model('a')).not.toBe(before);
+  });
+
   test('changes on disk are picked up only by a load', async () => {
     served = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['a'] });
     repo.onnx('a', 2, addConstModel(20));
@@ -235,6 +288,39 @@ describe('poll', () => {
     expect(served.triton.repositoryIndex().find((e) => e.name === 'a')).toMatchObject({ state: 'UNAVAILABLE', version: '' });
   });
 
+  test('re-pointing a linked version directory or model file (ln -sfn deploys) reloads the model', async () => {
+    repo.write('.store/v1/model.onnx', addConstModel(1));
+    repo.write('.store/v2/model.onnx', addConstModel(2));
+    repo.mkdir('m');
+    symlinkSync('../.store/v1', repo.path('m/1'));
+    repo.write('.store/f10.onnx', addConstModel(10));
+    repo.write('.store/f20.onnx', addConstModel(20));
+    repo.mkdir('f/1');
+    symlinkSync('../../.store/f10.onnx', repo.path('f/1/model.onnx'));
+    served = await startRepoTriton(repo.root, { controlMode: 'poll' });
+    expect([await added(served.triton, 'm'), await added(served.triton, 'f')]).toEqual([1, 10]);
+    repoint(repo.path('m/1'), '../.store/v2');
+    repoint(repo.path('f/1/model.onnx'), '../../.store/f20.onnx');
+    await served.manager.poll();
+    expect([await added(served.triton, 'm'), await added(served.triton, 'f')]).toEqual([2, 20]);
+  });
+
+  test('a config.pbtxt linked to a Kubernetes ConfigMap volume in the repository is reloaded when the map changes', async () => {
+    // The kubelet's volume layout (mounted at .configs/): <key> -> ..data/<key>, ..data ->
+    // ..<timestamp>/; an update writes a new timestamped directory and re-points ..data.
+    repo.write('.configs/..2024_01/a.pbtxt', 'platform: "onnxruntime_onnx"\nmax_batch_size: 4');
+    symlinkSync('..2024_01', repo.path('.configs/..data'));
+    symlinkSync('..data/a.pbtxt', repo.path('.configs/a.pbtxt'));
+    symlinkSync('../.configs/a.pbtxt', repo.path('a/config.pbtxt'));
+    served = await startRepoTriton(repo.root, { controlMode: 'poll' });
+    expect(served.triton.model('a').config.maxBatchSize).toBe(4);
+    repo.write('.configs/..2024_02/a.pbtxt', 'platform: "onnxruntime_onnx"\nmax_batch_size: 8');
+    repoint(repo.path('.configs/..data'), '..2024_02');
+    repo.remove('.configs/..2024_01');
+    await served.manager.poll();
+    expect(served.triton.model('a').config.maxBatchSize).toBe(8);
+  });
+
   test('with pollSecs, rescans happen on their own', async () => {
     served = await startRepoTriton(repo.root, { controlMode: 'poll', pollSecs: 1 });
     repo.onnx('d', 1, addConstModel(4));
@@ -264,4 +350,75 @@ test('several repositories are served together', async () => {
     served = undefined;
     other.cleanup();
   }
+});
+
+/**
+ * Several repositories (Triton's qa/L0_lifecycle test_multiple_model_repository_polling and
+ * test_model_repository_index): a name in two of them, or a repository that cannot be listed,
+ * affects those models only.
+ */
+describe('several repositories', () => {
+  const DUPLICATE = 'model appears in two or more repositories';
+  let other: TempRepo;
+
+  beforeEach(() => {
+    other = new TempRepo('control-b');
+    other.onnx('z', 1, addConstModel(26));
+  });
+
+  afterEach(async () => {
+    await served?.triton.stop();
+    served = undefined;
+    other.cleanup();
+  });
+
+  test('poll: a name that appears in a second repository unloads that model only; removing one copy loads the other', async () => {
+    served = await startRepoTriton([repo.root, other.root], { controlMode: 'poll' });
+    const { triton, manager, logs } = served;
+    other.onnx('b', 1, addConstModel(200));
+    await manager.poll();
+    expect(ready(triton)).toEqual(['a:1', 'c:1', 'z:1']);
+    expect(triton.repositoryIndex().filter((e) => e.name === 'b')).toEqual([{ name: 'b', version: '', state: 'UNAVAILABLE', reason: DUPLICATE }]);
+    await expectRejects(triton.infer('b', { INPUT0: x() }), 'NOT_FOUND');
+    expect(await added(triton, 'a')).toBe(1);
+    expect(await added(triton, 'z')).toBe(26);
+    expect(logs).toContain(`infernode: failed to poll model 'b': not unique across all model repositories (${repo.root}, ${other.root})`);
+    repo.remove('b');
+    await manager.poll();
+    expect(await added(triton, 'b')).toBe(200);
+  });
+
+  test('poll: a repository gone for a rescan unloads its own models only (Triton\'s poll), and they come back with it', async () => {
+    served = await startRepoTriton([repo.root, other.root], { controlMode: 'poll' });
+    const { triton, manager, logs } = served;
+    const away = `${other.root}-away`;
+    renameSync(other.root, away);
+    try {
+      await manager.poll();
+      expect(ready(triton)).toEqual(['a:1', 'b:1', 'c:1']);
+      expect(await added(triton, 'a')).toBe(1);
+      expect(logs.some((l) => l.startsWith(`infernode: failed to poll model repository '${other.root}': `))).toBe(true);
+    } finally {
+      renameSync(away, other.root);
+    }
+    await manager.poll();
+    expect(await added(triton, 'z')).toBe(26);
+  });
+
+  test('none: a duplicated name fails alone; the other models of both repositories serve', async () => {
+    repo.onnx('z', 1, addConstModel(27));
+    served = await startRepoTriton([repo.root, other.root]);
+    expect(ready(served.triton)).toEqual(['a:1', 'b:1', 'c:1']);
+    expect(served.triton.repositoryIndex().find((e) => e.name === 'z')).toEqual({ name: 'z', version: '', state: 'UNAVAILABLE', reason: DUPLICATE });
+  });
+
+  test('explicit: the start-up loads what it is told despite a duplicate elsewhere; loading the duplicate fails as in Triton', async () => {
+    repo.onnx('z', 1, addConstModel(27));
+    served = await startRepoTriton([repo.root, other.root], { controlMode: 'explicit', loadModels: ['a'] });
+    expect(ready(served.triton)).toEqual(['a:1']);
+    await served.triton.loadModel('b');
+    expect(await added(served.triton, 'b')).toBe(2);
+    await expectRejects(served.triton.loadModel('z'), 'INTERNAL', `failed to load 'z', failed to poll from model repository: ${DUPLICATE}`);
+    expect(served.triton.repositoryIndex().find((e) => e.name === 'z')).toMatchObject({ state: 'UNAVAILABLE', reason: DUPLICATE });
+  });
 });

@@ -137,14 +137,13 @@ test('a model whose second version is broken loads no version at all (the load f
   }
 });
 
-test('two repositories holding the same model name: the start-up fails with both paths named', async () => {
+test('two repositories holding the same model name: with exitOnError the start-up fails naming it with Triton\'s reason and both paths', async () => {
   const other = new TempRepo('failures-b');
   try {
     other.onnx('good', 1, addConstModel(2));
-    const { triton } = repoTriton([repo.root, other.root]);
-    const err = await expectRejects(triton.run(), 'INVALID_ARG', "model 'good' is in two repositories");
-    expect(err.message).toContain(repo.root);
-    expect(err.message).toContain(other.root);
+    const { triton, logs } = repoTriton([repo.root, other.root], { config: { exitOnError: true } });
+    await expectRejects(triton.run(), 'UNAVAILABLE', 'failed to load model(s):\n  good: model appears in two or more repositories\n');
+    expect(logs).toContain(`infernode: failed to poll model 'good': not unique across all model repositories (${repo.root}, ${other.root})`);
     expect(triton.isConnected()).toBe(false);
   } finally {
     other.cleanup();

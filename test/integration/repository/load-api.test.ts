@@ -153,20 +153,56 @@ describe('file: overrides', () => {
       'INVALID_ARG', "failed to load 'm', file: parameters need a config parameter");
   });
 
-  const ESCAPES = [
-    '1/../../evil.onnx', '../evil.onnx', '/tmp/evil.onnx', 'evil.onnx', '0/model.onnx', '01/model.onnx',
-    '1/./model.onnx', '1//model.onnx', '1/..', '1/sub\\..\\..\\evil.onnx', '1/model.onnx\0.txt', '1/',
-  ];
-  test.each(ESCAPES)('the path %j is refused before anything is written', async (key) => {
+  // Triton's LocalizeRepoAgent: the path joined to the model directory and normalized must
+  // stay inside it ("Invalid file parameter ... must stay within model directory.").
+  const ESCAPES = ['1/../../evil.onnx', '../evil.onnx', '/../evil.onnx', '1/../../../tmp/evil.onnx'];
+  test.each(ESCAPES)('the path %j, leaving the model directory, is refused with Triton\'s text before anything is written', async (key) => {
     const before = new Set(overrideRepositories());
-    const err = await expectRejects(served.triton.loadModel('m', {
+    await expectRejects(served.triton.loadModel('m', {
       config: '{"max_batch_size": 4}',
       files: { '1/model.onnx': addConstModel(2), [key]: Buffer.from('evil') },
-    }), 'INVALID_ARG', "must be '<version>/<path>' without '..'");
-    expect(err.message).toContain(`'file:${key}'`);
+    }), 'INVALID_ARG', `Invalid file parameter 'file:${key}' with normalized path '`);
     expect(overrideRepositories().filter((d) => !before.has(d))).toEqual([]);
     expect(existsSync(path.join(os.tmpdir(), 'evil.onnx'))).toBe(false);
     expect(await added('m')).toBe(1);
+  });
+
+  test.each(['1/', '1/..', '.', '1/sub\\..\\..\\evil.onnx', '1/model.onnx\0.txt'])('the path %j, naming no file or holding a backslash or NUL, is refused', async (key) => {
+    const before = new Set(overrideRepositories());
+    const err = await expectRejects(served.triton.loadModel('m', {
+      config: '{"max_batch_size": 4}', files: { '1/model.onnx': addConstModel(2), [key]: Buffer.from('evil') },
+    }), 'INVALID_ARG', `file parameter 'file:${key}'`);
+    expect(err.message).toMatch(/names a directory, not a file|must not hold a backslash or NUL/);
+    expect(overrideRepositories().filter((d) => !before.has(d))).toEqual([]);
+  });
+
+  // qa/L0_backend_python/model_control test_valid_model_names sends "file:/1/model.py" and
+  // expects 200; labels and warm-up samples live at the model directory's root.
+  test('paths Triton accepts: a leading slash, files at the model root (labels, warmup/), paths that normalize inside', async () => {
+    const { triton } = served;
+    const config = {
+      platform: 'onnxruntime_onnx', max_batch_size: 4,
+      input: [{ name: 'INPUT0', data_type: 'TYPE_FP32', dims: [4] }],
+      output: [{ name: 'OUTPUT0', data_type: 'TYPE_FP32', dims: [4], label_filename: 'labels.txt' }],
+      model_warmup: [{ name: 'w', batch_size: 1, inputs: { INPUT0: { data_type: 'TYPE_FP32', dims: [4], input_data_file: 'x.bin' } } }],
+    };
+    await triton.loadModel('sent', {
+      config: JSON.stringify(config),
+      files: {
+        '/1/model.onnx': addConstModel(7), 'labels.txt': Buffer.from('a\nb\nc\nd\n'),
+        'warmup/x.bin': Buffer.from(new Float32Array([1, 2, 3, 4]).buffer), '2/../3//./model.onnx': addConstModel(9),
+      },
+    });
+    expect(await added('sent')).toBe(9);
+    const dir = triton.model('sent').config.modelDirectory!;
+    expect(['1/model.onnx', 'labels.txt', 'warmup/x.bin', '3/model.onnx'].filter((f) => existsSync(path.join(dir, f)))).toHaveLength(4);
+    expect(triton.model('sent').config.outputs[0].labels).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  test('a path below a file sent in the same load fails with Triton\'s text', async () => {
+    await expectRejects(served.triton.loadModel('m', {
+      config: '{"max_batch_size": 4}', files: { '1': Buffer.from('a file'), '1/model.onnx': addConstModel(2) },
+    }), 'INVALID_ARG', "Invalid file parameter 'file:1/model.onnx', directory has been created as a file");
   });
 
   // Triton's simple_grpc_model_control.py sends 'file:' + 256 × 'A' and expects INTERNAL with

@@ -5,7 +5,7 @@
  * leading outside fails the load with an error naming the file and the rule, and nothing
  * outside is read or run. Real repositories on disk, real JS and ONNX model loads.
  */
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { NDArray } from '../../../ts/tensor';
@@ -114,4 +114,24 @@ test('a label file leading outside fails the load', async () => {
   symlinkSync(target, repo.path('m/labels.txt'));
   repo.write('m/1/model.js', MODEL);
   await expectRejects(served.triton.loadModel('m'), 'INVALID_ARG', /label_filename 'labels.txt'.*outside/);
+});
+
+test('a model directory that is a symbolic link staying inside the repository is a model (Triton stats through links)', async () => {
+  repo.config('.store/m', CONFIG);
+  repo.write('.store/m/1/model.js', MODEL);
+  symlinkSync('.store/m', repo.path('alias'));
+  await served.triton.loadModel('alias');
+  expect(await doubled('alias')).toBe(42);
+  expect(served.triton.repositoryIndex().map((e) => e.name)).toEqual(['alias']);
+});
+
+test('a model directory linking outside the repository is listed, and its load fails naming it and the rule; nothing outside runs', async () => {
+  writeFileSync(path.join(outside, 'config.pbtxt'), CONFIG);
+  mkdirSync(path.join(outside, '1'));
+  writeFileSync(path.join(outside, '1', 'model.js'), MODEL);
+  symlinkSync(outside, repo.path('ext'));
+  const e = await expectRejects(served.triton.loadModel('ext'), 'INVALID_ARG', RULE);
+  expect(e.message).toContain(`model 'ext': the model directory ${repo.path('ext')}`);
+  expect(globalThis.__outsideModelRan).toBe(false);
+  expect(served.triton.repositoryIndex().find((x) => x.name === 'ext')?.state).toBe('UNAVAILABLE');
 });

@@ -302,6 +302,27 @@ describe('instance groups', () => {
   });
 });
 
+describe('failed loads', () => {
+  test('a load failing after ONNX Runtime created its sessions frees them at once: their threads go without waiting for V8', async () => {
+    repo.onnx('m', 1, identityModel('FP32', [2]));
+    // The config contradicts the model: auto-complete's check fails once the sessions exist.
+    repo.config('m', `platform: "onnxruntime_onnx"\nmax_batch_size: 4
+      parameters { key: "intra_op_thread_count", value: { string_value: "2" } }
+      instance_group [ { count: 2, kind: KIND_CPU } ]
+      output [ { name: "OUTPUT0", data_type: TYPE_INT32, dims: [ 2 ] } ]`);
+    const base = getPriority();
+    const before = threadNices();
+    const triton = await serve({ controlMode: 'explicit' });
+    for (let i = 0; i < 5; i++) await expectRejects(triton.loadModel('m'), 'INVALID_ARG', "configuration expects datatype TYPE_INT32 for output 'OUTPUT0'");
+    // Each load made 2 sessions with an ONNX Runtime worker each (at the compute nice). Freed,
+    // they are joined before the load answers (the last ones' /proc entries may outlive the join
+    // by a moment). Left to the collector, all 10 are still there: it runs when the heap fills,
+    // which a loop reading /proc does within a second, but nothing here has done yet.
+    expect(newComputeThreads(before, base).length).toBeLessThanOrEqual(2);
+    await waitFor(() => newComputeThreads(before, base).length === 0, 'the failed loads\' compute threads to be gone');
+  });
+});
+
 describe('session parameters', () => {
   test('intra/inter-op thread counts and session.* entries are accepted and the model serves', async () => {
     repo.onnx('m', 1, identityModel('FP32', [2]));

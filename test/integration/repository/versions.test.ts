@@ -94,12 +94,22 @@ test('specific listing a version twice loads it once', async () => {
   expect(await servedBy('m')).toBe(2);
 });
 
-test('specific naming a version that is not on disk fails the load, naming the version', async () => {
+test('specific naming a version without its directory loads the others and logs Triton\'s line for it', async () => {
   versioned('m', 'version_policy { specific { versions: [ 2, 7 ] } }');
+  const served = await startRepoTriton(repo.root);
+  triton = served.triton;
+  expect(loadedVersions('m')).toEqual(['2']);
+  expect(await servedBy('m')).toBe(2);
+  expect(served.logs).toContain("infernode: version 7 is specified for model 'm', but the version directory is not present");
+});
+
+test('specific naming only versions without directories fails the load with Triton\'s text', async () => {
+  versioned('m', 'version_policy { specific { versions: [ 7, 8 ] } }');
   await serve();
-  expect(triton!.repositoryIndex()).toEqual([
-    { name: 'm', version: '', state: 'UNAVAILABLE', reason: expect.stringContaining("model 'm': version(s) 7 not found") },
-  ]);
+  expect(triton!.repositoryIndex()).toEqual([{
+    name: 'm', version: '', state: 'UNAVAILABLE',
+    reason: "at least one version must be available under the version policy of model 'm'",
+  }]);
 });
 
 test('latest { num_versions: 0 } is refused as a config error, not reported as missing versions', async () => {

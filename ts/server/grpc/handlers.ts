@@ -48,7 +48,7 @@ function unary(ctx: ServerContext, group: ApiGroup, fn: Handler) {
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
-/** The load API's parameters: `config` (JSON text) and `file:<version>/<name>` (bytes). */
+/** The load API's parameters: `config` (JSON text) and `file:<path>` (bytes). */
 function loadOverride(parameters: unknown): { config?: string; files?: Record<string, Buffer> } {
   const out: { config?: string; files?: Record<string, Buffer> } = {};
   for (const [key, p] of Object.entries((parameters ?? {}) as Record<string, Req>)) {

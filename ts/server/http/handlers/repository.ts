@@ -1,6 +1,6 @@
 /**
  * The model repository extension: `POST /v2/repository/index` (body `{"ready"?: bool}`),
- * `.../models/{m}/load` (body `{"parameters": {"config": "<JSON>", "file:<version>/<name>":
+ * `.../models/{m}/load` (body `{"parameters": {"config": "<JSON>", "file:<path>":
  * "<base64>"}}`) and `.../unload` (`{"parameters": {"unload_dependents": bool}}`). The
  * repository manager (ts/repository/) validates model names and file paths; this file only
  * translates the bodies.
@@ -44,7 +44,7 @@ export function loadOverride(params: Record<string, unknown>, model: string): Lo
       }
       (override.files ??= {})[key.slice(5)] = Buffer.from(value, 'base64');
     } else {
-      throw invalidArg(`failed to load '${model}', unknown parameter '${key}' (expected 'config' or 'file:<version>/<name>')`);
+      throw invalidArg(`failed to load '${model}', unknown parameter '${key}' (expected 'config' or 'file:<path>')`);
     }
   }
   return override;
