@@ -409,6 +409,11 @@ export interface Addon {
    * the execution providers it knows; for `infernode doctor`. UNAVAILABLE when it cannot be opened.
    */
   onnxRuntimeInfo(libraryPath: string): { version: string; providers: string[] };
+  /**
+   * Frees a handle's sessions now (a load that failed after making them); nothing for a handle a
+   * NativeModel took. Joins their ONNX Runtime threads on the calling thread.
+   */
+  releaseOnnxSessions(handle: object): void;
 }
 
 let addon: Addon | undefined;

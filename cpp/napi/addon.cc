@@ -69,6 +69,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
   exports.Set("loadOnnxModel", Napi::Function::New<LoadOnnxModel>(env, "loadOnnxModel"));
   exports.Set("onnxRuntimeInfo", Napi::Function::New<OnnxRuntimeInfo>(env, "onnxRuntimeInfo"));
+  exports.Set("releaseOnnxSessions", Napi::Function::New<ReleaseOnnxSessions>(env, "releaseOnnxSessions"));
   exports.Set("hash128", Napi::Function::New<Hash128Function>(env, "hash128"));
   exports.Set("loopTurns", Napi::Function::New<LoopTurnsFunction>(env, "loopTurns"));
   exports.Set("pinnedMemory", Napi::Function::New<PinnedMemory>(env, "pinnedMemory"));

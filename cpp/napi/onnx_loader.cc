@@ -160,6 +160,11 @@ Napi::Value OnnxRuntimeInfo(const Napi::CallbackInfo& info) {
   return out;
 }
 
+Napi::Value ReleaseOnnxSessions(const Napi::CallbackInfo& info) {
+  TakeOnnxSessions(info[0]);  // the sessions are freed with the vector it returns
+  return info.Env().Undefined();
+}
+
 std::vector<std::unique_ptr<OnnxSession>> TakeOnnxSessions(const Napi::Value& handle) {
   if (handle.IsArray()) {
     // One handle per instance group, in the config's order: the instances are numbered so.

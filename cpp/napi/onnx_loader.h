@@ -24,6 +24,12 @@ Napi::Value LoadOnnxModel(const Napi::CallbackInfo& info);
 // process's runtime) on the calling thread; for `infernode doctor`, not for the hot path.
 Napi::Value OnnxRuntimeInfo(const Napi::CallbackInfo& info);
 
+// releaseOnnxSessions(handle): frees a handle's sessions now, for a load that failed after they
+// were made (else they would wait for V8's collector, which does not see what they hold); does
+// nothing for a handle a NativeModel took. On the JS thread: freeing a session joins its ONNX
+// Runtime threads, a one-off on a failure path.
+Napi::Value ReleaseOnnxSessions(const Napi::CallbackInfo& info);
+
 // The sessions of a handle, or of an array of handles in order (moved out; none from a handle
 // taken already or from anything that is not a handle).
 std::vector<std::unique_ptr<OnnxSession>> TakeOnnxSessions(const Napi::Value& handle);

@@ -6,7 +6,6 @@
 import { availableParallelism } from 'node:os';
 import { native, type OnnxLoadOptions, type OnnxModelHandle, type TensorRtLoadOptions } from '../native';
 import { InferenceServerError } from '../errors';
-import type { NormalizedModelConfig } from '../config/normalize';
 
 import { locateOnnxRuntime, missingOnnxRuntimeHint, GPU_PROVIDERS_PACKAGE, GPU_PROVIDERS_VERSION } from './ort-library';
 
@@ -52,34 +51,9 @@ export interface OnnxEngine {
   release(): void;
 }
 
-/** A handle and how many sessions it holds. */
-interface LoadedHandle {
-  handle: object;
-  count: number;
-}
-
-/**
- * Frees a handle's sessions at once. The addon frees sessions only when a NativeModel that took
- * them stops (ModelScheduler::Stop releases its instances), and exposes no other release; so a
- * model without tensors, one CPU instance per session, takes them and stops before it ever
- * queues anything. A handle a model took already holds no session: the addon refuses it, and
- * there is nothing to free.
- */
-function freeSessions({ handle, count }: LoadedHandle): void {
-  const holder = { name: 'infernode-released-sessions', version: 0, maxBatchSize: 0, inputs: [], outputs: [],
-    instanceGroup: [{ count, kind: 'KIND_CPU' }] };
-  let model;
-  try {
-    model = new (native().NativeModel)(holder as unknown as NormalizedModelConfig, () => undefined, () => undefined, handle);
-  } catch {
-    return;
-  }
-  model.stop();
-}
-
-/** Frees the sessions of every handle (freeSessions), for a load that failed. */
-export function releaseOnnxHandles(handles: LoadedHandle[]): void {
-  for (const handle of handles) freeSessions(handle);
+/** Frees the sessions of every handle no model took, for a load that failed. */
+export function releaseOnnxHandles(handles: object[]): void {
+  for (const handle of handles) native().releaseOnnxSessions(handle);
 }
 
 /**
@@ -116,12 +90,10 @@ export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxEngine
   const gpuSessions = req.groups.reduce((n, g) => n + (g.gpus?.length ?? 0), 0);
   const loaded: (OnnxModelHandle | undefined)[] = [];
   // The sessions of the groups loaded so far, freed when a later group fails.
-  const counts: number[] = [];
-  const held = (): LoadedHandle[] => loaded.flatMap((h, i) => (h ? [{ handle: h.handle, count: counts[i] }] : []));
+  const held = (): object[] => loaded.flatMap((h) => (h ? [h.handle] : []));
   try {
     for (const [i, group] of req.groups.entries()) {
       if (!group.gpus) continue;
-      counts[i] = group.gpus.length;
       loaded[i] = await loadGpuGroup(req, group, req.groups.length > 1, (options) => load(group.gpus!.length, {
         ...base, ...onnxSessionDefaults({ ...req, instanceCount: gpuSessions }), ...options, deviceIds: group.gpus!,
       }));
@@ -130,7 +102,6 @@ export async function loadOnnxEngine(req: OnnxEngineRequest): Promise<OnnxEngine
     const cpuSessions = req.groups.reduce((n, g, i) => n + (loaded[i] ? 0 : g.count), 0);
     for (const [i, group] of req.groups.entries()) {
       if (loaded[i]) continue;
-      counts[i] = group.count;
       loaded[i] = await load(group.count, { ...base, ...onnxSessionDefaults({ ...req, instanceCount: cpuSessions }) });
     }
   } catch (err) {
