@@ -290,6 +290,22 @@ test('explicit mode: loading an ensemble loads its steps; unloading a step makes
   expect(values((await served.triton.infer('pipeline', { X: row(0, 0, 0, 0) })).Y)).toEqual([12, 12, 12, 12]);
 });
 
+test('a step model reloaded with a config that no longer fits makes the ensemble unavailable until one that fits is back (Triton reloads its dependents)', async () => {
+  linearPipeline();
+  served = await startRepoTriton(repo.root, { controlMode: 'explicit' });
+  await served.triton.loadModel('pipeline');
+  const state = (): string | undefined => served!.triton.repositoryIndex().find((e) => e.name === 'pipeline')?.state;
+  jsModel('double', ['IN'], 'return requests.map((r) => ({ OUT: Int32Array.from(r.data.IN.data, (v) => v * 2) }));', 'TYPE_INT32');
+  await served.triton.loadModel('double');
+  expect(state()).toBe('UNAVAILABLE');
+  await expectRejects(served.triton.infer('pipeline', { X: row(0, 0, 0, 0) }), 'UNAVAILABLE',
+    /ensemble 'pipeline' is not available: a step model changed and no longer fits it \(.*model 'double'\) expects INT32\)/);
+  jsModel('double', ['IN'], DOUBLE);
+  await served.triton.loadModel('double');
+  expect(state()).toBe('READY');
+  expect(values((await served.triton.infer('pipeline', { X: row(0, 0, 0, 0) })).Y)).toEqual([12, 12, 12, 12]);
+});
+
 test('unloading a step model while a request runs: that request finishes on it, later ones are UNAVAILABLE (Triton holds the step models per request)', async () => {
   jsModel('held', ['IN'], `
     const ev = globalThis.__ensembleEvents;

@@ -20,7 +20,7 @@ import { DEFAULT_MAX_QUEUED_RESPONSES, ResponseStream } from '../decoupled';
 import { NDArray, copyNDArray } from '../tensor';
 import { holdModel } from './holds';
 import { checkEnsembleRequest } from './request-check';
-import { stepLabel, type EnsemblePlan } from './validate';
+import { stepLabel, validateEnsemble, type EnsemblePlan } from './validate';
 
 /** Resolves a step's model when a request runs (version -1: the latest). */
 export type StepModelLookup = (name: string, version: number) => BoundModel;
@@ -129,6 +129,14 @@ function responseOutputs(tensors: Tensors, wanted: string[]): Record<string, NDA
 export class EnsembleModel extends BoundModel {
   readonly #plan: EnsemblePlan;
   readonly #lookup: StepModelLookup;
+  /**
+   * Per step, the config of the step model the DAG was last checked against. A step model
+   * reloaded or bound anew with another config is checked again before the ensemble uses it
+   * (#recheck), as Triton reloads the ensembles that depend on a model it reloads.
+   */
+  #checkedConfigs: NormalizedModelConfig[];
+  /** The failed recheck's error for the step configs it saw (the ensemble is unavailable), or null. */
+  #recheckFailure: { configs: NormalizedModelConfig[]; error: InferenceServerError } | null = null;
   readonly #gates: StepGate[];
   #pending = 0;
   #stopped = false;
@@ -146,6 +154,7 @@ export class EnsembleModel extends BoundModel {
       { kind: 'js', funcs: [], strict: false });
     this.#plan = plan;
     this.#lookup = lookup;
+    this.#checkedConfigs = config.ensembleScheduling!.steps.map((step) => lookup(step.modelName, step.modelVersion).config);
     const limit = config.ensembleScheduling!.maxInflightRequests;
     this.#gates = config.ensembleScheduling!.steps.map(() => new StepGate(limit));
   }
@@ -160,14 +169,49 @@ export class EnsembleModel extends BoundModel {
    */
   unavailableReason(): InferenceServerError | null {
     const steps = this.config.ensembleScheduling!.steps;
+    const models: BoundModel[] = [];
     for (let i = 0; i < steps.length; i++) {
       try {
-        this.#lookup(steps[i].modelName, steps[i].modelVersion);
+        models.push(this.#lookup(steps[i].modelName, steps[i].modelVersion));
       } catch (err) {
         return this.#stepUnavailable(i, err);
       }
     }
-    return null;
+    return this.#recheck(models);
+  }
+
+  /**
+   * When a step model now serving has another config than the DAG was checked against (it was
+   * reloaded, or a new version bound), checks the DAG again: a mismatch makes the ensemble
+   * unavailable with the reason (UNAVAILABLE), until a step model that fits serves again; so is
+   * a step that became decoupled or stopped being (the ensemble's own config would change: load
+   * it again). Null when the DAG fits the models serving.
+   */
+  #recheck(models: BoundModel[]): InferenceServerError | null {
+    const configs = models.map((m) => m.config);
+    if (configs.every((c, i) => c === this.#checkedConfigs[i])) return null;
+    const failed = this.#recheckFailure;
+    if (failed && configs.every((c, i) => c === failed.configs[i])) return failed.error;
+    let reason = '';
+    try {
+      const steps = this.config.ensembleScheduling!.steps;
+      const byStep = new Map(steps.map((step, i) => [`${step.modelName}@${step.modelVersion}`, configs[i]]));
+      const plan = validateEnsemble(this.config, (name, version) => byStep.get(`${name}@${version}`)!);
+      if (plan.decoupledSteps.some((d, i) => d !== this.#plan.decoupledSteps[i])) {
+        reason = 'a step model became decoupled or stopped being so; load the ensemble again';
+      }
+    } catch (err) {
+      reason = toInferenceServerError(err).message;
+    }
+    if (!reason) {
+      this.#checkedConfigs = configs;
+      this.#recheckFailure = null;
+      return null;
+    }
+    const error = new InferenceServerError('UNAVAILABLE', `ensemble '${this.name}' is not available: a step model ` +
+      `changed and no longer fits it (${reason}); load a step model that fits, or change the ensemble`);
+    this.#recheckFailure = { configs, error };
+    return error;
   }
 
   #stepUnavailable(i: number, err: unknown): InferenceServerError {
@@ -486,6 +530,8 @@ export class EnsembleModel extends BoundModel {
         return this.#stepUnavailable(i, err);
       }
     }
+    const changed = this.#recheck(models);
+    if (changed) return changed;
     const releases = [...new Set(models)].map(holdModel);
     return { models, release: () => { for (const release of releases) release(); } };
   }
