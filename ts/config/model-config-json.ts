@@ -31,7 +31,7 @@ function inputJson(t: NormalizedTensor): ProtoJsonObject {
     optional: t.optional,
     is_non_linear_format_io: t.isNonLinearFormatIo ?? false,
   };
-  if (t.reshape) out.reshape = { shape: [...t.reshape] };
+  if (t.reshape && !t.scalar) out.reshape = { shape: [...t.reshape] };
   return out;
 }
 
@@ -44,7 +44,7 @@ function outputJson(t: NormalizedTensor): ProtoJsonObject {
     is_shape_tensor: t.isShapeTensor ?? false,
     is_non_linear_format_io: t.isNonLinearFormatIo ?? false,
   };
-  if (t.reshape) out.reshape = { shape: [...t.reshape] };
+  if (t.reshape && !t.scalar) out.reshape = { shape: [...t.reshape] };
   return out;
 }
 

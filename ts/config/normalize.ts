@@ -27,6 +27,11 @@ export interface NormalizedTensor {
   format?: 'FORMAT_NONE' | 'FORMAT_NHWC' | 'FORMAT_NCHW';
   /** The shape the backend sees (`reshape { shape }`); absent when the config has no reshape. */
   reshape?: number[];
+  /**
+   * An ONNX scalar (rank 0) served with dims of 1s by a model that does not batch: `reshape` is
+   * [] for the engine only, and the served config prints no reshape (as Triton's backend does it).
+   */
+  scalar?: boolean;
   /** Always false when set: shape tensors belong to TensorRT, which infernode does not serve. */
   isShapeTensor?: boolean;
   isNonLinearFormatIo?: boolean;

@@ -9,6 +9,7 @@
  */
 import { invalidArg } from '../errors';
 import type { OnnxTensorInfo } from '../native';
+import type { NormalizedModelConfig, NormalizedTensor } from '../config/normalize';
 
 /** Triton's `--backend-config=default-max-batch-size` default. */
 export const DEFAULT_MAX_BATCH_SIZE = 4;
@@ -58,6 +59,13 @@ function checkDims(model: string, name: string, modelDims: number[], dims: numbe
     throw invalidArg(`model '${model}', tensor '${name}': for the model to support batching the shape should have at least 1 ` +
       `dimension and the first dimension must be -1; but shape expected by the model is ${shape(modelDims)}`);
   }
+  if (!batching && modelDims.length === 0) {
+    // A scalar (rank 0) in a model that does not batch: served as dims of 1s (onnxruntime
+    // backend's ValidateInputs / ValidateOutputs), fed to ONNX Runtime as rank 0.
+    if (dims.every((d) => d === 1)) return;
+    throw invalidArg(`unable to load model '${model}', scalar tensor '${name}', should only provide 1 in the model ` +
+      `configuration when the model doesn't support batching. Model configuration provided: ${shape(dims)}.`);
+  }
   const full = batching ? [-1, ...dims] : dims;
   const fits = full.length === modelDims.length && full.every((d, i) => modelDims[i] === -1 || d === -1 || d === modelDims[i]);
   if (fits) return;
@@ -102,8 +110,30 @@ function completeMaxBatch(model: string, out: RawModelConfig, inputs: OnnxTensor
   if (Number(out.max_batch_size) > 1 && !scheduled) out.dynamic_batching = {};
 }
 
+/** Config tensors for the model's, as AutoCompleteIO writes them: a scalar gets dims [1] (a model with one cannot batch). */
 function fromModel(tensors: OnnxTensorInfo[], batching: boolean): ConfigTensor[] {
-  return tensors.map((t) => ({ name: t.name, data_type: tritonType(t.dtype), dims: batching ? t.dims.slice(1) : t.dims }));
+  return tensors.map((t) => ({
+    name: t.name, data_type: tritonType(t.dtype), dims: t.dims.length === 0 ? [1] : batching ? t.dims.slice(1) : t.dims,
+  }));
+}
+
+/**
+ * Marks the tensors a model that does not batch has as scalars (rank 0) and the config serves
+ * with dims of 1s: the engine sees them through an empty reshape (it feeds and reads rank 0),
+ * which the served config does not print (Triton's config has none: its backend does this).
+ */
+export function markScalarTensors(config: NormalizedModelConfig, inputs: OnnxTensorInfo[], outputs: OnnxTensorInfo[]): void {
+  if (config.maxBatchSize > 0) return;
+  const mark = (tensors: NormalizedTensor[], model: OnnxTensorInfo[]): void => {
+    for (const t of tensors) {
+      if (t.reshape === undefined && model.find((m) => m.name === t.name)?.dims.length === 0) {
+        t.reshape = [];
+        t.scalar = true;
+      }
+    }
+  };
+  mark(config.inputs, inputs);
+  mark(config.outputs, outputs);
 }
 
 /** A tensor the sequence batcher feeds (an input) or takes (an output), with the datatype the config gives it. */

@@ -12,7 +12,7 @@ import type { NormalizedInstanceGroup, NormalizedModelConfig } from '../config/n
 import { loadOnnxEngine, type OnnxEngine, type OnnxSessionGroup } from '../engines/onnx';
 import { native, type RateLimiter, type TensorRtLoadOptions } from '../native';
 import { warmUp, type WarmupLog } from '../warmup';
-import { autoCompleteOnnxConfig, castTensors, type RawModelConfig } from './autocomplete';
+import { autoCompleteOnnxConfig, castTensors, markScalarTensors, type RawModelConfig } from './autocomplete';
 import { precheckModelConfig, precheckRawConfig, readRawConfig, normalizeRawConfig } from './config-source';
 import { loadJsModel } from './js-model';
 import { checkFileInside } from './model-files';
@@ -225,6 +225,7 @@ function onnxModel(
 ): BoundModel {
   const completed = autoCompleteOnnxConfig(dir.name, { backend: 'onnxruntime', ...raw }, engine.inputs, engine.outputs);
   const config = normalize(completed, dir, version, options);
+  markScalarTensors(config, engine.inputs, engine.outputs);
   const onCpu = engine.providers.map((p) => p === 'CPU');
   const cast = castTensors(completed, engine.inputs, engine.outputs);
   if (cast.length > 0) {

@@ -7,7 +7,7 @@ import { toModelConfigJson } from '../../../ts/config/model-config-json';
 import { NDArray } from '../../../ts/tensor';
 import { addSubModel, identityModel } from '../../../ts/tools/onnx';
 import { expectRejects } from '../helpers';
-import { TempRepo, fixedIdentityModel, startRepoTriton, type Served } from './repo-helpers';
+import { TempRepo, fixedIdentityModel, scalarModel, startRepoTriton, type Served } from './repo-helpers';
 
 let repo: TempRepo;
 
@@ -122,6 +122,44 @@ test('max_batch_size 0 on a batchable model: with its inputs and outputs listed 
     }
     const completed = triton.model('completed').config;
     expect([completed.maxBatchSize, completed.inputs[0].dims, completed.dynamicBatching !== null]).toEqual([4, [3], true]);
+  } finally {
+    await triton.stop();
+  }
+});
+
+test('scalar (rank 0) tensors: served with dims [1] in a model that does not batch, fed and answered as scalars', async () => {
+  repo.onnx('scalar', 1, scalarModel(3));  // no config: auto-completed
+  repo.onnx('declared', 1, scalarModel(5));
+  repo.config('declared', `max_batch_size: 0
+    input [ { name: "X", data_type: TYPE_FP32, dims: [ 1 ] }, { name: "W", data_type: TYPE_FP32, dims: [ 1, 1 ] },
+      { name: "V", data_type: TYPE_FP32, dims: [ 3 ] } ]
+    output [ { name: "Y", data_type: TYPE_FP32, dims: [ 1 ] } ]`);
+  repo.onnx('wrong', 1, scalarModel(1));
+  repo.config('wrong', `input [ { name: "X", data_type: TYPE_FP32, dims: [ 2 ] }, { name: "W", data_type: TYPE_FP32, dims: [ 1 ] },
+      { name: "V", data_type: TYPE_FP32, dims: [ 3 ] } ]
+    output [ { name: "Y", data_type: TYPE_FP32, dims: [ 1 ] } ]`);
+  const { triton } = await startRepoTriton(repo.root);
+  try {
+    const json = toModelConfigJson(triton.model('scalar').config);
+    expect(json.max_batch_size).toBe(0);
+    expect(json.input).toEqual([
+      expect.objectContaining({ name: 'X', dims: [1] }), expect.objectContaining({ name: 'W', dims: [1] }),
+      expect.objectContaining({ name: 'V', dims: [3] }),
+    ]);
+    expect((json.input as { reshape?: unknown }[]).every((t) => t.reshape === undefined)).toBe(true);  // as Triton prints it
+    const v = new NDArray('FP32', [3], Float32Array.of(1, 2, 3));
+    const out = await triton.infer('scalar', { X: new NDArray('FP32', [1], Float32Array.of(2)), W: new NDArray('FP32', [1], Float32Array.of(0.5)), V: v });
+    expect([out.Y.shape, Array.from(out.Y.data as Float32Array)]).toEqual([[1], [6.5]]);
+    expect(Array.from(out.V2.data as Float32Array)).toEqual([1, 2, 3]);
+    const declared = await triton.infer('declared', {
+      X: new NDArray('FP32', [1], Float32Array.of(2)), W: new NDArray('FP32', [1, 1], Float32Array.of(1)), V: v,
+    });
+    expect([declared.Y.shape, Array.from(declared.Y.data as Float32Array)]).toEqual([[1], [11]]);
+    expect(triton.repositoryIndex().find((e) => e.name === 'wrong')).toMatchObject({
+      state: 'UNAVAILABLE',
+      reason: expect.stringContaining("unable to load model 'wrong', scalar tensor 'X', should only provide 1 in the model " +
+        "configuration when the model doesn't support batching. Model configuration provided: [2]."),
+    });
   } finally {
     await triton.stop();
   }

@@ -117,6 +117,29 @@ export function addConstModel(value: number, width = 4): Buffer {
 }
 
 /**
+ * Scalars (rank 0): Y = X · `factor` + W, where X and W are FP32 scalars and V ([3]) is passed
+ * through as V2; the model cannot batch (a scalar has no batch dimension).
+ */
+export function scalarModel(factor: number): Buffer {
+  return encodeModel({
+    graph: {
+      name: `scalar_${factor}`,
+      nodes: [
+        { opType: 'Mul', inputs: ['X', 'F'], outputs: ['XF'] },
+        { opType: 'Add', inputs: ['XF', 'W'], outputs: ['Y'] },
+        { opType: 'Identity', inputs: ['V'], outputs: ['V2'] },
+      ],
+      initializers: [fp32Tensor('F', [], [factor])],
+      inputs: [
+        { name: 'X', elemType: ElemType.FLOAT, dims: [] }, { name: 'W', elemType: ElemType.FLOAT, dims: [] },
+        { name: 'V', elemType: ElemType.FLOAT, dims: [3] },
+      ],
+      outputs: [{ name: 'Y', elemType: ElemType.FLOAT, dims: [] }, { name: 'V2', elemType: ElemType.FLOAT, dims: [3] }],
+    },
+  });
+}
+
+/**
  * A model that takes measurable time per run: OUTPUT0 = INPUT0 + `value` ([batch, n, n]), and
  * BUSY = INPUT0 multiplied by itself `reps` times (matrix products per row), so a run costs
  * about reps·n³ multiply-adds per request row.
