@@ -23,6 +23,12 @@ export interface DecoupledSink {
   end(index: number, error: InferenceServerError | null): void;
   /** True once request `index` was cancelled or ended: send nothing more. */
   closed(index: number): boolean;
+  /**
+   * Resolves once request `index`'s reader has room for another response, for a reader that
+   * asked to hold the model back rather than be cancelled (StreamOptions.waitForReader);
+   * undefined when there is room now. The driver awaits it before taking the next response.
+   */
+  ready?(index: number): Promise<void> | undefined;
 }
 
 type AnyIterator = Iterator<unknown> | AsyncIterator<unknown>;
@@ -55,7 +61,11 @@ async function driveOne(iterator: AnyIterator, index: number, sink: DecoupledSin
       }
       const step = await iterator.next();
       if (step.done) break;
-      if (!sink.closed(index)) sink.send(index, step.value);
+      if (!sink.closed(index)) {
+        sink.send(index, step.value);
+        const room = sink.ready?.(index);
+        if (room) await room;
+      }
     }
     sink.end(index, null);
   } catch (err) {
@@ -83,6 +93,8 @@ async function driveBatch(iterator: AnyIterator, count: number, sink: DecoupledS
       list.forEach((outputs, i) => {
         if (outputs !== null && outputs !== undefined && !sink.closed(i)) sink.send(i, outputs);
       });
+      const rooms = all.map((i) => sink.ready?.(i)).filter((room) => room !== undefined);
+      if (rooms.length > 0) await Promise.all(rooms);
     }
     for (const i of all) sink.end(i, null);
   } catch (err) {
@@ -158,20 +170,48 @@ export const DEFAULT_MAX_QUEUED_RESPONSES = 1024;
  * The responses of one decoupled request as an async iterator: each item is one response's
  * outputs; iteration ends after the final response, or throws the request's error. The queue of
  * responses not yet read is bounded: `push` returns false past the bound (the caller then
- * cancels the request). Ending the iteration early (`break`, `return()`) cancels the request.
+ * cancels the request), unless the stream waits for its reader (`waitForReader`): then a
+ * producer that awaits `room()` after each push is held back at the bound instead. Ending the
+ * iteration early (`break`, `return()`) cancels the request.
  */
 export class ResponseStream implements AsyncIterableIterator<Record<string, NDArray>> {
   readonly #queue: Record<string, NDArray>[] = [];
   /** Responses held for the reader at most. */
   readonly maxQueued: number;
+  /** A full queue holds the producer back (room()) rather than failing the request. */
+  readonly waitForReader: boolean;
   readonly #onReturn: () => void;
   #error: InferenceServerError | null = null;
   #ended = false;
   #waiter: { resolve: (r: IteratorResult<Record<string, NDArray>>) => void; reject: (e: unknown) => void } | null = null;
+  /** The producer waiting for room (waitForReader), woken when the reader takes a response or the stream closes. */
+  #roomWaiter: (() => void) | null = null;
 
-  constructor(maxQueued: number, onReturn: () => void) {
+  constructor(maxQueued: number, onReturn: () => void, waitForReader = false) {
     this.maxQueued = maxQueued;
     this.#onReturn = onReturn;
+    this.waitForReader = waitForReader;
+  }
+
+  /**
+   * For a stream that waits for its reader: a promise resolved once the queue is below
+   * `maxQueued` again (or the stream closed); undefined when it is below now.
+   */
+  room(): Promise<void> | undefined {
+    if (!this.waitForReader || this.closed || this.#queue.length < this.maxQueued) return undefined;
+    return new Promise((resolve) => {
+      const previous = this.#roomWaiter;
+      this.#roomWaiter = () => {
+        previous?.();
+        resolve();
+      };
+    });
+  }
+
+  #wakeProducer(): void {
+    const wake = this.#roomWaiter;
+    this.#roomWaiter = null;
+    wake?.();
   }
 
   /** True once the stream ended or failed: nothing more is delivered. */
@@ -188,7 +228,9 @@ export class ResponseStream implements AsyncIterableIterator<Record<string, NDAr
       waiter.resolve({ value: outputs, done: false });
       return true;
     }
-    if (this.#queue.length >= this.maxQueued) return false;
+    // A stream that waits for its reader takes one past the bound: its producer awaits room()
+    // before the next (a response sender, which cannot wait, is still refused past twice it).
+    if (this.#queue.length >= (this.waitForReader ? 2 * this.maxQueued : this.maxQueued)) return false;
     this.#queue.push(outputs);
     return true;
   }
@@ -208,6 +250,7 @@ export class ResponseStream implements AsyncIterableIterator<Record<string, NDAr
   }
 
   #wake(): void {
+    this.#wakeProducer();
     if (!this.#waiter || this.#queue.length > 0) return;
     const waiter = this.#waiter;
     this.#waiter = null;
@@ -216,7 +259,11 @@ export class ResponseStream implements AsyncIterableIterator<Record<string, NDAr
   }
 
   next(): Promise<IteratorResult<Record<string, NDArray>>> {
-    if (this.#queue.length > 0) return Promise.resolve({ value: this.#queue.shift()!, done: false });
+    if (this.#queue.length > 0) {
+      const value = this.#queue.shift()!;
+      if (this.#queue.length < this.maxQueued) this.#wakeProducer();
+      return Promise.resolve({ value, done: false });
+    }
     if (this.#error) return Promise.reject(this.#error);
     if (this.#ended) return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve, reject) => { this.#waiter = { resolve, reject }; });
@@ -228,6 +275,7 @@ export class ResponseStream implements AsyncIterableIterator<Record<string, NDAr
     this.#queue.length = 0;
     this.#ended = true;
     this.#error = null;
+    this.#wakeProducer();
     return Promise.resolve({ value: undefined, done: true });
   }
 

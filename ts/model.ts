@@ -89,6 +89,13 @@ export interface StreamOptions extends InferOptions {
    * cancelled with UNAVAILABLE, so a slow reader cannot make the server buffer without bound.
    */
   maxQueuedResponses?: number;
+  /**
+   * A reader `maxQueuedResponses` behind holds the model's generator back until it takes a
+   * response, instead of the request being cancelled (default false). The generator runs apart
+   * from the model's instances (they take other requests meanwhile); a callable answering
+   * through `request.responseSender`, which cannot wait, is still cancelled past twice the bound.
+   */
+  waitForReader?: boolean;
 }
 
 /**
@@ -267,7 +274,7 @@ export class BoundModel {
   inferStream(inputs: ModelInputs, options: StreamOptions = {}): ResponseStream {
     const id = nextRequestId++;
     const maxQueued = options.maxQueuedResponses ?? DEFAULT_MAX_QUEUED_RESPONSES;
-    const stream = new ResponseStream(maxQueued, () => this.#cancel(id));
+    const stream = new ResponseStream(maxQueued, () => this.#cancel(id), options.waitForReader === true);
     if (!Number.isSafeInteger(maxQueued) || maxQueued < 1) {
       stream.fail(invalidArg(`maxQueuedResponses must be an integer >= 1, got ${String(maxQueued)}`));
       return stream;
@@ -636,6 +643,7 @@ export class BoundModel {
         if (executed) this.#finishOpen(entry, error);
       },
       closed: (i) => ended[i] !== undefined || (entries[i]?.settled ?? true),
+      ready: (i) => entries[i]?.stream?.room(),
     };
     entries.forEach((entry, i) => {
       requests[i].responseSender = new ResponseSender(sink, i);

@@ -180,6 +180,26 @@ describe('cancellation', () => {
     await next.return!();
   });
 
+  test('waitForReader: a reader behind maxQueuedResponses holds the generator back instead; every response arrives', async () => {
+    let produced = 0;
+    const t = await bindStreamer(function* (requests) {
+      for (let k = 0; k < 50; k++) {
+        produced++;
+        yield requests.map(() => ({ OUT: f32(k) }));
+      }
+    });
+    const stream = t.inferStream('streamer', { IN: f32(0) }, { maxQueuedResponses: 4, waitForReader: true });
+    const values: number[] = [];
+    let lead = 0;
+    for await (const outputs of stream) {
+      values.push(valueOf(outputs));
+      lead = Math.max(lead, produced - values.length);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    expect(values).toEqual(Array.from({ length: 50 }, (_, k) => k));
+    expect(lead).toBeLessThanOrEqual(6);  // the 4 queued, one being handed over, one in the generator's hand
+  });
+
   test('a reader that falls behind maxQueuedResponses gets UNAVAILABLE, and the generator stops', async () => {
     let produced = 0;
     const t = await bindStreamer(function* (requests) {

@@ -136,6 +136,42 @@ test('a step after the decoupled one that fails ends the request at once: no lat
   expect(triton.model('checked').stats().fail.count).toBe(1);
 });
 
+test('max_inflight_requests holds a fast decoupled step back: its generator runs at most a few responses ahead of a slow next step, and every response arrives', async () => {
+  triton = inProcessTriton();
+  let yielded = 0;
+  let consumed = 0;
+  let lead = 0;
+  function* burst(requests: Request[]): Generator<ResponseOutputs[]> {
+    for (let k = 0; k < 200; k++) {
+      yielded++;
+      lead = Math.max(lead, yielded - consumed);
+      yield requests.map(() => ({ OUT: new Float32Array([k]) }));
+    }
+  }
+  const slow = async (requests: Request[]): Promise<ResponseOutputs[]> => {
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    consumed += requests.length;
+    return requests.map((r) => ({ OUT: new Float32Array([valueOf(r.data.IN)]) }));
+  };
+  triton.bind({ modelName: 'burst', inferFunc: burst as never, inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 1, decoupled: true } });
+  triton.bind({ modelName: 'slow', inferFunc: slow, inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 1 } });
+  triton.bind({
+    modelName: 'held', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 1, ensembleScheduling: { maxInflightRequests: 2, step: [
+      { modelName: 'burst', inputMap: { IN: 'X' }, outputMap: { OUT: 'G' } },
+      { modelName: 'slow', inputMap: { IN: 'G' }, outputMap: { OUT: 'Y' } },
+    ] } },
+  });
+  await triton.run();
+  const got: number[] = [];
+  for await (const r of triton.inferStream('held', { X: fp32(0) })) got.push(valueOf(r.Y));
+  expect(got).toHaveLength(200);
+  expect(new Set(got).size).toBe(200);
+  // Two continuations running, two responses queued, one in hand: without the hold the
+  // generator yields all 200 before the slow step has run once.
+  expect(lead).toBeLessThanOrEqual(6);
+});
+
 test("leaving the ensemble's stream early stops the decoupled step's generator", async () => {
   triton = inProcessTriton();
   bindPipeline(triton);

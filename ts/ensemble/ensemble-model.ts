@@ -305,13 +305,29 @@ export class EnsembleModel extends BoundModel {
     flow.emit(responseOutputs(tensors, flow.wanted));
   }
 
-  /** Runs decoupled step `i`: each of its responses continues the DAG in a flow of its own. */
+  /**
+   * Runs decoupled step `i`: each of its responses continues the DAG in a flow of its own. With
+   * max_inflight_requests N, at most N of this step's continuations run at once and at most N
+   * responses wait to be read: the step's generator is held back meanwhile (waitForReader), as
+   * Triton's StepInflightRequestLimiter blocks a decoupled step's producer, so memory stays
+   * bounded however fast the step answers.
+   */
   async #fork(i: number, tensors: Tensors, done: Set<number>, flow: Flow): Promise<void> {
     const step = this.config.ensembleScheduling!.steps[i];
+    const window = this.config.ensembleScheduling!.maxInflightRequests;
     const responses = flow.models[i].inferStream(this.#stepInputs(i, tensors), {
-      ...this.#stepOptions(flow.options, flow.signal, step.outputMap), maxQueuedResponses: DEFAULT_MAX_QUEUED_RESPONSES,
+      ...this.#stepOptions(flow.options, flow.signal, step.outputMap),
+      maxQueuedResponses: window > 0 ? window : DEFAULT_MAX_QUEUED_RESPONSES, waitForReader: window > 0,
     });
     const continuations: Promise<void>[] = [];
+    let running = 0;
+    let freed: (() => void) | null = null;
+    const finished = (): void => {
+      running--;
+      const wake = freed;
+      freed = null;
+      wake?.();
+    };
     try {
       for await (const outputs of responses) {
         if (flow.signal.aborted) break;
@@ -321,6 +337,12 @@ export class EnsembleModel extends BoundModel {
         // A continuation that fails ends the request now, not once this step's stream ends.
         continuation.catch((err: unknown) => flow.fail(err));
         continuations.push(continuation);
+        if (window === 0) continue;
+        running++;
+        continuation.then(finished, finished);
+        // The next response is read only when a continuation has finished: until then the
+        // step's stream fills to `window` and its generator waits.
+        while (running >= window) await new Promise<void>((resolve) => { freed = resolve; });
       }
     } catch (err) {
       const e = toInferenceServerError(err);
