@@ -290,6 +290,16 @@ test('explicit mode: loading an ensemble loads its steps; unloading a step makes
   expect(values((await served.triton.infer('pipeline', { X: row(0, 0, 0, 0) })).Y)).toEqual([12, 12, 12, 12]);
 });
 
+test('explicit mode: loading an unavailable ensemble again (its files unchanged) loads its step that is not serving', async () => {
+  linearPipeline();
+  served = await startRepoTriton(repo.root, { controlMode: 'explicit' });
+  await served.triton.loadModel('pipeline');
+  await served.triton.unloadModel('double');
+  await served.triton.loadModel('pipeline');
+  expect(Object.fromEntries(served.triton.repositoryIndex().map((e) => [e.name, e.state]))).toMatchObject({ double: 'READY', pipeline: 'READY' });
+  expect(values((await served.triton.infer('pipeline', { X: row(0, 0, 0, 0) })).Y)).toEqual([12, 12, 12, 12]);
+});
+
 test('a step model reloaded with a config that no longer fits makes the ensemble unavailable until one that fits is back (Triton reloads its dependents)', async () => {
   linearPipeline();
   served = await startRepoTriton(repo.root, { controlMode: 'explicit' });

@@ -313,8 +313,11 @@ export class ModelRepositoryManager {
     const print = modelPrint(dir);
     const seen = print.whole;
     // An explicit load of a model whose files did not change since it loaded does nothing
-    // (Triton: InitializeModelInfo finds it unmodified). A load with a config, or after one, does.
-    if (config === undefined && record.serving?.print.whole === seen && record.reason === '' && previousDir.dir === dir.dir) {
+    // (Triton: InitializeModelInfo finds it unmodified). A load with a config, or after one, does;
+    // so does one of an ensemble (no sessions to keep), which also loads its steps not serving
+    // and checks the DAG against them again: the way out of an unavailable ensemble.
+    const ensemble = [...previous.values()].some((v) => v.model instanceof EnsembleModel);
+    if (config === undefined && !ensemble && record.serving?.print.whole === seen && record.reason === '' && previousDir.dir === dir.dir) {
       return null;
     }
     if (previous.size === 0) record.state = 'LOADING';
