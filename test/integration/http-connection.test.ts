@@ -169,6 +169,16 @@ test('the HTTP client: generateStream sockets count against maxSockets with the 
   await client.close();
 });
 
+test('the HTTP client: a generateStream node:http refuses at once (a bad header) gives its maxSockets place back', async () => {
+  const { port } = await listen(echoServer());
+  const client = new HttpInferenceServerClient(`127.0.0.1:${port}`, { maxSockets: 1 });
+  for (let i = 0; i < 3; i++) {
+    await expect(client.generateStream('m', { text: 'x' }, { headers: { 'x-bad': 'a\nb' } }).next()).rejects.toThrow(/Invalid character/);
+  }
+  expect(await client.isServerLive({ timeoutMs: 2000 })).toBe(true);
+  await client.close();
+});
+
 test('closing fails the calls in flight and those waiting with the error given', async () => {
   const { port } = await listen(echoServer(10_000));
   const p = pool(port, 1);

@@ -189,7 +189,14 @@ export class HttpTransport {
       release();
       throw new ClientClosedError();
     }
-    return this.#openReserved(request, request.timeoutMs - (performance.now() - started), failure, release);
+    try {
+      return await this.#openReserved(request, request.timeoutMs - (performance.now() - started), failure, release);
+    } catch (err) {
+      // node:http throws at once for a header it refuses (a line break in a value): the place
+      // must come back, or each such call would take one of maxSockets for good.
+      release();
+      throw err;
+    }
   }
 
   #openReserved(request: TransportRequest, remainingMs: number, failure: (why: 'timeout' | 'abort') => Error,
