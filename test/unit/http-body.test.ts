@@ -1,7 +1,7 @@
 /**
  * Request bodies assembled from the pieces Node hands over (ts/server/http/body.ts): whatever the
  * framing and piece sizes, the body comes back byte for byte with byte `alignAt` on an 8-byte
- * boundary, and a chunked body's pieces count against Triton's 65,536-chunk cap.
+ * boundary, and a chunked body's small pieces count against Triton's 65,536-chunk cap.
  */
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
@@ -75,6 +75,14 @@ describe("Triton's chunk cap", () => {
       code: 'INVALID_ARG',
       message: 'Chunked request body exceeds maximum of 65536 non-empty chunks. Send fewer or larger HTTP chunks.',
     });
+  });
+
+  test('one large chunk arriving in TCP-segment-sized reads is not refused, however many reads it takes', async () => {
+    // 66,000 reads of 1,448 bytes (~95 MB): Node cannot tell them from chunks; they are not small.
+    const segment = Buffer.alloc(1448, 7);
+    const pieces = Array.from({ length: MAX_CHUNKED_CHUNKS + 464 }, () => segment);
+    const got = await readBody(request(pieces, true), 128 << 20);
+    expect(got.length).toBe(pieces.length * segment.length);
   });
 
   test('pieces of a Content-Length body are not chunks', async () => {

@@ -78,6 +78,15 @@ function aligned(data: Buffer, alignAt: number): Buffer {
 /** Triton's cap on the non-empty chunks of a chunked body (http_server.cc kMaxChunkedChunks). */
 export const MAX_CHUNKED_CHUNKS = 1 << 16;
 
+/**
+ * Pieces of a chunked body this small count against MAX_CHUNKED_CHUNKS. Node hands a body over
+ * per chunk and per socket read, with no chunk boundaries: a large chunk arrives as read-sized
+ * pieces (a TCP segment's 1,448 bytes at least, on a real link), which must not count, or one
+ * big chunk would pass the cap at ~95 MB; small chunks, what the cap is about, arrive as small
+ * pieces and count as in Triton.
+ */
+export const COUNTED_PIECE_BYTES = 1024;
+
 function tooManyChunks(): InferenceServerError {
   return invalidArg(`Chunked request body exceeds maximum of ${MAX_CHUNKED_CHUNKS} non-empty chunks. ` +
     'Send fewer or larger HTTP chunks.');
@@ -164,8 +173,8 @@ export async function readBody(req: IncomingMessage, max: number, alignAt = 0): 
 function collect(req: IncomingMessage, max: number, declared: number | null, alignAt: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const body = new BodyBuffer(alignAt, declared, max);
-    // A chunked body's pieces count against Triton's chunk cap: Node hands over one per chunk,
-    // and one more for each chunk that straddles a socket read (docs/http.md, "Limits").
+    // A chunked body's small pieces count against Triton's chunk cap (COUNTED_PIECE_BYTES;
+    // docs/http.md, "Limits").
     const chunked = declared === null && req.headers['transfer-encoding'] !== undefined;
     let pieces = 0;
     let finished = false;
@@ -183,7 +192,7 @@ function collect(req: IncomingMessage, max: number, declared: number | null, ali
     };
     const onData = (chunk: Buffer): void => {
       if (body.length + chunk.length > max) return refuse(tooLarge(req, `more than ${max}`, max));
-      if (chunked && ++pieces > MAX_CHUNKED_CHUNKS) return refuse(tooManyChunks());
+      if (chunked && chunk.length < COUNTED_PIECE_BYTES && ++pieces > MAX_CHUNKED_CHUNKS) return refuse(tooManyChunks());
       body.add(chunk);
     };
     const onEnd = (): void => {
