@@ -172,6 +172,17 @@ test('max_inflight_requests holds a fast decoupled step back: its generator runs
   expect(lead).toBeLessThanOrEqual(6);
 });
 
+test('a stopped decoupled ensemble refuses new streams, as a stopped model does, and runs no step', async () => {
+  triton = inProcessTriton();
+  bindPipeline(triton);
+  await triton.run();
+  const ensemble = triton.model('fan_out');
+  await ensemble.stop();
+  const stream = ensemble.inferStream({ X: fp32(2) });
+  await expectRejects(stream.next(), 'UNAVAILABLE', "model 'fan_out' is not ready: it was stopped");
+  expect(events.started).toBe(0);
+});
+
 test("leaving the ensemble's stream early stops the decoupled step's generator", async () => {
   triton = inProcessTriton();
   bindPipeline(triton);

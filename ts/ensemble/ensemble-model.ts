@@ -233,6 +233,10 @@ export class EnsembleModel extends BoundModel {
       stream.fail(new InferenceServerError('UNSUPPORTED', `ensemble '${this.name}' is not decoupled: call infer()`));
       return stream;
     }
+    if (this.#stopped) {
+      stream.fail(new InferenceServerError('UNAVAILABLE', `model '${this.name}' is not ready: it was stopped`));
+      return stream;
+    }
     const prepared = this.#prepare(inputs, options);
     if (prepared instanceof InferenceServerError) {
       stream.fail(prepared);
