@@ -93,6 +93,8 @@ export class ModelRepositoryManager {
   readonly #logError: (line: string) => void;
   #timer: NodeJS.Timeout | null = null;
   #stopped = false;
+  /** The repositories the last scan could not read, and why (#scan logs changes only). */
+  #unreadableLogged = new Map<string, string>();
 
   constructor(registry: ModelRegistry, options: RepositoryOptions) {
     this.#registry = registry;
@@ -224,9 +226,14 @@ export class ModelRepositoryManager {
   /** The repositories' models; one that cannot be listed is logged (Triton's text) and skipped. */
   #scan(): RepositoryScan {
     const scan = scanRepositories(this.#options.repositories);
+    // Logged when a repository becomes unreadable (or its reason changes), not at every scan:
+    // the index, loads and polls all scan, and a client polling the index would flood the log.
     for (const [repository, why] of scan.unreadable) {
-      this.#logError(`infernode: failed to poll model repository '${repository}': ${why}`);
+      if (this.#unreadableLogged.get(repository) !== why) {
+        this.#logError(`infernode: failed to poll model repository '${repository}': ${why}`);
+      }
     }
+    this.#unreadableLogged = new Map(scan.unreadable);
     return scan;
   }
 
