@@ -211,6 +211,12 @@ describe('Triton URLs (PyTriton rules)', () => {
     expect(parseTritonUrl('localhost')).toMatchObject({ scheme: 'http', hostname: 'localhost', port: 8000, url: 'http://localhost:8000' });
     expect(parseTritonUrl('http://h:9000/x')).toMatchObject({ scheme: 'http', port: 9000, url: 'http://h:9000' });
     expect(parseTritonUrl('grpc://h')).toMatchObject({ scheme: 'grpc', port: 8001, url: 'grpc://h:8001' });
+    // Port 80, http's default, is kept as written (URL would drop it).
+    expect(parseTritonUrl('http://h:80')).toMatchObject({ port: 80, url: 'http://h:80' });
+    expect(parseTritonUrl('grpc://h:80/')).toMatchObject({ port: 80, url: 'grpc://h:80' });
+    expect(parseTritonUrl('h:80')).toMatchObject({ port: 80, url: 'http://h:80' });
+    expect(parseTritonUrl('http://[::1]:80')).toMatchObject({ hostname: '[::1]', port: 80 });
+    expect(parseTritonUrl('http://[::1]')).toMatchObject({ port: 8000 });
   });
 
   test('other schemes are refused', () => {

@@ -38,7 +38,11 @@ export function parseTritonUrl(url: string): TritonUrl {
     throw new ClientInvalidUrlError(`invalid Triton URL '${url}'`);
   }
   if (!parsed.hostname) throw new ClientInvalidUrlError(`invalid Triton URL '${url}': no host`);
-  const port = parsed.port ? Number(parsed.port) : scheme === 'http' ? 8000 : 8001;
+  // The port as written: URL drops http's default 80 (parsed.port is ''), which must not fall
+  // back to Triton's 8000/8001 (PyTriton keeps it: urllib's parsed_url.port).
+  const authority = withScheme.slice(scheme.length + 3).split(/[/?#]/, 1)[0].replace(/^.*@/, '');
+  const written = /:(\d+)$/.exec(authority);
+  const port = written ? Number(written[1]) : scheme === 'http' ? 8000 : 8001;
   return { scheme, hostname: parsed.hostname, port, url: `${scheme}://${parsed.host.replace(/:\d+$/, '')}:${port}` };
 }
 
