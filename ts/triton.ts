@@ -184,6 +184,10 @@ export class Triton implements ServedTriton {
   #frontends: Frontend[] = [];
   #running = false;
   #stopped = false;
+  /** What stop() waits for (its drain), for a serve() that a stop() from elsewhere woke. */
+  #stopDone: Promise<void> | null = null;
+  /** Ends serve()'s wait for a signal (set while serve() waits). */
+  #wakeServe: (() => void) | null = null;
   /**
    * Lower-cased names of every model the server had when stop() began: while it drains, a
    * request for one of them is refused as retryable (UNAVAILABLE), never answered "unknown".
@@ -413,19 +417,24 @@ export class Triton implements ServedTriton {
     return this.repositoryIndex().every((e) => e.state === 'READY' || e.reason === 'unloaded');
   }
 
-  /** Runs until SIGINT or SIGTERM, then stops gracefully (in-flight requests finish first). */
+  /**
+   * Runs until SIGINT or SIGTERM, then stops gracefully (in-flight requests finish first); a
+   * stop() called meanwhile from elsewhere ends it too, once that stop has finished.
+   */
   async serve(): Promise<void> {
     await this.run();
     await new Promise<void>((resolve) => {
-      const onSignal = (): void => {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
+      const wake = (): void => {
+        process.off('SIGINT', wake);
+        process.off('SIGTERM', wake);
+        this.#wakeServe = null;
         resolve();
       };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
+      this.#wakeServe = wake;
+      process.on('SIGINT', wake);
+      process.on('SIGTERM', wake);
     });
-    await this.stop();
+    if (!(await this.stop())) await this.#stopDone;
   }
 
   /**
@@ -440,6 +449,14 @@ export class Triton implements ServedTriton {
   async stop(): Promise<boolean> {
     if (this.#stopped) return false;
     this.#stopped = true;
+    this.#wakeServe?.();
+    this.#stopDone = this.#drainAndClose();
+    await this.#stopDone;
+    return true;
+  }
+
+  /** stop()'s work, once: drain, stop every model, close the frontends (bounded by exitTimeoutSecs). */
+  async #drainAndClose(): Promise<void> {
     this.#running = false;
     this.#servedAtStop = new Set([
       ...this.#models.keys(), ...this.repositoryIndex().map((e) => e.name.toLowerCase()),
@@ -471,7 +488,6 @@ export class Triton implements ServedTriton {
       this.logger.error('Exit timeout expired. Exiting immediately.');
     }
     await this.logger.close();
-    return true;
   }
 
   /** True once stop() gave up waiting after `exitTimeoutSecs` (Triton then exits with code 1). */

@@ -160,6 +160,25 @@ test('stop() twice: the second call returns false, also while the first is still
   expect(await triton.stop()).toBe(false);
 });
 
+test('serve() ends when stop() is called from elsewhere, once that stop has drained, and leaves no signal listener', async () => {
+  const rec = new Recorder();
+  triton.bind({ modelName: 'm', inferFunc: rec.func, inputs: [IN], outputs: [OUT] });
+  const listeners = process.listenerCount('SIGINT') + process.listenerCount('SIGTERM');
+  let served = false;
+  const serving = triton.serve().then(() => { served = true; });
+  await waitFor(() => triton.isConnected(), 'the server to run');
+  const release = rec.hold();
+  const executing = triton.infer('m', { IN: fp32(5) }).then(tagOf);
+  await waitFor(() => rec.active === 1, 'the instance to be busy');
+  const stopping = triton.stop();
+  await settleLoop();
+  expect(served).toBe(false);  // the request in flight is still draining
+  release.open();
+  await Promise.all([serving, stopping]);
+  expect(await executing).toBe(5);
+  expect(process.listenerCount('SIGINT') + process.listenerCount('SIGTERM')).toBe(listeners);
+});
+
 test('stop() on a Triton with nothing in flight resolves true at once', async () => {
   triton.bind({ modelName: 'idle', inferFunc: identity, inputs: [IN], outputs: [OUT] });
   await triton.run();
