@@ -206,6 +206,15 @@ describe('opt-in latency metrics and configuration', () => {
     });
   });
 
+  test("summary_quantiles as Triton reads them: '0.0.1' is 0.0, an unreadable pair is skipped, start-up goes on (qa/L0_metrics' value)", async () => {
+    await withServer({ metricsConfig: ['summary_latencies=true', 'summary_quantiles=0.1:0.0.1,0.7:0.01,0.75:0.01,x:y'] }, async (x) => {
+      await post(x.port, '/v2/models/m/infer', body(1));
+      const text = await scrape(x.metricsPort);
+      for (const q of ['0.1', '0.7', '0.75']) expect(value(text, 'nv_inference_request_summary_us', { ...M, quantile: q })).toBeGreaterThan(0);
+      expect(value(text, 'nv_inference_request_summary_us', { ...M, quantile: '0.5' })).toBeUndefined();
+    });
+  });
+
   test('counter_latencies=false drops the duration counters', async () => {
     await withServer({ metricsConfig: ['counter_latencies=false'] }, async (x) => {
       const text = await scrape(x.metricsPort);

@@ -1,6 +1,7 @@
 /**
  * `metricsConfig` (tritonserver's --metrics-config `<setting>=<value>`): which latency metrics
- * the metrics frontend reports. Unknown settings and bad values fail start-up.
+ * the metrics frontend reports. Unknown settings and bad values fail start-up (a bad
+ * summary_quantiles pair is logged and skipped, as Triton does).
  */
 import { invalidArg } from '../../errors';
 
@@ -24,18 +25,31 @@ function bool(key: string, value: string): boolean {
   throw invalidArg(`metrics config '${key}' must be true or false, got '${value}'`);
 }
 
-function quantiles(value: string): [number, number][] {
-  return value.split(',').map((pair) => {
-    const [q, e] = pair.split(':').map(Number);
-    if (!(q > 0 && q < 1) || !(e >= 0 && e < 1)) {
-      throw invalidArg(`metrics config 'summary_quantiles': '${pair}' must be <quantile>:<error> with both in (0, 1)`);
-    }
-    return [q, e];
-  });
+/**
+ * `summary_quantiles` as Triton reads it (metric_model_reporter.cc ParseQuantiles): each number
+ * is its leading numeric text (std::stod: `0.0.1` is 0.0), and a pair that cannot be read is
+ * logged and skipped, never a start-up failure (qa/L0_metrics starts with `0.1:0.0.1,...`).
+ * Pairs outside (0, 1) / [0, 1) are skipped too (a summary cannot use them). None left: the
+ * defaults.
+ */
+function quantiles(value: string, logError: (line: string) => void): [number, number][] {
+  const pairs: [number, number][] = [];
+  for (const pair of value.split(',')) {
+    const colon = pair.indexOf(':');
+    const q = parseFloat(pair.slice(0, colon));
+    const e = parseFloat(pair.slice(colon + 1));
+    if (colon < 0) logError(`Invalid option: [${pair}]. No ':' delimiter found. Expected format is <quantile>:<error>`);
+    else if (!(q > 0 && q < 1) || !(e >= 0 && e < 1)) logError(`Invalid option: [${pair}]. Expected a quantile in (0, 1) and an error in [0, 1)`);
+    else pairs.push([q, e]);
+  }
+  return pairs.length > 0 ? pairs : DEFAULT_QUANTILES;
 }
 
-/** Parses the entries; INVALID_ARG for unknown settings or values. */
-export function parseMetricsConfig(entries: readonly string[] | undefined): MetricsSettings {
+/**
+ * Parses the entries; INVALID_ARG for unknown settings or values, except `summary_quantiles`,
+ * whose unreadable pairs go to `logError` and are skipped, as in Triton.
+ */
+export function parseMetricsConfig(entries: readonly string[] | undefined, logError: (line: string) => void = () => undefined): MetricsSettings {
   const out: MetricsSettings = {
     counterLatencies: true, summaryLatencies: false, summaryQuantiles: DEFAULT_QUANTILES, histogramLatencies: false,
   };
@@ -47,7 +61,7 @@ export function parseMetricsConfig(entries: readonly string[] | undefined): Metr
     switch (key) {
       case 'counter_latencies': out.counterLatencies = bool(key, value); break;
       case 'summary_latencies': out.summaryLatencies = bool(key, value); break;
-      case 'summary_quantiles': out.summaryQuantiles = quantiles(value); break;
+      case 'summary_quantiles': out.summaryQuantiles = quantiles(value, logError); break;
       case 'histogram_latencies': out.histogramLatencies = bool(key, value); break;
       default:
         throw invalidArg(`unknown metrics config '${key}' (known: counter_latencies, summary_latencies, ` +

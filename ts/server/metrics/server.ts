@@ -49,7 +49,7 @@ export interface TritonMetrics {
  */
 export async function createTritonMetrics(ctx: ServerContext): Promise<TritonMetrics> {
   const config = ctx.triton.config;
-  const settings = parseMetricsConfig(config.metricsConfig);
+  const settings = parseMetricsConfig(config.metricsConfig, (line) => ctx.logger.error(line));
   const interval = config.metricsIntervalMs ?? 2000;
   if (!Number.isSafeInteger(interval) || interval <= 0) throw invalidArg(`metricsIntervalMs must be a positive integer, got ${interval}`);
   const registry = new Registry();
