@@ -194,6 +194,11 @@ export class BoundModel {
   #stopped = false;
   #pumpScheduled = false;
   #drained: (() => void) | null = null;
+  /**
+   * How long loading this model took, in seconds (Triton's nv_model_load_duration_secs): set
+   * by whoever loaded it, the repository's loader or bind() once warmed up; 0 until then.
+   */
+  loadDurationSeconds = 0;
   /** The server's response cache as this model uses it; null when it uses none (ts/cache/). */
   #responseCache: ModelResponseCache | null = null;
 

@@ -2,6 +2,7 @@
  * `Triton`: binds inference callables as models and serves them (PyTriton's `Triton`).
  * `infer()` is the in-process path; the HTTP/gRPC frontends serve the same models.
  */
+import { performance } from 'node:perf_hooks';
 import { checkTritonConfigKeys } from './config/triton-config-keys';
 import type { ModelConfig, Tensor, TritonConfig } from './config/types';
 import { normalizeBindConfig } from './config/normalize';
@@ -253,8 +254,10 @@ export class Triton implements ServedTriton {
     this.#register(model);
     // Awaited by run(), which rejects with the first failure; handled here so that a failure
     // before run() is called is not an unhandled rejection.
+    const binding = performance.now();
     const warming = warmUp(model, (line) => this.logger.verbose(1, line));
-    warming.catch(() => undefined);
+    // Triton's nv_model_load_duration_secs: from bind() to warmed up.
+    warming.then(() => { model.loadDurationSeconds = (performance.now() - binding) / 1000; }, () => undefined);
     this.#warmups.push(warming);
   }
 

@@ -90,6 +90,15 @@ test('request counters follow requests exactly', async () => {
   expect(value(after, 'nv_inference_request_duration_us', M)).toBeGreaterThan(0);
 });
 
+test("nv_model_load_duration_secs: each model's load time (bind to warmed up), a gauge as Triton's", async () => {
+  const text = await scrape(s.metricsPort);
+  expect(text).toContain('# TYPE nv_model_load_duration_secs gauge');
+  expect(text).toContain('# HELP nv_model_load_duration_secs Model load time in seconds');
+  const seconds = value(text, 'nv_model_load_duration_secs', M)!;
+  expect(seconds).toBeGreaterThan(0);
+  expect(seconds).toBeLessThan(60);
+});
+
 test('failures by reason: BACKEND, REJECTED, CANCELED; the pending gauge is the queue depth', async () => {
   const failed = await post(s.port, '/v2/models/fails/infer', body(1));
   expect(failed.status).toBe(500);

@@ -5,6 +5,7 @@
  */
 import { statSync } from 'node:fs';
 import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { InferenceServerError, toInferenceServerError } from '../errors';
 import { BoundModel } from '../model';
 import { instanceDevices, placeInstanceGroups, type PlacedGroup } from '../config/instances';
@@ -303,8 +304,13 @@ export async function loadModel(dir: ModelDirectory, options: LoadOptions = {}):
   try {
     for (const version of versions) {
       const kept = options.keep?.get(version);
+      const started = performance.now();
       const next = kept ?? (ensemble ? loadEnsemble(dir, raw, version, options) : await loadVersion(dir, raw, version, engine, options));
-      if (!kept) fresh.push(next);
+      if (!kept) {
+        // Triton's nv_model_load_duration_secs: from the version's load to ready (warm-up included).
+        next.model.loadDurationSeconds = (performance.now() - started) / 1000;
+        fresh.push(next);
+      }
       loaded.set(version, next);
     }
   } catch (err) {

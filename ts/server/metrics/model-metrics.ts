@@ -18,6 +18,8 @@ type Labels = { model: string; version: string };
 interface Snapshot {
   labels: Labels;
   stats: ModelStats;
+  /** BoundModel.loadDurationSeconds. */
+  loadSeconds: number;
   /** The model's config enables the response cache (Triton reports nv_cache_* for it then). */
   responseCache: boolean;
 }
@@ -74,6 +76,15 @@ export class ModelMetrics {
         for (const { labels, stats } of read()) this.set(labels, stats.queued);
       },
     });
+    new Gauge({
+      name: 'nv_model_load_duration_secs',
+      help: 'Model load time in seconds',
+      labelNames: LABELS, registers: [registry],
+      collect() {
+        this.reset();
+        for (const { labels, loadSeconds } of read()) this.set(labels, loadSeconds);
+      },
+    });
     if (settings.summaryLatencies) {
       this.#requestSummary = new Summary({
         name: 'nv_inference_request_summary_us',
@@ -127,6 +138,7 @@ export class ModelMetrics {
     this.#snapshot = this.triton.models().map((m) => ({
       labels: { model: m.name, version: String(m.version) },
       stats: m.stats(),
+      loadSeconds: m.loadDurationSeconds,
       responseCache: m.config.responseCache,
     }));
   }
