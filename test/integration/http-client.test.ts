@@ -16,7 +16,7 @@ import { HttpInferenceServerClient } from '../../ts/client/http';
 import { ModelClient } from '../../ts/client/model-client';
 import { parseTritonUrl } from '../../ts/client/connect';
 import {
-  ClientClosedError, ClientInvalidUrlError, ClientTimeoutError, ClientValueError, ModelDoesntSupportBatchingError, ModelUnavailableError,
+  ClientClosedError, ClientInvalidUrlError, ClientTimeoutError, ClientValueError, ModelDoesntSupportBatchingError,
 } from '../../ts/client/errors';
 import { gate, type Gate } from './helpers';
 import { echo, serve, type Served } from './http/http-helpers';
@@ -287,13 +287,25 @@ describe('ModelClient', () => {
     }
   });
 
-  test('a model the server does not have fails at once with ModelUnavailableError, not after initTimeoutS', async () => {
-    // initTimeoutS is 300 s: the test's own timeout fails it if the client waits.
-    const client = new ModelClient(url(), 'ehco', undefined, { initTimeoutS: 300 });
+  test('a model the server does not list is waited for until initTimeoutS, as PyTriton does; the timeout names the models it has', async () => {
+    const client = new ModelClient(url(), 'ehco', undefined, { initTimeoutS: 0.3 });
     const err = await client.inferSample({ IN: new Float32Array([1]) }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ModelUnavailableError);
-    expect((err as Error).message).toMatch(/^model 'ehco' is not served at .*: the server's model repository has only /);
+    expect(err).toBeInstanceOf(ClientTimeoutError);
+    expect((err as Error).message).toMatch(/^waiting for model 'ehco' at .* to be ready took longer than 0\.3 s: the server's model repository does not list it: it has only /);
     expect((err as Error).message).toContain("'echo'");
+    await client.close();
+  });
+
+  test('a model bound after the client started waiting is waited for (a start-up race)', async () => {
+    const client = new ModelClient(url(), 'later', undefined, { initTimeoutS: 30 });
+    const waiting = client.waitForModel(30);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    s.triton.bind({
+      modelName: 'later', inferFunc: (rs: Request[]) => rs.map((r) => ({ OUT: r.data.IN })),
+      inputs: [{ name: 'IN', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [1] }],
+    });
+    await waiting;
+    expect((await client.inferSample({ IN: new Float32Array([6]) })).OUT.data[0]).toBe(6);
     await client.close();
   });
 

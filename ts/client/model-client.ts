@@ -22,7 +22,7 @@
 import { InferenceServerError } from '../errors';
 import { NDArray, ndarray, parseDataType, type DataType, type TypedArray } from '../tensor';
 import { clientForUrl, type ClientOptions } from './connect';
-import { ClientClosedError, ClientTimeoutError, ClientValueError, ModelDoesntSupportBatchingError, ModelUnavailableError } from './errors';
+import { ClientClosedError, ClientTimeoutError, ClientValueError, ModelDoesntSupportBatchingError } from './errors';
 import { toGenerateValue, fromGenerateValue } from './generate-values';
 import { GrpcInferenceServerClient } from './grpc';
 import { HttpInferenceServerClient } from './http';
@@ -222,34 +222,36 @@ export class ModelClient<M extends ModelSpec = ModelSpec> {
       (await this.#client.serverLive()) && (await this.#client.serverReady()));
   }
 
-  /** Waits until the server and the model are ready; ClientTimeoutError after `timeoutS`. */
+  /**
+   * Waits until the server and the model are ready; ClientTimeoutError after `timeoutS`, as
+   * PyTriton's wait_for_model_ready (a model bound or loaded later is waited for). When the
+   * server's repository index does not list the model (a misspelled name?), the timeout's
+   * message says which models it has.
+   */
   async waitForModel(timeoutS: number): Promise<void> {
+    let missing = '';
     await this.#poll(timeoutS, `model '${this.modelName}' at ${this.url}`, async () => {
       if (!(await this.#client.serverLive()) || !(await this.#client.serverReady())) return false;
       if (await this.#client.modelReady(this.modelName, this.modelVersion)) return true;
-      await this.#checkModelExists();
+      missing = await this.#notInIndex();
       return false;
-    });
+    }, () => missing);
   }
 
-  /**
-   * Fails fast when a ready server's repository index does not list the model at all (a typo
-   * waits for nothing); a model that is loading, or listed as unloaded, is still waited for.
-   */
-  async #checkModelExists(): Promise<void> {
+  /** Why the model may never be ready: the server's index does not list it ('' when it does, or cannot tell). */
+  async #notInIndex(): Promise<string> {
     let index: { name: string }[];
     try {
       index = await this.#client.repositoryIndex();
     } catch {
-      return;  // a server without the repository extension: keep waiting
+      return '';  // a server without the repository extension
     }
-    if (!index.some((entry) => entry.name === this.modelName)) {
-      throw new ModelUnavailableError(`model '${this.modelName}' is not served at ${this.url}: the server's model repository ` +
-        `has ${index.length === 0 ? 'no models' : `only ${index.slice(0, 10).map((e) => `'${e.name}'`).join(', ')}${index.length > 10 ? ', …' : ''}`}`);
-    }
+    if (index.some((entry) => entry.name === this.modelName)) return '';
+    return `the server's model repository does not list it: it has ` +
+      `${index.length === 0 ? 'no models' : `only ${index.slice(0, 10).map((e) => `'${e.name}'`).join(', ')}${index.length > 10 ? ', …' : ''}`}`;
   }
 
-  async #poll(timeoutS: number, what: string, check: () => Promise<boolean>): Promise<void> {
+  async #poll(timeoutS: number, what: string, check: () => Promise<boolean>, why: () => string = () => ''): Promise<void> {
     this.#checkOpen();
     const deadline = Date.now() + timeoutS * 1000;
     let delay = 25;
@@ -257,12 +259,14 @@ export class ModelClient<M extends ModelSpec = ModelSpec> {
       try {
         if (await check()) return;
       } catch (err) {
-        // Not up yet (connection refused): keep waiting. A closed client stops the wait, and so
-        // does a server saying the model does not exist.
-        if (this.#closed || err instanceof ModelUnavailableError) throw err;
+        // Not up yet (connection refused): keep waiting. A closed client stops the wait.
+        if (this.#closed) throw err;
       }
       const left = deadline - Date.now();
-      if (left <= 0) throw new ClientTimeoutError(`waiting for ${what} to be ready took longer than ${timeoutS} s`);
+      if (left <= 0) {
+        const reason = why();
+        throw new ClientTimeoutError(`waiting for ${what} to be ready took longer than ${timeoutS} s${reason ? `: ${reason}` : ''}`);
+      }
       await sleep(Math.min(delay, left));
       delay = Math.min(delay * 2, 1000);
     }
