@@ -296,6 +296,19 @@ describe('ModelClient', () => {
     await client.close();
   });
 
+  test('TypedArray inputs take the declared datatype when they are its kind: Uint8Array for BOOL, Uint16Array for FP16', async () => {
+    s.triton.bind({
+      modelName: 'kinds', inferFunc: (rs: Request[]) => rs.map((r) => ({ B: r.data.B, H: r.data.H })),
+      inputs: [{ name: 'B', dtype: 'BOOL', shape: [2] }, { name: 'H', dtype: 'FP16', shape: [1] }],
+      outputs: [{ name: 'B', dtype: 'BOOL', shape: [2] }, { name: 'H', dtype: 'FP16', shape: [1] }],
+    });
+    const client = new ModelClient(url(), 'kinds');
+    const out = await client.inferSample({ B: Uint8Array.of(1, 0), H: Uint16Array.of(0x3c00) });
+    expect([out.B.dtype, Array.from(out.B.data as Uint8Array)]).toEqual(['BOOL', [1, 0]]);
+    expect([out.H.dtype, Array.from(out.H.data as Uint16Array)]).toEqual(['FP16', [0x3c00]]);
+    await client.close();
+  });
+
   test('a model bound after the client started waiting is waited for (a start-up race)', async () => {
     const client = new ModelClient(url(), 'later', undefined, { initTimeoutS: 30 });
     const waiting = client.waitForModel(30);

@@ -20,7 +20,7 @@
  * ```
  */
 import { InferenceServerError } from '../errors';
-import { NDArray, ndarray, parseDataType, type DataType, type TypedArray } from '../tensor';
+import { NDArray, ndarray, parseDataType, typedArrayFor, type DataType, type TypedArray } from '../tensor';
 import { clientForUrl, type ClientOptions } from './connect';
 import { ClientClosedError, ClientTimeoutError, ClientValueError, ModelDoesntSupportBatchingError } from './errors';
 import { toGenerateValue, fromGenerateValue } from './generate-values';
@@ -38,6 +38,17 @@ export interface ModelTensorSpec {
   /** Config dims, without the batch axis. */
   shape: number[];
   optional: boolean;
+}
+
+/**
+ * The input's declared datatype when `value` is its kind of array (a Uint8Array for BOOL, a
+ * Uint16Array for FP16 or BF16, which the array alone would call UINT8 / UINT16), as
+ * triton.infer() reads it; otherwise the array decides.
+ */
+function declaredType(config: ModelClientConfig, name: string, value: unknown): DataType | undefined {
+  const dtype = config.inputs.find((t) => t.name === name)?.dtype;
+  if (!dtype || dtype === 'BYTES' || !ArrayBuffer.isView(value)) return undefined;
+  return value instanceof typedArrayFor(dtype) ? dtype : undefined;
 }
 
 /** What ModelClient needs of a model's config (PyTriton's TritonModelConfig subset). */
@@ -411,8 +422,9 @@ export class ModelClient<M extends ModelSpec = ModelSpec> {
     const named: Record<string, NDArray> = {};
     for (const [name, value] of entries) {
       if (value instanceof NDArray) named[name] = value;
-      else if (ArrayBuffer.isView(value) || Array.isArray(value)) named[name] = ndarray(value as TypedArray | string[]);
-      else throw new ClientValueError(`input '${name}' must be an NDArray, a TypedArray or an array of byte strings`);
+      else if (!ArrayBuffer.isView(value) && !Array.isArray(value)) {
+        throw new ClientValueError(`input '${name}' must be an NDArray, a TypedArray or an array of byte strings`);
+      } else named[name] = ndarray(value as TypedArray | string[], undefined, declaredType(config, name, value));
     }
     return named;
   }
