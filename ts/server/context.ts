@@ -58,7 +58,7 @@ export function createServerContext(triton: ServedTriton, logger: Logger): Serve
     logger,
     inference: new InferenceService(triton, sharedMemory),
     sharedMemory,
-    tracer: new Tracer(traceSettingsFromConfig(config.traceConfig)),
+    tracer: new Tracer(traceSettingsFromConfig(config.traceConfig), (message) => logger.error(message)),
     httpRestrictions: parseRestrictions(config.httpRestrictedApi, '--http-restricted-api'),
     grpcRestrictions: parseRestrictions(config.grpcRestrictedProtocol, '--grpc-restricted-protocol'),
     exiting: false,

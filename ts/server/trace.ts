@@ -1,12 +1,19 @@
 /**
  * Request tracing (Triton's trace extension, mode "triton", levels TIMESTAMPS and TENSORS): one request in
  * `trace_rate` is traced, up to `trace_count` (-1 = no limit), with the timestamps infernode
- * sees (receipt and send by the frontend, start and end of the inference); every
- * `log_frequency` traces (0 = at shutdown) the collected traces are appended to the trace file
- * as a JSON array. Settings are global with per-model overrides; the trace file is chosen at
+ * sees (receipt and send by the frontend, start and end of the inference). Where the traces go is
+ * Triton's (src/tracer.cc, TraceFile::SaveTraces and TraceSetting::WriteTrace):
+ * - `log_frequency` N > 0: every N traces are written to `<trace_file>.<index>`, one JSON array
+ *   per file, the index counting from 0 (one counter per trace file);
+ * - `log_frequency` 0: the traces are written to `<trace_file>` itself, one JSON array for the
+ *   whole run (the file is truncated at its first write and the array closed at shutdown).
+ * Each setting (the global one, and each model's that overrides it) collects its own traces;
+ * when a setting is changed, or at shutdown, what it collected and did not write yet goes
+ * where its `log_frequency` says (the next index when it is not 0), as Triton's
+ * ~TraceSetting does. Settings are global with per-model overrides; the trace file is chosen at
  * start-up only (no file path is settable over the network).
  */
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { invalidArg } from '../errors';
 import type { NDArray } from '../tensor';
 
@@ -99,25 +106,54 @@ function checkValue(key: string, value: unknown): string | string[] | undefined 
   }
 }
 
+type TraceEntry = TraceRecord | TensorRecord;
+
+/**
+ * One setting in force (Triton's TraceSetting): its effective values, fixed for its life (a
+ * change makes a new one), and the traces it collected that are not written yet.
+ */
+class SettingState {
+  /** Entries of the traces collected and not written yet (Triton's trace_stream_). */
+  pending: TraceEntry[] = [];
+  /** How many traces `pending` holds (Triton's sample_in_stream_; tensor entries are not traces). */
+  inStream = 0;
+  /** Traces begun under this setting and not ended yet. */
+  inFlight = 0;
+  /** Replaced by a newer setting: saved once its last trace in flight ends. */
+  retired = false;
+
+  constructor(readonly settings: TraceSettings) {}
+}
+
 export class Tracer {
-  #global: TraceSettings;
-  readonly #models = new Map<string, Overrides>();
+  /** The global setting in force. */
+  #global: SettingState;
+  /** Per-model overrides (what was set for the model), and the model's setting in force. */
+  readonly #models = new Map<string, { overrides: Overrides; state: SettingState }>();
   readonly #seen = new Map<string, number>();
   readonly #remaining = new Map<string, number>();
-  #pending: (TraceRecord | TensorRecord)[] = [];
   #nextId = 1;
+  /** The index of the next `<trace_file>.<index>` (Triton's TraceFile::index_). */
+  #index = 0;
+  /** Whether `<trace_file>` itself holds an open JSON array (Triton's !first_write_). */
+  #plainOpen = false;
 
   /** The settings the server started with: what clearing a global setting (null) goes back to, as Triton. */
   readonly #startup: TraceSettings;
 
-  constructor(initial: Partial<TraceSettings> = {}) {
+  /** `onError` hears of a trace file that could not be written (Triton logs it and goes on). */
+  constructor(initial: Partial<TraceSettings> = {}, private readonly onError: (message: string) => void = () => undefined) {
     this.#startup = { ...DEFAULT_TRACE_SETTINGS, ...initial };
-    this.#global = { ...this.#startup };
+    this.#global = new SettingState({ ...this.#startup });
   }
 
   /** The effective settings, global or for one model. */
   settings(model?: string): TraceSettings {
-    return { ...this.#global, ...(model ? this.#models.get(model) : undefined) };
+    return { ...this.#state(model).settings };
+  }
+
+  #state(model?: string): SettingState {
+    return (model ? this.#models.get(model)?.state : undefined) ?? this.#global;
   }
 
   /** Applies a POST body (null clears a model's override); returns the effective settings. */
@@ -130,13 +166,23 @@ export class Tracer {
       else (checked as { [key: string]: unknown })[key] = v;
     }
     if (model) {
-      const overrides = { ...this.#models.get(model), ...checked };
+      const overrides = { ...this.#models.get(model)?.overrides, ...checked };
       for (const key of cleared) delete (overrides as { [key: string]: unknown })[key];
-      this.#models.set(model, overrides);
+      this.#retire(this.#models.get(model)?.state);
+      // A model with nothing of its own uses the global setting (Triton erases its setting).
+      if (Object.keys(overrides).length === 0) this.#models.delete(model);
+      else this.#models.set(model, { overrides, state: new SettingState({ ...this.#global.settings, ...overrides }) });
     } else {
-      this.#global = { ...this.#global, ...checked };
+      const global = { ...this.#global.settings, ...checked };
       for (const key of cleared) {
-        (this.#global as unknown as { [key: string]: unknown })[key] = (this.#startup as unknown as { [key: string]: unknown })[key];
+        (global as unknown as { [key: string]: unknown })[key] = (this.#startup as unknown as { [key: string]: unknown })[key];
+      }
+      this.#retire(this.#global);
+      this.#global = new SettingState(global);
+      // The models that override only part of it follow the new global values (Triton remakes them).
+      for (const [name, entry] of this.#models) {
+        this.#retire(entry.state);
+        this.#models.set(name, { overrides: entry.overrides, state: new SettingState({ ...global, ...entry.overrides }) });
       }
     }
     this.#remaining.delete(model ?? '');
@@ -145,7 +191,8 @@ export class Tracer {
 
   /** Starts a trace for a request to `model` when sampling picks it; null otherwise (cheap). */
   begin(model: string, firstMark: string): Trace | null {
-    const s = this.#models.size > 0 ? this.settings(model) : this.#global;
+    const state = this.#models.size > 0 ? this.#state(model) : this.#global;
+    const s = state.settings;
     if (s.trace_level.length === 0 || s.trace_level.includes('OFF') || !s.trace_file) return null;
     const seen = (this.#seen.get(model) ?? 0) + 1;
     this.#seen.set(model, seen);
@@ -162,6 +209,7 @@ export class Tracer {
       if (timestamps) record.timestamps.push({ name, ns: process.hrtime.bigint().toString() });
     };
     mark(firstMark);
+    state.inFlight++;
     return {
       mark,
       tensors: (activity, tensors) => {
@@ -175,18 +223,68 @@ export class Tracer {
       },
       end: (version) => {
         record.model_version = version;
-        this.#pending.push(record, ...tensorRecords);
+        state.inFlight--;
+        state.pending.push(record, ...tensorRecords);
+        state.inStream++;
+        if (state.retired) {
+          if (state.inFlight === 0) this.#save(state);
+          return;
+        }
+        // Triton's TraceSetting::WriteTrace: every log_frequency traces go to the next indexed file.
         const frequency = Number(s.log_frequency);
-        if (frequency > 0 && this.#pending.length >= frequency) this.flush();
+        if (frequency > 0 && state.inStream >= frequency) this.#save(state);
       },
     };
   }
 
-  /** Appends the collected traces to the trace file. */
+  /**
+   * At shutdown: writes what every setting collected and did not write yet (to the next
+   * indexed file where its log_frequency is not 0, else to the trace file) and closes the trace
+   * file's JSON array, as Triton's ~TraceSetting and ~TraceFile do.
+   */
   flush(): void {
-    if (this.#pending.length === 0 || !this.#global.trace_file) return;
-    const records = this.#pending;
-    this.#pending = [];
-    appendFileSync(this.#global.trace_file, `${JSON.stringify(records)}\n`);
+    this.#save(this.#global);
+    for (const { state } of this.#models.values()) this.#save(state);
+    if (this.#plainOpen) {
+      this.#plainOpen = false;
+      this.#write(() => appendFileSync(this.#global.settings.trace_file, ']'));
+    }
+  }
+
+  /** A setting replaced by a newer one: what it collected is written once its traces in flight end. */
+  #retire(state: SettingState | undefined): void {
+    if (!state) return;
+    state.retired = true;
+    if (state.inFlight === 0) this.#save(state);
+  }
+
+  /** Writes a setting's collected traces: to `<file>.<index>` when its log_frequency is not 0, else to `<file>`. */
+  #save(state: SettingState): void {
+    if (state.inStream === 0) return;
+    const entries = state.pending;
+    state.pending = [];
+    state.inStream = 0;
+    const file = state.settings.trace_file;
+    if (!file) return;
+    if (Number(state.settings.log_frequency) !== 0) {
+      const indexed = `${file}.${this.#index++}`;
+      this.#write(() => writeFileSync(indexed, JSON.stringify(entries)));
+    } else {
+      const body = JSON.stringify(entries).slice(1, -1);
+      if (this.#plainOpen) {
+        this.#write(() => appendFileSync(file, `,${body}`));
+      } else {
+        this.#plainOpen = true;
+        this.#write(() => writeFileSync(file, `[${body}`));
+      }
+    }
+  }
+
+  #write(write: () => void): void {
+    try {
+      write();
+    } catch (err) {
+      this.onError(`failed creating trace file: ${(err as Error).message}`);
+    }
   }
 }

@@ -1,0 +1,112 @@
+/**
+ * Tracer: where traces are written (Triton's src/tracer.cc TraceFile::SaveTraces and
+ * TraceSetting::WriteTrace / ~TraceSetting): `<file>.<index>` per log_frequency batch, the
+ * plain file as one JSON array otherwise; what a changed setting collected; the trace count.
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Tracer, type TraceSettings } from '../../ts/server/trace';
+
+let dir: string;
+let file: string;
+
+beforeEach(() => {
+  dir = mkdtempSync(path.join(os.tmpdir(), 'infernode-tracer-'));
+  file = path.join(dir, 'trace.log');
+});
+
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function tracer(settings: Partial<TraceSettings> = {}): Tracer {
+  return new Tracer({ trace_file: file, trace_level: ['TIMESTAMPS'], trace_rate: '1', ...settings });
+}
+
+/** Sends `n` requests to `model` through the tracer (each traced one begins and ends). */
+function requests(t: Tracer, n: number, model = 'm'): number {
+  let traced = 0;
+  for (let i = 0; i < n; i++) {
+    const trace = t.begin(model, 'HTTP_RECV_START');
+    if (trace) {
+      traced++;
+      trace.end('1');
+    }
+  }
+  return traced;
+}
+
+/** The trace file's (or an indexed file's) traces; it must be one JSON array. */
+function traces(name: string): { model_name: string }[] {
+  return JSON.parse(readFileSync(path.join(dir, name), 'utf8')) as { model_name: string }[];
+}
+
+function files(): string[] {
+  return readdirSync(dir).sort();
+}
+
+describe('trace files', () => {
+  test('log_frequency N writes every N traces to <file>.<index>, each one JSON array; shutdown writes the rest to the next index', () => {
+    // qa/L0_trace/test.sh: log_frequency=2 and 3 traces give global_trace.log.0 (2) and .1 (1).
+    const t = tracer({ log_frequency: '2' });
+    expect(requests(t, 3)).toBe(3);
+    expect(files()).toEqual(['trace.log.0']);
+    expect(traces('trace.log.0')).toHaveLength(2);
+    t.flush();
+    expect(files()).toEqual(['trace.log.0', 'trace.log.1']);
+    expect(traces('trace.log.1')).toHaveLength(1);
+  });
+
+  test('log_frequency 0: the trace file is one JSON array for the run, across setting changes', () => {
+    const t = tracer();
+    requests(t, 2);
+    t.update({ trace_rate: '2' });  // the old setting's traces are written now, as Triton's ~TraceSetting
+    requests(t, 4);
+    t.flush();
+    expect(files()).toEqual(['trace.log']);
+    expect(traces('trace.log')).toHaveLength(4);
+  });
+
+  test('a setting changed with traces collected writes them where its log_frequency says', () => {
+    const t = tracer({ log_frequency: '5' });
+    requests(t, 3);
+    expect(files()).toEqual([]);
+    t.update({ log_frequency: '0' });
+    expect(files()).toEqual(['trace.log.0']);
+    expect(traces('trace.log.0')).toHaveLength(3);
+    requests(t, 1);
+    t.flush();
+    expect(traces('trace.log')).toHaveLength(1);
+  });
+
+  test("a model's own log_frequency batches only its traces; the global ones go to the plain file", () => {
+    const t = tracer();
+    t.update({ log_frequency: '2' }, 'simple');
+    requests(t, 3, 'simple');
+    requests(t, 2, 'other');
+    expect(files()).toEqual(['trace.log.0']);
+    expect(traces('trace.log.0').map((e) => e.model_name)).toEqual(['simple', 'simple']);
+    t.flush();
+    expect(traces('trace.log.1').map((e) => e.model_name)).toEqual(['simple']);
+    expect(traces('trace.log').map((e) => e.model_name)).toEqual(['other', 'other']);
+  });
+
+  test('a trace in flight when its setting changes is written with that setting once it ends', () => {
+    const t = tracer({ log_frequency: '3' });
+    const inFlight = t.begin('m', 'HTTP_RECV_START')!;
+    requests(t, 1);
+    t.update({ log_frequency: '1' });
+    expect(existsSync(`${file}.0`)).toBe(false);
+    inFlight.end('1');
+    expect(traces('trace.log.0')).toHaveLength(2);
+  });
+
+  test('tensor entries do not count as traces toward log_frequency', () => {
+    const t = tracer({ trace_level: ['TIMESTAMPS', 'TENSORS'], log_frequency: '2' });
+    const trace = t.begin('m', 'HTTP_RECV_START')!;
+    trace.tensors('TENSOR_QUEUE_INPUT', [{ name: 'IN', tensor: { dtype: 'FP32', shape: [1], data: new Float32Array([1]) } as never }]);
+    trace.end('1');
+    expect(files()).toEqual([]);
+    requests(t, 1);
+    expect(traces('trace.log.0')).toHaveLength(3);
+  });
+});
