@@ -110,3 +110,65 @@ describe('trace files', () => {
     expect(traces('trace.log.0')).toHaveLength(3);
   });
 });
+
+describe('trace count', () => {
+  test('is counted down as traces are taken; spent, it shows "0" and its traces are written to the next index at once', () => {
+    // qa/L0_trace/test.sh "Update trace count": 20 traces before, then trace_count=5.
+    const t = tracer();
+    expect(requests(t, 20)).toBe(20);
+    expect(t.settings().trace_count).toBe('-1');
+    expect(t.update({ trace_count: '5' }).trace_count).toBe('5');
+    requests(t, 2);
+    expect(t.settings('m').trace_count).toBe('3');
+    expect(requests(t, 18)).toBe(3);
+    expect(t.settings().trace_count).toBe('0');
+    expect(t.settings('m').trace_count).toBe('0');
+    // Before shutdown: the 5 counted traces are in <file>.0.
+    expect(traces('trace.log.0')).toHaveLength(5);
+    t.flush();
+    expect(files()).toEqual(['trace.log', 'trace.log.0']);
+    expect(traces('trace.log')).toHaveLength(20);
+  });
+
+  test('a count set at start-up counts down too', () => {
+    const t = tracer({ trace_count: '2' });
+    expect(t.settings().trace_count).toBe('2');
+    requests(t, 1);
+    expect(t.settings().trace_count).toBe('1');
+    requests(t, 5);
+    expect(t.settings().trace_count).toBe('0');
+    expect(traces('trace.log.0')).toHaveLength(2);
+  });
+
+  test('the spent traces are written once the last one taken has ended', () => {
+    const t = tracer({ trace_count: '2' });
+    const first = t.begin('m', 'HTTP_RECV_START')!;
+    const second = t.begin('m', 'HTTP_RECV_START')!;
+    expect(t.begin('m', 'HTTP_RECV_START')).toBeNull();
+    second.end('1');
+    expect(files()).toEqual([]);
+    first.end('1');
+    expect(traces('trace.log.0')).toHaveLength(2);
+  });
+
+  test("a model's own count is counted down apart from the global one", () => {
+    const t = tracer();
+    t.update({ trace_count: '2' }, 'simple');
+    expect(requests(t, 4, 'simple')).toBe(2);
+    requests(t, 3, 'other');
+    expect(t.settings('simple').trace_count).toBe('0');
+    expect(t.settings().trace_count).toBe('-1');
+    expect(traces('trace.log.0').map((e) => e.model_name)).toEqual(['simple', 'simple']);
+  });
+
+  test('what is left is kept when another setting changes, and a cleared count goes back to the start-up one', () => {
+    const t = tracer({ trace_count: '7' });
+    t.update({ trace_count: '3' });
+    requests(t, 1);
+    expect(t.update({ log_frequency: '4' }).trace_count).toBe('2');
+    t.update({ trace_count: '3' }, 'simple');
+    requests(t, 1, 'simple');
+    expect(t.update({ trace_rate: '1' }, 'simple').trace_count).toBe('2');
+    expect(t.update({ trace_count: null }).trace_count).toBe('7');
+  });
+});

@@ -1,7 +1,10 @@
 /**
  * Request tracing (Triton's trace extension, mode "triton", levels TIMESTAMPS and TENSORS): one request in
  * `trace_rate` is traced, up to `trace_count` (-1 = no limit), with the timestamps infernode
- * sees (receipt and send by the frontend, start and end of the inference). Where the traces go is
+ * sees (receipt and send by the frontend, start and end of the inference). The count is counted
+ * down as traces are taken and the settings show what is left ("0" once spent); when it reaches
+ * 0 and every trace it allowed has ended, those traces are written to the next
+ * `<trace_file>.<index>` at once (Triton's TraceSetting::SampleTrace and WriteTrace). Where the traces go is
  * Triton's (src/tracer.cc, TraceFile::SaveTraces and TraceSetting::WriteTrace):
  * - `log_frequency` N > 0: every N traces are written to `<trace_file>.<index>`, one JSON array
  *   per file, the index counting from 0 (one counter per trace file);
@@ -121,8 +124,16 @@ class SettingState {
   inFlight = 0;
   /** Replaced by a newer setting: saved once its last trace in flight ends. */
   retired = false;
+  /** Traces taken while the count was limited, and traces ended (Triton's created_, collected_). */
+  created = 0;
+  collected = 0;
 
-  constructor(readonly settings: TraceSettings) {}
+  /**
+   * `count` is the traces left to take (-1: no limit), counted down as they are taken (what the
+   * settings show as trace_count); `countSpecified`: set on this setting itself rather than
+   * taken from the one it falls back to (Triton's count_specified_).
+   */
+  constructor(readonly settings: TraceSettings, public count: number, readonly countSpecified: boolean) {}
 }
 
 export class Tracer {
@@ -131,7 +142,6 @@ export class Tracer {
   /** Per-model overrides (what was set for the model), and the model's setting in force. */
   readonly #models = new Map<string, { overrides: Overrides; state: SettingState }>();
   readonly #seen = new Map<string, number>();
-  readonly #remaining = new Map<string, number>();
   #nextId = 1;
   /** The index of the next `<trace_file>.<index>` (Triton's TraceFile::index_). */
   #index = 0;
@@ -144,12 +154,13 @@ export class Tracer {
   /** `onError` hears of a trace file that could not be written (Triton logs it and goes on). */
   constructor(initial: Partial<TraceSettings> = {}, private readonly onError: (message: string) => void = () => undefined) {
     this.#startup = { ...DEFAULT_TRACE_SETTINGS, ...initial };
-    this.#global = new SettingState({ ...this.#startup });
+    this.#global = new SettingState({ ...this.#startup }, Number(this.#startup.trace_count), false);
   }
 
   /** The effective settings, global or for one model. */
   settings(model?: string): TraceSettings {
-    return { ...this.#state(model).settings };
+    const state = this.#state(model);
+    return { ...state.settings, trace_count: String(state.count) };
   }
 
   #state(model?: string): SettingState {
@@ -166,27 +177,44 @@ export class Tracer {
       else (checked as { [key: string]: unknown })[key] = v;
     }
     if (model) {
+      const previous = this.#models.get(model)?.state;
       const overrides = { ...this.#models.get(model)?.overrides, ...checked };
       for (const key of cleared) delete (overrides as { [key: string]: unknown })[key];
-      this.#retire(this.#models.get(model)?.state);
+      this.#retire(previous);
       // A model with nothing of its own uses the global setting (Triton erases its setting).
       if (Object.keys(overrides).length === 0) this.#models.delete(model);
-      else this.#models.set(model, { overrides, state: new SettingState({ ...this.#global.settings, ...overrides }) });
+      else this.#models.set(model, { overrides, state: this.#modelState(overrides, checked.trace_count === undefined ? previous : undefined) });
     } else {
       const global = { ...this.#global.settings, ...checked };
       for (const key of cleared) {
         (global as unknown as { [key: string]: unknown })[key] = (this.#startup as unknown as { [key: string]: unknown })[key];
       }
+      // The count: the new one if given; what is left of one set earlier (not cleared); else
+      // the start-up count (Triton's UpdateTraceSettingInternal falls back to global_default_).
+      const specified = !cleared.includes('trace_count') && (checked.trace_count !== undefined || this.#global.countSpecified);
+      const count = checked.trace_count !== undefined ? Number(checked.trace_count)
+        : specified ? this.#global.count : Number(this.#startup.trace_count);
       this.#retire(this.#global);
-      this.#global = new SettingState(global);
+      this.#global = new SettingState(global, count, specified);
       // The models that override only part of it follow the new global values (Triton remakes them).
       for (const [name, entry] of this.#models) {
         this.#retire(entry.state);
-        this.#models.set(name, { overrides: entry.overrides, state: new SettingState({ ...global, ...entry.overrides }) });
+        this.#models.set(name, { overrides: entry.overrides, state: this.#modelState(entry.overrides, entry.state) });
       }
     }
-    this.#remaining.delete(model ?? '');
     return this.settings(model);
+  }
+
+  /**
+   * A model's setting: its overrides over the global values. Its count: the one it sets (what is
+   * left of it when the setting is remade without a new one: `previous` is then the setting it
+   * replaces), else what is left of the global
+   * count now, counted down apart from it from then on (as Triton's model TraceSetting).
+   */
+  #modelState(overrides: Overrides, previous: SettingState | undefined): SettingState {
+    const settings = { ...this.#global.settings, ...overrides };
+    if (overrides.trace_count === undefined) return new SettingState(settings, this.#global.count, false);
+    return new SettingState(settings, previous?.countSpecified ? previous.count : Number(overrides.trace_count), true);
   }
 
   /** Starts a trace for a request to `model` when sampling picks it; null otherwise (cheap). */
@@ -194,13 +222,15 @@ export class Tracer {
     const state = this.#models.size > 0 ? this.#state(model) : this.#global;
     const s = state.settings;
     if (s.trace_level.length === 0 || s.trace_level.includes('OFF') || !s.trace_file) return null;
+    // A spent count takes no more traces until trace_count is set again (Triton's Valid()).
+    if (state.count === 0) return null;
     const seen = (this.#seen.get(model) ?? 0) + 1;
     this.#seen.set(model, seen);
     if (seen % Number(s.trace_rate) !== 0) return null;
-    const key = this.#models.has(model) ? model : '';
-    const remaining = this.#remaining.get(key) ?? Number(s.trace_count);
-    if (remaining === 0) return null;
-    if (remaining > 0) this.#remaining.set(key, remaining - 1);
+    if (state.count > 0) {
+      state.count--;
+      state.created++;
+    }
     const record: TraceRecord = { id: this.#nextId++, model_name: model, model_version: '', timestamps: [] };
     const timestamps = s.trace_level.includes('TIMESTAMPS');
     const withTensors = s.trace_level.includes('TENSORS');
@@ -226,13 +256,16 @@ export class Tracer {
         state.inFlight--;
         state.pending.push(record, ...tensorRecords);
         state.inStream++;
+        state.collected++;
         if (state.retired) {
           if (state.inFlight === 0) this.#save(state);
           return;
         }
-        // Triton's TraceSetting::WriteTrace: every log_frequency traces go to the next indexed file.
+        // Triton's TraceSetting::WriteTrace: the next indexed file takes the traces once the
+        // count is spent and all it allowed have ended, or every log_frequency traces.
         const frequency = Number(s.log_frequency);
-        if (frequency > 0 && state.inStream >= frequency) this.#save(state);
+        const spent = state.count === 0 && state.collected === state.created;
+        if (spent || (frequency > 0 && state.inStream >= frequency)) this.#save(state, true);
       },
     };
   }
@@ -258,15 +291,15 @@ export class Tracer {
     if (state.inFlight === 0) this.#save(state);
   }
 
-  /** Writes a setting's collected traces: to `<file>.<index>` when its log_frequency is not 0, else to `<file>`. */
-  #save(state: SettingState): void {
+  /** Writes a setting's collected traces: to `<file>.<index>` (by default when its log_frequency is not 0), else to `<file>`. */
+  #save(state: SettingState, toIndexFile = Number(state.settings.log_frequency) !== 0): void {
     if (state.inStream === 0) return;
     const entries = state.pending;
     state.pending = [];
     state.inStream = 0;
     const file = state.settings.trace_file;
     if (!file) return;
-    if (Number(state.settings.log_frequency) !== 0) {
+    if (toIndexFile) {
       const indexed = `${file}.${this.#index++}`;
       this.#write(() => writeFileSync(indexed, JSON.stringify(entries)));
     } else {

@@ -109,6 +109,20 @@ describe('trace settings', () => {
     ]);
   });
 
+  test('trace_count is counted down: GET shows "0" once spent, and the traces are in an indexed file before the server stops', async () => {
+    // qa/L0_trace/test.sh "Update trace count" (there for the global setting).
+    const before = readdirSync(traceDir).filter((f) => /^trace\.json\.[0-9]+$/.test(f)).length;
+    await post(s.port, '/v2/models/echo/trace/setting', { trace_level: ['TIMESTAMPS'], trace_count: '2' });
+    for (let i = 0; i < 3; i++) {
+      expect((await post(s.port, '/v2/models/echo/infer', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }] })).status).toBe(200);
+    }
+    expect((await get(s.port, '/v2/models/echo/trace/setting')).json()).toMatchObject({ trace_count: '0' });
+    expect((await get(s.port, '/v2/trace/setting')).json()).toMatchObject({ trace_count: '-1' });
+    const spent = JSON.parse(readFileSync(`${traceFile}.${before}`, 'utf8')) as { model_name: string }[];
+    expect(spent.map((e) => e.model_name)).toEqual(['echo', 'echo']);
+    await post(s.port, '/v2/models/echo/trace/setting', { trace_level: null, trace_count: null });
+  });
+
   test.each([
     ['/v2/trace/setting', { trace_file: '/tmp/elsewhere' }, 400, 'cannot be changed over the network'],
     ['/v2/trace/setting', { trace_level: ['LOUD'] }, 400, "trace level 'LOUD' is not supported"],
