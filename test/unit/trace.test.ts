@@ -6,6 +6,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { traceSettingsFromConfig } from '../../ts/server/context';
 import { Tracer, type TraceSettings } from '../../ts/server/trace';
 
 let dir: string;
@@ -170,5 +171,46 @@ describe('trace count', () => {
     requests(t, 1, 'simple');
     expect(t.update({ trace_rate: '1' }, 'simple').trace_count).toBe('2');
     expect(t.update({ trace_count: null }).trace_count).toBe('7');
+  });
+});
+
+describe('--trace-config at start-up (command_line_parser.cc SetGlobalTraceArgs, ParseTraceLevelOption)', () => {
+  test('levels given several times add up; OFF among them turns tracing off', () => {
+    expect(traceSettingsFromConfig(['triton,file=/t', 'level=TENSORS', 'level=TIMESTAMPS']).trace_level).toEqual(['TIMESTAMPS', 'TENSORS']);
+    expect(traceSettingsFromConfig(['level=timestamps', 'level=TIMESTAMPS']).trace_level).toEqual(['TIMESTAMPS']);
+    expect(traceSettingsFromConfig(['level=TIMESTAMPS', 'level=OFF']).trace_level).toEqual(['OFF']);
+    expect(traceSettingsFromConfig(['level=max']).trace_level).toEqual(['TIMESTAMPS']);
+  });
+
+  test('good values are read', () => {
+    expect(traceSettingsFromConfig(['triton,file=/t/x.log', 'rate=4', 'count=6', 'mode=Triton', 'triton,log-frequency=2'])).toEqual({
+      trace_file: '/t/x.log', trace_rate: '4', trace_count: '6', trace_mode: 'triton', log_frequency: '2',
+    });
+  });
+
+  test.each([
+    [['level=BOGUS'], 'Bad option: "--trace-config level".\ninvalid value for trace level option: BOGUS'],
+    [['rate=abc'], 'Bad option: "--trace-config rate".\nInvalid option value. Got abc'],
+    [['rate=0'], 'Bad option: "--trace-config rate".\nExpecting value >= 1, got: 0'],
+    [['rate=99999999999'], 'Bad option: "--trace-config rate".\nProvided option value is out of bound. Got 99999999999'],
+    [['count=-2'], 'Bad option: "--trace-config count".\nExpecting value >= -1, got: -2'],
+    [['count=1.5'], 'Bad option: "--trace-config count".\nInvalid option value. Got 1.5'],
+    [['triton,log-frequency=often'], 'Bad option: "--trace-config triton,log-frequency".\nInvalid option value. Got often'],
+    [['mode=opentelemetry'], 'trace mode opentelemetry is not supported by infernode'],
+    [['opentelemetry,url=localhost:4318'], 'Bad option: "--trace-config opentelemetry,url".\ntrace mode opentelemetry is not supported by infernode'],
+    [['mode=jaeger'], 'invalid value for trace mode option: jaeger'],
+    [['bogus,level=TIMESTAMPS'], 'invalid value for trace mode option: bogus'],
+    [['level='], "--trace-config option format is '<trace mode>,<setting>=<value>'. Got level="],
+    [['colour=red'], "unknown setting 'colour'"],
+  ])('%j is refused: %s', (entries, message) => {
+    expect(() => traceSettingsFromConfig(entries)).toThrow(message);
+  });
+});
+
+describe('trace level over HTTP and gRPC (Tracer.update)', () => {
+  test('OFF only alone; the others add up in Triton\'s order', () => {
+    const t = tracer();
+    expect(() => t.update({ trace_level: ['OFF', 'TIMESTAMPS'] })).toThrow("Expect only one trace level 'OFF' is specified");
+    expect(t.update({ trace_level: ['TENSORS', 'TIMESTAMPS', 'TENSORS'] }).trace_level).toEqual(['TIMESTAMPS', 'TENSORS']);
   });
 });

@@ -83,7 +83,12 @@ function checkValue(key: string, value: unknown): string | string[] | undefined 
           throw invalidArg(`trace level '${level}' is not supported (supported: OFF, TIMESTAMPS, TENSORS)`);
         }
       }
-      return strings;
+      // Triton's HTTP and gRPC handlers: OFF only alone; the others add up, shown in this order.
+      if (strings.includes('OFF')) {
+        if (strings.length !== 1) throw invalidArg("Expect only one trace level 'OFF' is specified");
+        return strings;
+      }
+      return ['TIMESTAMPS', 'TENSORS'].filter((l) => strings.includes(l));
     case 'trace_rate':
     case 'log_frequency':
       if (strings.length !== 1 || !/^[0-9]+$/.test(strings[0])) throw invalidArg(`Unable to parse '${key}', got: ${strings.join(',')}`);

@@ -126,6 +126,7 @@ describe('trace settings', () => {
   test.each([
     ['/v2/trace/setting', { trace_file: '/tmp/elsewhere' }, 400, 'cannot be changed over the network'],
     ['/v2/trace/setting', { trace_level: ['LOUD'] }, 400, "trace level 'LOUD' is not supported"],
+    ['/v2/trace/setting', { trace_level: ['OFF', 'TIMESTAMPS'] }, 400, "Expect only one trace level 'OFF' is specified"],
     ['/v2/trace/setting', { trace_rate: '0' }, 400, "'trace_rate' must be at least 1"],
     ['/v2/trace/setting', { trace_rate: '99999999999' }, 400,
       "Unable to parse 'trace_rate', value is out of range [ 0, 4294967295 ], got: 99999999999"],
