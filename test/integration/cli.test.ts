@@ -145,6 +145,10 @@ describe('bad flag values exit non-zero with a clear message', () => {
     [['--http-restricted-api=health:a=1', '--http-restricted-api=health:b=2'],
       /restricted api 'health' can not be specified in multiple config groups/],
     [['--load-model=*', '--load-model=add', '--model-control-mode=explicit'], /--load-model=\* loads every model and must be the only --load-model/],
+    // Triton's texts (command_line_parser.cc SetGlobalTraceArgs); before, these started with tracing silently off.
+    [['--trace-config=level=BOGUS'], /Bad option: "--trace-config level"\.\ninvalid value for trace level option: BOGUS/],
+    [['--trace-config=rate=abc'], /Bad option: "--trace-config rate"\.\nInvalid option value\. Got abc/],
+    [['--trace-config=mode=opentelemetry'], /trace mode opentelemetry is not supported by infernode/],
   ])('%j', (flags, message) => {
     const { status, stderr } = runSync(['serve', `--model-repository=${repo.root}`, ...NO_LISTENERS, ...flags]);
     expect(status).not.toBe(0);

@@ -169,6 +169,8 @@ describe('TraceSetting', () => {
   test('bad settings: INVALID_ARGUMENT naming them; the file cannot be set over the network', async () => {
     await fails(s.stub, 'TraceSetting', { settings: { nope: { value: ['1'] } } }, status.INVALID_ARGUMENT, "unknown trace setting 'nope'");
     await fails(s.stub, 'TraceSetting', { settings: { trace_rate: { value: ['x'] } } }, status.INVALID_ARGUMENT, "Unable to parse 'trace_rate', got: x");
+    await fails(s.stub, 'TraceSetting', { settings: { trace_level: { value: ['OFF', 'TENSORS'] } } }, status.INVALID_ARGUMENT,
+      "Expect only one trace level 'OFF' is specified");
     await fails(s.stub, 'TraceSetting', { settings: { trace_file: { value: ['/tmp/x'] } } }, status.INVALID_ARGUMENT, "'trace_file' cannot be changed over the network");
   });
 });

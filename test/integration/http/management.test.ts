@@ -23,6 +23,13 @@ const traceDir = mkdtempSync(path.join(os.tmpdir(), 'infernode-trace-'));
 const traceFile = path.join(traceDir, 'trace.json');
 let s: Served;
 
+/** Every entry of the indexed trace files (`<file>.<index>`, each one JSON array, as Triton writes them). */
+function indexedTraceEntries<T>(): T[] {
+  const indexed = readdirSync(traceDir).filter((f) => /^trace\.json\.[0-9]+$/.test(f));
+  return indexed.sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
+    .flatMap((f) => JSON.parse(readFileSync(path.join(traceDir, f), 'utf8')) as T[]);
+}
+
 beforeAll(async () => {
   s = await serve(bindEcho, { allowClientShm: true, traceConfig: [`triton,file=${traceFile}`, 'level=OFF', 'rate=1'] });
 });
@@ -78,8 +85,9 @@ describe('trace settings', () => {
     const r = await post(s.port, '/v2/models/echo/infer', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }] });
     expect(r.status).toBe(200);
     await post(s.port, '/v2/models/echo/trace/setting', { trace_level: null, log_frequency: null });
-    expect(existsSync(traceFile)).toBe(true);
-    const traces = readFileSync(traceFile, 'utf8').trim().split('\n').flatMap((line) => JSON.parse(line) as { model_name: string; model_version: string; timestamps: { name: string }[] }[]);
+    // log_frequency 1: the trace went to its own indexed file at once.
+    expect(existsSync(`${traceFile}.0`)).toBe(true);
+    const traces = indexedTraceEntries<{ model_name: string; model_version: string; timestamps: { name: string }[] }>();
     const trace = traces.find((t) => t.model_name === 'echo')!;
     expect(trace.model_version).toBe('1');
     expect(trace.timestamps.map((t) => t.name)).toEqual(['HTTP_RECV_START', 'HTTP_INFER_START', 'HTTP_SEND_START']);
@@ -91,7 +99,7 @@ describe('trace settings', () => {
     expect(r.status).toBe(200);
     await post(s.port, '/v2/models/echo/trace/setting', { trace_level: null, log_frequency: null });
     type Entry = { id: number; model_name?: string; activity?: string; tensor?: { name: string; data: string; shape: string; dtype: string } };
-    const entries = readFileSync(traceFile, 'utf8').trim().split('\n').flatMap((line) => JSON.parse(line) as Entry[]);
+    const entries = indexedTraceEntries<Entry>();
     const traced = entries.filter((e) => e.model_name === 'echo').at(-1)!;
     const tensors = entries.filter((e) => e.id === traced.id && e.activity);
     expect(tensors).toEqual([
@@ -101,9 +109,24 @@ describe('trace settings', () => {
     ]);
   });
 
+  test('trace_count is counted down: GET shows "0" once spent, and the traces are in an indexed file before the server stops', async () => {
+    // qa/L0_trace/test.sh "Update trace count" (there for the global setting).
+    const before = readdirSync(traceDir).filter((f) => /^trace\.json\.[0-9]+$/.test(f)).length;
+    await post(s.port, '/v2/models/echo/trace/setting', { trace_level: ['TIMESTAMPS'], trace_count: '2' });
+    for (let i = 0; i < 3; i++) {
+      expect((await post(s.port, '/v2/models/echo/infer', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] }] })).status).toBe(200);
+    }
+    expect((await get(s.port, '/v2/models/echo/trace/setting')).json()).toMatchObject({ trace_count: '0' });
+    expect((await get(s.port, '/v2/trace/setting')).json()).toMatchObject({ trace_count: '-1' });
+    const spent = JSON.parse(readFileSync(`${traceFile}.${before}`, 'utf8')) as { model_name: string }[];
+    expect(spent.map((e) => e.model_name)).toEqual(['echo', 'echo']);
+    await post(s.port, '/v2/models/echo/trace/setting', { trace_level: null, trace_count: null });
+  });
+
   test.each([
     ['/v2/trace/setting', { trace_file: '/tmp/elsewhere' }, 400, 'cannot be changed over the network'],
     ['/v2/trace/setting', { trace_level: ['LOUD'] }, 400, "trace level 'LOUD' is not supported"],
+    ['/v2/trace/setting', { trace_level: ['OFF', 'TIMESTAMPS'] }, 400, "Expect only one trace level 'OFF' is specified"],
     ['/v2/trace/setting', { trace_rate: '0' }, 400, "'trace_rate' must be at least 1"],
     ['/v2/trace/setting', { trace_rate: '99999999999' }, 400,
       "Unable to parse 'trace_rate', value is out of range [ 0, 4294967295 ], got: 99999999999"],
