@@ -25,7 +25,7 @@ import { EnsembleModel } from './ensemble/ensemble-model';
 import { normalizeEnsembleScheduling, validateEnsemble } from './ensemble/validate';
 import { Logger } from './log';
 import { checkModelNameLength } from './model-name';
-import { createServerContext, type ServerContext } from './server/context';
+import { createServerContext, traceSettingsFromConfig, type ServerContext } from './server/context';
 import { startFrontends, type Frontend } from './server/frontends';
 import type { ServedTriton } from './server/served-triton';
 import {
@@ -340,6 +340,12 @@ export class Triton implements ServedTriton {
     if (this.#running) return;
     if (this.#stopped) throw new InferenceServerError('UNAVAILABLE', 'this Triton was stopped');
     try {
+      // Settings read only when the frontends start are checked before any model loads.
+      try {
+        traceSettingsFromConfig(this.config.traceConfig);
+      } catch (err) {
+        throw new InferenceServerError('INVALID_ARG', (err as Error).message);
+      }
       await Promise.all(this.#warmups);
     } catch (err) {
       await this.stop();

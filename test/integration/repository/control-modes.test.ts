@@ -8,7 +8,7 @@ import { readFileSync, renameSync, symlinkSync, unlinkSync, utimesSync } from 'n
 import { NDArray } from '../../../ts/tensor';
 import type { Triton } from '../../../ts/triton';
 import { expectRejects, waitFor } from '../helpers';
-import { TempRepo, addConstModel, startRepoTriton, type Served } from './repo-helpers';
+import { TempRepo, addConstModel, repoTriton, startRepoTriton, type Served } from './repo-helpers';
 
 const TRITON_503 = 'explicit model load / unload is not allowed if polling is enabled';
 
@@ -54,6 +54,13 @@ describe('none', () => {
       expect(err.httpStatus).toBe(503);
     }
     expect(await added(triton, 'a')).toBe(1);
+  });
+
+  test('a bad --trace-config refuses the start before any model loads', async () => {
+    const bad = repoTriton(repo.root, { controlMode: 'none', config: { traceConfig: ['level=BOGUS'] } });
+    await expectRejects(bad.triton.run(), 'INVALID_ARG', 'invalid value for trace level option: BOGUS');
+    expect(bad.logs.filter((l) => l.includes('loaded model'))).toEqual([]);
+    await bad.triton.stop();
   });
 
   test('changes on disk are ignored', async () => {
