@@ -43,13 +43,13 @@ interface CudaRegion extends CudaRegionStatus {
 }
 
 /**
- * A registered region, and the requests that will still write their outputs into it: an
- * unregister while some do only marks it (Triton's awaiting_unregister) and the last of them
- * closes it.
+ * A registered region, and the requests still using it (reading inputs from it or writing
+ * outputs into it): an unregister while some do only marks it (Triton's awaiting_unregister;
+ * status still lists it, its name stays taken) and the last of them closes it.
  */
 type Region = (SystemRegion | CudaRegion) & { holds: number; awaitingUnregister: boolean };
 
-/** The regions a request writes into, held from its decoding until it is answered. */
+/** The regions a request uses, held from the start of its inference until it settles. */
 export interface RegionHold {
   release(): void;
 }
@@ -135,8 +135,9 @@ export class SharedMemoryManager {
     this.checkAllowed();
     for (const region of [...this.#regions.values()]) {
       if (region.kind !== kind || (name && region.name !== name)) continue;
-      // Inputs were copied when their requests were decoded; a request still to write an output
-      // keeps the region until it is answered, as Triton does.
+      // A request still using the region (an input read from it, an output to write into it)
+      // keeps it until the request settles, as Triton's (shared_memory_manager.cc
+      // UnregisterHelper, awaiting_unregister_).
       if (region.holds > 0) region.awaitingUnregister = true;
       else this.#close(region);
     }

@@ -4,7 +4,7 @@
  * read from and an output written to a POSIX region, status, unregister), CUDA shared memory
  * without a device, and shared memory refused when the server does not allow it.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, truncateSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { closeAgent, echo, get, post, serve, type Served } from './http-helpers';
@@ -220,6 +220,46 @@ describe('system shared memory', () => {
       expect((await get(own.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toEqual([]);
     } finally {
       opened?.open();  // a failed check must not leave the request held through stop()
+      await own.triton.stop();
+    }
+  });
+
+  // Only output regions used to be held: unregistering all regions while a request read its input
+  // from one closed that region at once, and status no longer listed it. Triton holds every region
+  // a request uses (shared_memory_manager.cc UnregisterHelper; qa L0_shared_memory
+  // TestSharedMemoryUnregister._test_shm_found: status lists all of them during the inference).
+  test('unregistering all regions while a request reads its input from one keeps it listed until the request is answered', async () => {
+    const recorder = new Recorder();
+    const own = await serve((t) => t.bind({
+      modelName: 'held', inferFunc: recorder.func,
+      inputs: [{ name: 'IN', dtype: 'FP32', shape: [-1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [-1] }],
+      config: { maxBatchSize: 4 },
+    }), { allowClientShm: true });
+    let opened: ReturnType<Recorder['hold']> | undefined;
+    try {
+      expect((await post(own.port, '/v2/systemsharedmemory/region/input0_data/register', { key, offset: 0, byte_size: 16 })).status).toBe(200);
+      expect((await post(own.port, '/v2/systemsharedmemory/region/output0_data/register', { key, offset: 32, byte_size: 32 })).status).toBe(200);
+      const fd = openSync(file, 'r+');
+      writeSync(fd, Buffer.alloc(16), 0, 16, 32);  // the output's bytes, written again below
+      closeSync(fd);
+      opened = recorder.hold();
+      const pending = post(own.port, '/v2/models/held/infer', {
+        inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: { shared_memory_region: 'input0_data', shared_memory_byte_size: 16 } }],
+        outputs: [{ name: 'OUT', parameters: { shared_memory_region: 'output0_data', shared_memory_byte_size: 16 } }],
+      });
+      await waitFor(() => recorder.active === 1, 'the request to reach the model');
+      expect((await post(own.port, '/v2/systemsharedmemory/unregister')).status).toBe(200);
+      expect((await get(own.port, '/v2/systemsharedmemory/status')).json<{ name: string }[]>().map((r) => r.name).sort())
+        .toEqual(['input0_data', 'output0_data']);
+      expect((await post(own.port, '/v2/systemsharedmemory/region/input0_data/register', { key, offset: 0, byte_size: 16 })).error)
+        .toContain("'input0_data' already in manager");
+      opened!.open();
+      expect((await pending).status).toBe(200);
+      const region = readFileSync(file);
+      expect([...new Float32Array(region.buffer.slice(region.byteOffset + 32, region.byteOffset + 48))]).toEqual([1.5, 2.5, 3.5, 4.5]);
+      expect((await get(own.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toEqual([]);
+    } finally {
+      opened?.open();
       await own.triton.stop();
     }
   });

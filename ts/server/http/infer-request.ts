@@ -143,7 +143,9 @@ function decodeInputs(list: unknown, binary: Buffer, opts: InferDecodeOptions): 
     } else if (shm) {
       const read = opts.sources.sharedMemoryInput;
       if (!read) throw invalidArg(`${what}: shared memory is not served here`);
-      tensor = read(what, dtype, shape, shm);
+      // The region is named with the input: the request holds it until it settles.
+      inputs.push({ name: input.name, tensor: read(what, dtype, shape, shm), region: shm.region });
+      continue;
     } else {
       tensor = tensorFromJson(what, dtype, shape, input.data);
     }
