@@ -121,6 +121,12 @@ describe('system shared memory', () => {
         model_name: 'identity', inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: params, ...extra }],
       });
       await fails(s.stub, 'ModelInfer', input(shmParams('e', 16, 24)), status.INVALID_ARGUMENT, 'exceeds the 32 bytes of region');
+      // Triton's texts (qa L0_shared_memory test_infer_offset_out_of_bound, gRPC: offset = region size;
+      // test_register_out_of_bound).
+      await fails(s.stub, 'ModelInfer', input(shmParams('e', 16, 32)), status.INVALID_ARGUMENT,
+        "Invalid offset for shared memory region: 'e'");
+      await fails(s.stub, 'SystemSharedMemoryRegister', { name: 'big', key, offset: 1, byte_size: 64 }, status.INVALID_ARGUMENT,
+        "failed to register shared memory region 'big': invalid args");
       await fails(s.stub, 'ModelInfer', input(shmParams('gone', 16, 0)), status.NOT_FOUND, "Unable to find shared memory region: 'gone'");
       await fails(s.stub, 'ModelInfer', input(shmParams('e', 16, 0), { contents: { fp32_contents: [1, 2, 3, 4] } }), status.INVALID_ARGUMENT,
         "unexpected 'content' provided when using shared memory for input tensor 'IN' for model 'identity'");

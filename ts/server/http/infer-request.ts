@@ -92,13 +92,21 @@ function parseHeader(body: Buffer, length: number, model: string): Record<string
     const text = body.toString('utf8', 0, length);
     const marked = markBigIntegers(text);
     header = JSON.parse(marked);
-    // Only inputs' data keep exact 64-bit marks (the tensor decoder reads them).
-    if (marked !== text) header = unmarkOutside(header, (p) => p.length === 3 && p[0] === 'inputs' && p[2] === 'data');
+    // Only inputs' data and tensors' shared-memory offsets and sizes keep exact 64-bit marks
+    // (the tensor decoder and shmRefFromParameters read them).
+    if (marked !== text) header = unmarkOutside(header, keepsMarks);
   } catch (err) {
     throw invalidArg(`failed to parse the request JSON buffer for model '${model}': ${(err as Error).message}`);
   }
   if (!isObject(header)) throw invalidArg(`the inference request for model '${model}' must be a JSON object`);
   return header;
+}
+
+/** The paths of the header whose long integers stay exact (marked): see parseHeader. */
+function keepsMarks(p: readonly (string | number)[]): boolean {
+  if (p.length === 3) return p[0] === 'inputs' && p[2] === 'data';
+  return p.length === 4 && (p[0] === 'inputs' || p[0] === 'outputs') && p[2] === 'parameters' &&
+    (p[3] === 'shared_memory_offset' || p[3] === 'shared_memory_byte_size');
 }
 
 /** A byte count from a tensor's parameters: an exact non-negative integer. */
