@@ -45,13 +45,12 @@ Status SystemSharedMemory::Open(const std::string& name, const std::string& key,
     // Triton's status and words (INTERNAL, "Unable to open shared memory region: '<key>'"), then why.
     return Internal("Unable to open shared memory region: '" + key + "' (" + std::strerror(errno) + ")");
   }
-  if (byte_size == 0) {
-    close(fd);
-    return InvalidArg("shared memory region '" + key + "' must have a non-zero byte_size");
-  }
+  // A range outside the object is refused first, with Triton's words (CheckSharedMemoryRegionSize:
+  // its QA matches "failed to register shared memory region.*invalid args"), then the numbers.
+  const std::string out_of_bounds = "failed to register shared memory region '" + name + "': invalid args: ";
   if (offset > kMaxPosition || byte_size > kMaxPosition - offset) {
     close(fd);
-    return InvalidArg("shared memory offset + byte_size overflows for key '" + key + "'");
+    return InvalidArg(out_of_bounds + "offset + byte_size overflows for key '" + key + "'");
   }
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -61,8 +60,13 @@ Status SystemSharedMemory::Open(const std::string& name, const std::string& key,
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (offset + byte_size > size) {
     close(fd);
-    return InvalidArg("shared memory region '" + key + "' holds " + std::to_string(size) + " bytes, less than offset " +
-                      std::to_string(offset) + " + byte_size " + std::to_string(byte_size));
+    return InvalidArg(out_of_bounds + "shared memory object '" + key + "' holds " + std::to_string(size) +
+                      " bytes, less than offset " + std::to_string(offset) + " + byte_size " +
+                      std::to_string(byte_size));
+  }
+  if (byte_size == 0) {
+    close(fd);
+    return InvalidArg("shared memory region '" + key + "' must have a non-zero byte_size");
   }
   out->reset(new SystemSharedMemory(fd, name, key, offset, byte_size));
   return Status::Success();

@@ -64,11 +64,16 @@ TEST(SharedMemoryRejectsRangesBeyondTheObject) {
   std::unique_ptr<SystemSharedMemory> region;
   Status s = SystemSharedMemory::Open("r", shm.key, 4000, 97, &region);
   EXPECT_EQ(s.Code(), StatusCode::kInvalidArg);
+  EXPECT_CONTAINS(s.Message(), "failed to register shared memory region 'r': invalid args: ");  // Triton's words
   EXPECT_CONTAINS(s.Message(), "holds 4096 bytes");
   s = SystemSharedMemory::Open("r", shm.key, UINT64_MAX - 1, 4, &region);
+  EXPECT_CONTAINS(s.Message(), "failed to register shared memory region 'r': invalid args: ");
   EXPECT_CONTAINS(s.Message(), "overflows");
   s = SystemSharedMemory::Open("r", shm.key, 0, 0, &region);
   EXPECT_CONTAINS(s.Message(), "non-zero byte_size");
+  // Out of bounds before empty, as Triton checks (its QA registers byte_size 0 at offset size + 1).
+  s = SystemSharedMemory::Open("r", shm.key, 4097, 0, &region);
+  EXPECT_CONTAINS(s.Message(), "failed to register shared memory region 'r': invalid args: ");
   EXPECT_TRUE(region == nullptr);
 }
 

@@ -32,8 +32,12 @@ export interface InferenceCall {
   /** '' or undefined: the latest version. */
   modelVersion?: string;
   id?: string;
-  /** A DeviceTensor for an input in CUDA shared memory (read to the host where the model needs it). */
-  inputs: { name: string; tensor: NDArray | DeviceTensor }[];
+  /**
+   * A DeviceTensor for an input in CUDA shared memory (read to the host where the model needs
+   * it). `region`: the shared-memory region the input was read from, held (still registered,
+   * and listed by status) until the request settles, as the regions of its outputs are.
+   */
+  inputs: { name: string; tensor: NDArray | DeviceTensor; region?: string }[];
   /** null: every output of the model. */
   outputs: OutputRequest[] | null;
   parameters: RequestParameters;
@@ -101,7 +105,7 @@ export class InferenceService {
       model = resolveModel(this.triton, call.modelName, call.modelVersion);
       if (decoupledRefusal && model.config.decoupled) throw new InferenceServerError('UNSUPPORTED', decoupledRefusal);
       requested = call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null;
-      hold = this.#holdOutputRegions(requested);
+      hold = this.#holdRegions(call, requested);
       try {
         results = this.#start(call, model, requested);
       } catch (err) {
@@ -143,10 +147,16 @@ export class InferenceService {
     });
   }
 
-  /** The regions the request's outputs go to stay registered until it is answered; null when none are named. */
-  #holdOutputRegions(requested: OutputRequest[] | null): RegionHold | null {
-    if (!requested || !requested.some((o) => o.shm)) return null;
-    return this.sharedMemory.hold(requested.flatMap((o) => (o.shm ? [o.shm.region] : [])));
+  /**
+   * The regions the request reads its inputs from and writes its outputs into stay registered
+   * (an unregister only marks them) until it is answered, as Triton's frontends hold every
+   * region a request uses; null when it names none.
+   */
+  #holdRegions(call: InferenceCall, requested: OutputRequest[] | null): RegionHold | null {
+    let names: string[] | null = null;
+    for (const input of call.inputs) if (input.region !== undefined) (names ??= []).push(input.region);
+    if (requested) for (const output of requested) if (output.shm) (names ??= []).push(output.shm.region);
+    return names ? this.sharedMemory.hold(names) : null;
   }
 
   /** True when `name` (and version) is a decoupled model; false for anything else, unknown names included. */
@@ -166,7 +176,7 @@ export class InferenceService {
   async *inferStream(call: InferenceCall): AsyncGenerator<InferenceAnswer> {
     const model = resolveModel(this.triton, call.modelName, call.modelVersion);
     const requested = call.outputs ? checkRequestedOutputs(call.outputs, model.name) : null;
-    const hold = this.#holdOutputRegions(requested);
+    const hold = this.#holdRegions(call, requested);
     let responses: ReturnType<InferenceService['openStream']>;
     try {
       responses = this.#open(call, model, requested);

@@ -8,6 +8,7 @@ import type { NativeDuration } from '../native';
 import type { NormalizedTensor } from '../config/normalize';
 import type { ServedTriton } from './served-triton';
 import { resolveModel } from './inference-service';
+import { InferenceServerError, clip, invalidArg } from '../errors';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const PACKAGE_VERSION = (require('../../package.json') as { version: string }).version;
@@ -98,11 +99,30 @@ export function modelStatistics(model: BoundModel): Record<string, unknown> {
   };
 }
 
-/** Statistics of every version, of one model (all its versions), or of one version. */
+/**
+ * Statistics of every version, of one model (all its versions), or of one version. A model or
+ * version not served is INVALID_ARG with Triton's texts (core src/tritonserver.cc
+ * TRITONSERVER_ServerModelStatistics), not the NOT_FOUND the other model routes answer.
+ */
 export function statistics(triton: ServedTriton, name?: string, version?: string): { model_stats: Record<string, unknown>[] } {
   let models: BoundModel[];
-  if (!name) models = triton.models();
-  else if (version) models = [resolveModel(triton, name, version)];
-  else models = triton.modelVersions(name);
+  if (!name) {
+    models = triton.models();
+  } else {
+    models = asInvalidArg(() => triton.modelVersions(name), `requested model '${clip(name)}' is not available`);
+    if (version) {
+      models = [asInvalidArg(() => resolveModel(triton, name, version), `requested model version is not available for model '${clip(name)}'`)];
+    }
+  }
   return { model_stats: models.map(modelStatistics) };
+}
+
+/** `lookup`'s answer; its NOT_FOUND as INVALID_ARG `text` (other errors, such as UNAVAILABLE, as they are). */
+function asInvalidArg<T>(lookup: () => T, text: string): T {
+  try {
+    return lookup();
+  } catch (err) {
+    if (err instanceof InferenceServerError && err.code === 'NOT_FOUND') throw invalidArg(text);
+    throw err;
+  }
 }

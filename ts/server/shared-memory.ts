@@ -11,6 +11,7 @@
  * request owns its copy. Every offset + size is checked against the region before use.
  */
 import { describeValue } from '../describe-value';
+import { markedInteger } from './big-integers';
 import { InferenceServerError, invalidArg } from '../errors';
 import { DeviceTensor, type DeviceOutput } from '../device-tensor';
 import { native, type CudaSharedMemory, type SystemSharedMemoryRegion } from '../native';
@@ -43,13 +44,13 @@ interface CudaRegion extends CudaRegionStatus {
 }
 
 /**
- * A registered region, and the requests that will still write their outputs into it: an
- * unregister while some do only marks it (Triton's awaiting_unregister) and the last of them
- * closes it.
+ * A registered region, and the requests still using it (reading inputs from it or writing
+ * outputs into it): an unregister while some do only marks it (Triton's awaiting_unregister;
+ * status still lists it, its name stays taken) and the last of them closes it.
  */
 type Region = (SystemRegion | CudaRegion) & { holds: number; awaitingUnregister: boolean };
 
-/** The regions a request writes into, held from its decoding until it is answered. */
+/** The regions a request uses, held from the start of its inference until it settles. */
 export interface RegionHold {
   release(): void;
 }
@@ -57,8 +58,35 @@ export interface RegionHold {
 /** Where a tensor lives in a region (`shared_memory_region`, `_offset`, `_byte_size`). */
 export interface ShmRef {
   region: string;
+  /** Beyond 2^53 (past the end of any region), the nearest double: `exact` has the value. */
   offset: number;
   byteSize: number;
+  /** Both values exactly, when either is beyond 2^53 (Triton reads them as 64-bit size_t). */
+  exact?: { offset: bigint; byteSize: bigint };
+}
+
+/** SIZE_MAX on Triton's 64-bit platforms: the largest offset or byte size a request may give. */
+const U64_MAX = 0xFFFF_FFFF_FFFF_FFFFn;
+
+/**
+ * A tensor's `shared_memory_offset` or `_byte_size`: a number when it is a safe integer, else
+ * (up to 2^64 - 1, as Triton's size_t takes it) the exact bigint: a gRPC int64_param beyond
+ * 2^53, or an HTTP literal the decoder kept marked (JSON.parse would round it).
+ */
+function tensorUint(value: unknown, what: string): number | bigint {
+  const literal = markedInteger(value);
+  const text = literal ?? (typeof value === 'string' ? value : null);
+  if (text !== null && /^[0-9]+$/.test(text)) {
+    const n = Number(text);
+    if (Number.isSafeInteger(n)) return n;
+    const big = BigInt(text);
+    if (big <= U64_MAX) return big;
+  } else if (typeof value === 'bigint' && value >= 0n && value <= U64_MAX) {
+    return value;
+  } else if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) {
+    return value;
+  }
+  throw invalidArg(`${what} must be a non-negative integer below 2^64, got ${literal ?? describeValue(value)}`);
 }
 
 function exactUint(value: unknown, what: string): number {
@@ -135,8 +163,9 @@ export class SharedMemoryManager {
     this.checkAllowed();
     for (const region of [...this.#regions.values()]) {
       if (region.kind !== kind || (name && region.name !== name)) continue;
-      // Inputs were copied when their requests were decoded; a request still to write an output
-      // keeps the region until it is answered, as Triton does.
+      // A request still using the region (an input read from it, an output to write into it)
+      // keeps it until the request settles, as Triton's (shared_memory_manager.cc
+      // UnregisterHelper, awaiting_unregister_).
       if (region.holds > 0) region.awaitingUnregister = true;
       else this.#close(region);
     }
@@ -205,10 +234,21 @@ export class SharedMemoryManager {
       throw new InferenceServerError('NOT_FOUND', `Unable to find shared memory region: '${ref.region}' (${what})` +
         (this.allowed ? '' : "; client shared memory is disabled: start the server with '--allow-client-shm=true'"));
     }
-    if (ref.offset > region.byteSize || ref.byteSize > region.byteSize - ref.offset) {
-      // Triton's words first (its clients and QA match them), then the numbers.
+    // Triton's checks in its order (server src/shared_memory_manager.cc GetMemoryInfo) and its
+    // words first (its clients and QA match them), then the numbers.
+    const offset = ref.exact?.offset ?? ref.offset;
+    const byteSize = ref.exact?.byteSize ?? ref.byteSize;
+    if (ref.offset >= region.byteSize) {
+      throw invalidArg(`${what}: Invalid offset for shared memory region: '${ref.region}': ` +
+        `offset ${offset} is not within the ${region.byteSize} bytes of region '${ref.region}'`);
+    }
+    if (ref.exact && ref.exact.byteSize > U64_MAX - ref.exact.offset) {
+      throw invalidArg(`${what}: Integer overflow detected: byte_size (${byteSize}) + offset (${offset}) ` +
+        `exceeds maximum value (${U64_MAX}) for region '${ref.region}'`);
+    }
+    if (ref.byteSize > region.byteSize - ref.offset) {
       throw invalidArg(`${what}: Invalid offset + byte size for shared memory region: '${ref.region}': ` +
-        `offset ${ref.offset} + byte size ${ref.byteSize} exceeds the ${region.byteSize} bytes of region '${ref.region}'`);
+        `offset ${offset} + byte size ${byteSize} exceeds the ${region.byteSize} bytes of region '${ref.region}'`);
     }
     return region;
   }
@@ -241,7 +281,7 @@ export class SharedMemoryManager {
    */
   cudaTarget(ref: ShmRef): Omit<DeviceOutput, 'name'> | null {
     const region = this.#regions.get(ref.region);
-    if (region?.kind !== 'cuda' || ref.offset > region.byteSize || ref.byteSize > region.byteSize - ref.offset) return null;
+    if (region?.kind !== 'cuda' || ref.offset >= region.byteSize || ref.byteSize > region.byteSize - ref.offset) return null;
     return { memory: region.memory, offset: ref.offset, byteSize: ref.byteSize };
   }
 
@@ -289,9 +329,9 @@ export function shmRefFromParameters(params: Record<string, unknown> | undefined
   if (params?.shared_memory_byte_size === undefined) {
     throw invalidArg(`${what}: shared_memory_byte_size is required with shared_memory_region`);
   }
-  return {
-    region,
-    offset: exactUint(params.shared_memory_offset ?? 0, `${what}: shared_memory_offset`),
-    byteSize: exactUint(params.shared_memory_byte_size, `${what}: shared_memory_byte_size`),
-  };
+  const offset = tensorUint(params.shared_memory_offset ?? 0, `${what}: shared_memory_offset`);
+  const byteSize = tensorUint(params.shared_memory_byte_size, `${what}: shared_memory_byte_size`);
+  const ref: ShmRef = { region, offset: Number(offset), byteSize: Number(byteSize) };
+  if (typeof offset === 'bigint' || typeof byteSize === 'bigint') ref.exact = { offset: BigInt(offset), byteSize: BigInt(byteSize) };
+  return ref;
 }

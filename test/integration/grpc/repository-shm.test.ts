@@ -11,6 +11,7 @@ import { GrpcInferenceServerClient } from '../../../ts/client/grpc';
 import { toModelConfigJson } from '../../../ts/config/model-config-json';
 import { NDArray } from '../../../ts/tensor';
 import { bindStandardModels, fails, fp32Bytes, ok, serve, unary, type Served } from './helpers';
+import { Recorder, waitFor } from '../helpers';
 
 describe('model repository, explicit control mode', () => {
   let s: Served;
@@ -120,6 +121,12 @@ describe('system shared memory', () => {
         model_name: 'identity', inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: params, ...extra }],
       });
       await fails(s.stub, 'ModelInfer', input(shmParams('e', 16, 24)), status.INVALID_ARGUMENT, 'exceeds the 32 bytes of region');
+      // Triton's texts (qa L0_shared_memory test_infer_offset_out_of_bound, gRPC: offset = region size;
+      // test_register_out_of_bound).
+      await fails(s.stub, 'ModelInfer', input(shmParams('e', 16, 32)), status.INVALID_ARGUMENT,
+        "Invalid offset for shared memory region: 'e'");
+      await fails(s.stub, 'SystemSharedMemoryRegister', { name: 'big', key, offset: 1, byte_size: 64 }, status.INVALID_ARGUMENT,
+        "failed to register shared memory region 'big': invalid args");
       await fails(s.stub, 'ModelInfer', input(shmParams('gone', 16, 0)), status.NOT_FOUND, "Unable to find shared memory region: 'gone'");
       await fails(s.stub, 'ModelInfer', input(shmParams('e', 16, 0), { contents: { fp32_contents: [1, 2, 3, 4] } }), status.INVALID_ARGUMENT,
         "unexpected 'content' provided when using shared memory for input tensor 'IN' for model 'identity'");
@@ -156,6 +163,38 @@ describe('system shared memory', () => {
     } finally {
       await ok(s.stub, 'SystemSharedMemoryUnregister', {});
       rmSync(`/dev/shm${shrinking}`, { force: true });
+    }
+  });
+
+  // Unregistering while a request read its input from a region used to close that region at once
+  // (only output regions were held). Triton keeps every region a request uses until it completes
+  // (shared_memory_manager.cc UnregisterHelper; qa L0_shared_memory _test_shm_found).
+  test('unregister while a request reads its input from a region: still listed until the request completes', async () => {
+    const recorder = new Recorder();
+    const own = await serve((t) => t.bind({
+      modelName: 'held', inferFunc: recorder.func,
+      inputs: [{ name: 'IN', dtype: 'FP32', shape: [-1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [-1] }],
+      config: { maxBatchSize: 4 },
+    }), { allowClientShm: true });
+    let opened: ReturnType<Recorder['hold']> | undefined;
+    try {
+      const fd = openSync(file, 'r+');
+      writeFileSync(fd, fp32Bytes([6, 7, 8, 9]));
+      closeSync(fd);
+      await ok(own.stub, 'SystemSharedMemoryRegister', { name: 'in', key, offset: 0, byte_size: 16 });
+      opened = recorder.hold();
+      const pending = ok(own.stub, 'ModelInfer', {
+        model_name: 'held', inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: shmParams('in', 16, 0) }],
+      });
+      await waitFor(() => recorder.active === 1, 'the request to reach the model');
+      await ok(own.stub, 'SystemSharedMemoryUnregister', { name: 'in' });
+      expect(Object.keys((await ok(own.stub, 'SystemSharedMemoryStatus', {})).regions as object)).toEqual(['in']);
+      opened!.open();
+      expect((await pending).raw_output_contents).toEqual([fp32Bytes([6, 7, 8, 9])]);
+      expect((await ok(own.stub, 'SystemSharedMemoryStatus', {})).regions).toEqual({});
+    } finally {
+      opened?.open();
+      await own.close();
     }
   });
 

@@ -105,7 +105,7 @@ describe('ModelConfig', () => {
 });
 
 describe('ModelStatistics', () => {
-  test('counts inferences per model; all models without a name; NOT_FOUND for unknown ones', async () => {
+  test('counts inferences per model; all models without a name; INVALID_ARGUMENT for unknown ones, as Triton', async () => {
     for (let i = 0; i < 2; i++) {
       await ok(s.stub, 'ModelInfer', {
         model_name: 'nobatch', inputs: [{ name: 'IN', datatype: 'INT32', shape: [4] }],
@@ -120,7 +120,12 @@ describe('ModelStatistics', () => {
     const all = await ok(s.stub, 'ModelStatistics', {});
     expect((all.model_stats as { name: string }[]).map((m) => m.name).sort())
       .toEqual(['identity', 'nobatch', 'strings', 'versioned', 'versioned']);
-    await fails(s.stub, 'ModelStatistics', { name: 'nope' }, status.NOT_FOUND, "'nope' is not found");
+    // Triton's status and texts (core src/tritonserver.cc TRITONSERVER_ServerModelStatistics;
+    // qa/L0_server_status/server_status_test.py), not the NOT_FOUND of the other model RPCs.
+    await fails(s.stub, 'ModelStatistics', { name: 'nope' }, status.INVALID_ARGUMENT, "requested model 'nope' is not available");
+    await fails(s.stub, 'ModelStatistics', { name: 'nobatch', version: '7' }, status.INVALID_ARGUMENT,
+      "requested model version is not available for model 'nobatch'");
+    await fails(s.stub, 'ModelMetadata', { name: 'nope' }, status.NOT_FOUND, "'nope' is not found");
   });
 });
 

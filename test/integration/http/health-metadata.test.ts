@@ -128,7 +128,13 @@ describe('statistics', () => {
     expect(versions.map((m) => m.version)).toEqual(['1', '3']);
     const one = (await get(s.port, '/v2/models/versioned/versions/3/stats')).json<{ model_stats: { version: string }[] }>().model_stats;
     expect(one.map((m) => m.version)).toEqual(['3']);
-    expect((await get(s.port, '/v2/models/ghost/stats')).status).toBe(404);
+    // As Triton (core src/tritonserver.cc TRITONSERVER_ServerModelStatistics; qa L0_server_status):
+    // 400 INVALID_ARG, not the 404 of the other model routes.
+    const ghost = await get(s.port, '/v2/models/ghost/stats');
+    expect([ghost.status, ghost.error]).toEqual([400, "requested model 'ghost' is not available"]);
+    const seven = await get(s.port, '/v2/models/versioned/versions/7/stats');
+    expect([seven.status, seven.error]).toEqual([400, "requested model version is not available for model 'versioned'"]);
+    expect((await get(s.port, '/v2/models/versioned/versions/7')).status).toBe(404);  // metadata keeps its answer
   });
 });
 

@@ -4,7 +4,7 @@
  * read from and an output written to a POSIX region, status, unregister), CUDA shared memory
  * without a device, and shared memory refused when the server does not allow it.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, truncateSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { closeAgent, echo, get, post, serve, type Served } from './http-helpers';
@@ -215,6 +215,47 @@ describe('system shared memory', () => {
     expect((await get(s.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toEqual([]);
   });
 
+  // The texts Triton's QA matches (qa/L0_shared_memory/shared_memory_test.py): registering past
+  // the object's end answered infernode's own words, an offset at the region's end was reported
+  // as "offset + byte size", and 64-bit offsets and sizes were refused as not integers (JSON.parse
+  // rounds them) before any region check.
+  test("Triton's texts: register out of bounds, offset out of bounds, 64-bit overflow", async () => {
+    // test_register_out_of_bound: a 64-byte object.
+    for (const [offset, byteSize] of [[0, 65], [1, 64], [64, 1], [65, 0]]) {
+      const r = await post(s.port, '/v2/systemsharedmemory/region/oob/register', { key, offset, byte_size: byteSize });
+      expect(r.status).toBe(400);
+      expect(r.error).toMatch(/^failed to register shared memory region 'oob': invalid args/);
+    }
+    expect((await post(s.port, '/v2/systemsharedmemory/region/o64/register', { key, offset: 0, byte_size: 64 })).status).toBe(200);
+    try {
+      const infer = (parameters: string) => post(s.port, '/v2/models/echo/infer', '{"inputs":[{"name":"IN","datatype":"FP32",' +
+        `"shape":[1,4],"data":[1,2,3,4]}],"outputs":[{"name":"OUT","parameters":{"shared_memory_region":"o64",${parameters}}}]}`);
+      // test_infer_offset_out_of_bound: offset at the region's end (gRPC variant), and 2^64 - 32 (HTTP variant).
+      for (const parameters of ['"shared_memory_offset":64,"shared_memory_byte_size":16',
+        '"shared_memory_offset":64,"shared_memory_byte_size":0',
+        '"shared_memory_offset":18446744073709551584,"shared_memory_byte_size":16']) {
+        const r = await infer(parameters);
+        expect(r.status).toBe(400);
+        expect(r.error).toContain("Invalid offset for shared memory region: 'o64'");
+      }
+      // test_infer_integer_overflow: byte_size 2^64 - 32 at offset 32.
+      const overflow = await infer('"shared_memory_offset":32,"shared_memory_byte_size":18446744073709551584');
+      expect(overflow.status).toBe(400);
+      expect(overflow.error).toContain('Integer overflow detected: byte_size (18446744073709551584) + offset (32) ' +
+        "exceeds maximum value (18446744073709551615) for region 'o64'");
+      // Without overflow (offset 0) a huge size is out of bounds, as in Triton; 2^64 is no size_t.
+      expect((await infer('"shared_memory_byte_size":18446744073709551584')).error)
+        .toContain("Invalid offset + byte size for shared memory region: 'o64'");
+      expect((await infer('"shared_memory_byte_size":18446744073709551616')).error)
+        .toContain('shared_memory_byte_size must be a non-negative integer below 2^64, got 18446744073709551616');
+      // A long literal that is a safe integer reads as that number.
+      expect((await infer('"shared_memory_offset":32,"shared_memory_byte_size":1000000000000000')).error)
+        .toContain("Invalid offset + byte size for shared memory region: 'o64': offset 32 + byte size 1000000000000000 exceeds");
+    } finally {
+      await post(s.port, '/v2/systemsharedmemory/unregister');
+    }
+  });
+
   test('unregistering a region a request still writes into waits for that request, as Triton', async () => {
     const recorder = new Recorder();
     const own = await serve((t) => t.bind({
@@ -243,6 +284,46 @@ describe('system shared memory', () => {
       expect((await get(own.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toEqual([]);
     } finally {
       opened?.open();  // a failed check must not leave the request held through stop()
+      await own.triton.stop();
+    }
+  });
+
+  // Only output regions used to be held: unregistering all regions while a request read its input
+  // from one closed that region at once, and status no longer listed it. Triton holds every region
+  // a request uses (shared_memory_manager.cc UnregisterHelper; qa L0_shared_memory
+  // TestSharedMemoryUnregister._test_shm_found: status lists all of them during the inference).
+  test('unregistering all regions while a request reads its input from one keeps it listed until the request is answered', async () => {
+    const recorder = new Recorder();
+    const own = await serve((t) => t.bind({
+      modelName: 'held', inferFunc: recorder.func,
+      inputs: [{ name: 'IN', dtype: 'FP32', shape: [-1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [-1] }],
+      config: { maxBatchSize: 4 },
+    }), { allowClientShm: true });
+    let opened: ReturnType<Recorder['hold']> | undefined;
+    try {
+      expect((await post(own.port, '/v2/systemsharedmemory/region/input0_data/register', { key, offset: 0, byte_size: 16 })).status).toBe(200);
+      expect((await post(own.port, '/v2/systemsharedmemory/region/output0_data/register', { key, offset: 32, byte_size: 32 })).status).toBe(200);
+      const fd = openSync(file, 'r+');
+      writeSync(fd, Buffer.alloc(16), 0, 16, 32);  // the output's bytes, written again below
+      closeSync(fd);
+      opened = recorder.hold();
+      const pending = post(own.port, '/v2/models/held/infer', {
+        inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 4], parameters: { shared_memory_region: 'input0_data', shared_memory_byte_size: 16 } }],
+        outputs: [{ name: 'OUT', parameters: { shared_memory_region: 'output0_data', shared_memory_byte_size: 16 } }],
+      });
+      await waitFor(() => recorder.active === 1, 'the request to reach the model');
+      expect((await post(own.port, '/v2/systemsharedmemory/unregister')).status).toBe(200);
+      expect((await get(own.port, '/v2/systemsharedmemory/status')).json<{ name: string }[]>().map((r) => r.name).sort())
+        .toEqual(['input0_data', 'output0_data']);
+      expect((await post(own.port, '/v2/systemsharedmemory/region/input0_data/register', { key, offset: 0, byte_size: 16 })).error)
+        .toContain("'input0_data' already in manager");
+      opened!.open();
+      expect((await pending).status).toBe(200);
+      const region = readFileSync(file);
+      expect([...new Float32Array(region.buffer.slice(region.byteOffset + 32, region.byteOffset + 48))]).toEqual([1.5, 2.5, 3.5, 4.5]);
+      expect((await get(own.port, '/v2/systemsharedmemory/status')).json<unknown[]>()).toEqual([]);
+    } finally {
+      opened?.open();
       await own.triton.stop();
     }
   });

@@ -8,8 +8,6 @@
 import type { Metadata } from '@grpc/grpc-js';
 import { clip, invalidArg } from '../../errors';
 import type { CancelSignal } from '../../model';
-import type { NDArray } from '../../tensor';
-import type { DeviceTensor } from '../../device-tensor';
 import type { InferenceAnswer, InferenceCall, OutputRequest } from '../inference-service';
 import { checkForwardedHeader, splitRequestParameters, type RequestParameters } from '../parameters';
 import type { ServerContext } from '../context';
@@ -68,9 +66,10 @@ function forwardedHeaders(env: CallEnvironment, into: Record<string, unknown>): 
   }
 }
 
-function inputTensor(
+/** One input: its tensor, and the shared-memory region it was read from (which the request holds until it settles). */
+function inputOf(
   ctx: ServerContext, msg: InferRequestMessage, input: TensorMessage, raw: { next: number },
-): NDArray | DeviceTensor {
+): InferenceCall['inputs'][number] {
   const what = `input '${clip(input.name)}' for model '${clip(msg.modelName)}'`;
   const dtype = wireDataType(input.datatype, what);
   const shape = wireShape(input.shape, what, true, dtype);
@@ -80,16 +79,18 @@ function inputTensor(
       throw invalidArg(`unexpected 'content' provided when using shared memory for input tensor '${clip(input.name)}' ` +
         `for model '${clip(msg.modelName)}'`);
     }
-    return ctx.inference.inputFromSharedMemory(what, dtype, shape, shm);
+    return { name: input.name, tensor: ctx.inference.inputFromSharedMemory(what, dtype, shape, shm), region: shm.region };
   }
   if (input.contents) {
     if (msg.rawInputContents.length > 0) {
       throw invalidArg(`contents field must not be specified when using raw_input_contents for '${clip(input.name)}' ` +
         `for model '${clip(msg.modelName)}'`);
     }
-    return tensorFromContents(what, dtype, shape, input.contents);
+    return { name: input.name, tensor: tensorFromContents(what, dtype, shape, input.contents) };
   }
-  if (raw.next < msg.rawInputContents.length) return tensorFromBytes(what, dtype, shape, msg.rawInputContents[raw.next++]);
+  if (raw.next < msg.rawInputContents.length) {
+    return { name: input.name, tensor: tensorFromBytes(what, dtype, shape, msg.rawInputContents[raw.next++]) };
+  }
   throw invalidArg(`unable to find data for input tensor '${clip(input.name)}' for model '${clip(msg.modelName)}' in request.`);
 }
 
@@ -126,7 +127,7 @@ export function inferenceCall(ctx: ServerContext, msg: InferRequestMessage, env:
     parameters.timeoutMicroseconds = Math.max(1, Math.round((env.deadline - Date.now()) * 1000));
   }
   const raw = { next: 0 };
-  const inputs = msg.inputs.map((input) => ({ name: input.name, tensor: inputTensor(ctx, msg, input, raw) }));
+  const inputs = msg.inputs.map((input) => inputOf(ctx, msg, input, raw));
   if (raw.next !== msg.rawInputContents.length) {
     throw invalidArg(`request for model '${msg.modelName}' has ${msg.rawInputContents.length} raw_input_contents ` +
       `but ${raw.next} of its inputs take their data from them`);

@@ -92,13 +92,21 @@ function parseHeader(body: Buffer, length: number, model: string): Record<string
     const text = body.toString('utf8', 0, length);
     const marked = markBigIntegers(text);
     header = JSON.parse(marked);
-    // Only inputs' data keep exact 64-bit marks (the tensor decoder reads them).
-    if (marked !== text) header = unmarkOutside(header, (p) => p.length === 3 && p[0] === 'inputs' && p[2] === 'data');
+    // Only inputs' data and tensors' shared-memory offsets and sizes keep exact 64-bit marks
+    // (the tensor decoder and shmRefFromParameters read them).
+    if (marked !== text) header = unmarkOutside(header, keepsMarks);
   } catch (err) {
     throw invalidArg(`failed to parse the request JSON buffer for model '${model}': ${(err as Error).message}`);
   }
   if (!isObject(header)) throw invalidArg(`the inference request for model '${model}' must be a JSON object`);
   return header;
+}
+
+/** The paths of the header whose long integers stay exact (marked): see parseHeader. */
+function keepsMarks(p: readonly (string | number)[]): boolean {
+  if (p.length === 3) return p[0] === 'inputs' && p[2] === 'data';
+  return p.length === 4 && (p[0] === 'inputs' || p[0] === 'outputs') && p[2] === 'parameters' &&
+    (p[3] === 'shared_memory_offset' || p[3] === 'shared_memory_byte_size');
 }
 
 /** A byte count from a tensor's parameters: an exact non-negative integer. */
@@ -143,7 +151,9 @@ function decodeInputs(list: unknown, binary: Buffer, opts: InferDecodeOptions): 
     } else if (shm) {
       const read = opts.sources.sharedMemoryInput;
       if (!read) throw invalidArg(`${what}: shared memory is not served here`);
-      tensor = read(what, dtype, shape, shm);
+      // The region is named with the input: the request holds it until it settles.
+      inputs.push({ name: input.name, tensor: read(what, dtype, shape, shm), region: shm.region });
+      continue;
     } else {
       tensor = tensorFromJson(what, dtype, shape, input.data);
     }
