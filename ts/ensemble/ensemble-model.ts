@@ -168,6 +168,15 @@ export class EnsembleModel extends BoundModel {
    * available. Returns the first missing step's error, or null.
    */
   unavailableReason(): InferenceServerError | null {
+    const models = this.#stepModels();
+    return models instanceof InferenceServerError ? models : null;
+  }
+
+  /**
+   * Every step's model as it serves now (version -1: the latest), checked against the DAG
+   * (#recheck); the first step not serving, or the mismatch, as UNAVAILABLE.
+   */
+  #stepModels(): BoundModel[] | InferenceServerError {
     const steps = this.config.ensembleScheduling!.steps;
     const models: BoundModel[] = [];
     for (let i = 0; i < steps.length; i++) {
@@ -177,7 +186,7 @@ export class EnsembleModel extends BoundModel {
         return this.#stepUnavailable(i, err);
       }
     }
-    return this.#recheck(models);
+    return this.#recheck(models) ?? models;
   }
 
   /**
@@ -547,17 +556,8 @@ export class EnsembleModel extends BoundModel {
    * before any step runs (UNAVAILABLE, naming the step).
    */
   #holdSteps(): HeldSteps | InferenceServerError {
-    const steps = this.config.ensembleScheduling!.steps;
-    const models: BoundModel[] = [];
-    for (let i = 0; i < steps.length; i++) {
-      try {
-        models.push(this.#lookup(steps[i].modelName, steps[i].modelVersion));
-      } catch (err) {
-        return this.#stepUnavailable(i, err);
-      }
-    }
-    const changed = this.#recheck(models);
-    if (changed) return changed;
+    const models = this.#stepModels();
+    if (models instanceof InferenceServerError) return models;
     const releases = [...new Set(models)].map(holdModel);
     return { models, release: () => { for (const release of releases) release(); } };
   }
