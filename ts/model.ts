@@ -24,7 +24,7 @@ import type { ResponseCache } from './cache/response-cache';
 import { Request, type InferFunc, type Parameters, type TritonContext } from './request';
 import { PendingTable } from './pending-table';
 import {
-  NDArray, checkTensorData, copyNDArray, dataTypeCode, deserializeBytes, elementCount, serializeBytes, typedArrayFor,
+  NDArray, bytesOfTensor, checkTensorData, copyNDArray, dataTypeCode, isPackedBytes, packedBytesTensor, typedArrayFor,
   type DataType,
 } from './tensor';
 
@@ -163,7 +163,7 @@ function nativeOutputsToArrays(outputs: Record<string, NativeOutput>, model: str
     const { dtype, shape, data, onDevice } = outputs[name];
     const dt = dtype as DataType;
     arrays[name] = dt === 'BYTES'
-      ? new NDArray('BYTES', shape, deserializeBytes(new Uint8Array(data), elementCount(shape), `output '${name}' of model '${model}'`))
+      ? packedBytesTensor(shape, new Uint8Array(data), `output '${name}' of model '${model}'`)
       : new NDArray(dt, shape, new (typedArrayFor(dt))(data));
     if (onDevice) writtenOnDevice.add(arrays[name]);
   }
@@ -359,7 +359,9 @@ export class BoundModel {
         continue;
       }
       if (!(arr instanceof NDArray)) throw invalidArg(`${what()} must be an NDArray`);
-      checkTensorData(arr.dtype, arr.shape, arr.data, what);
+      // BYTES still in wire form were checked when decoded; a native engine takes them as they
+      // are, a JS engine's are split here, so a heap that cannot hold them refuses the request.
+      if (!(this.#nativeEngine && isPackedBytes(arr))) checkTensorData(arr.dtype, arr.shape, arr.data, what);
       if (copy) checked[name] = copyNDArray(arr);
     }
     return checked;
@@ -394,7 +396,7 @@ export class BoundModel {
       if (at + 4 + shape.length > meta.length) meta = this.#meta = growMeta(meta, at + 4 + shape.length);
       let bytes: EnqueueData;
       if (arr instanceof DeviceTensor) bytes = [arr.memory, arr.offset];
-      else if (arr.dtype === 'BYTES') bytes = this.#nativeEngine ? serializeBytes(arr.data as Uint8Array[]) : undefined;
+      else if (arr.dtype === 'BYTES') bytes = this.#nativeEngine ? bytesOfTensor(arr) : undefined;
       else bytes = arr.data as ArrayBufferView;
       meta[at] = index;
       meta[at + 1] = dataTypeCode(arr.dtype);
@@ -613,7 +615,7 @@ export class BoundModel {
       const flat: EnqueueInputs = [];
       for (const name in tensors) {
         const arr = tensors[name];
-        const data = arr.dtype === 'BYTES' ? serializeBytes(arr.data as Uint8Array[]) : (arr.data as ArrayBufferView);
+        const data = arr.dtype === 'BYTES' ? bytesOfTensor(arr) : (arr.data as ArrayBufferView);
         flat.push(name, dataTypeCode(arr.dtype), arr.shape, data);
       }
       return flat.length > 0 ? flat : undefined;

@@ -6,6 +6,11 @@
  * Uint16Array; BOOL holds one byte per element (0 or 1) in a Uint8Array.
  */
 import { invalidArg } from './errors';
+import {
+  PackedBytes, checkedPackedBytes, serializeBytes, slicePackedBytes, splitPackedBytes, walkBytes,
+} from './packed-bytes';
+
+export { serializeBytes };
 
 /** Triton's datatype names, in the order of Triton's `TYPE_*` enum (values 1..14). */
 export const DATA_TYPES = [
@@ -199,18 +204,28 @@ export function checkTensorData(
 }
 
 /** A typed n-dimensional array: the value inference callables receive and return. */
+/**
+ * BYTES tensors received in wire form and not split into elements yet (ts/packed-bytes.ts). Such
+ * an NDArray's `data` is an accessor that splits them on first read and then becomes the array.
+ */
+const packedTensors = new WeakMap<NDArray, PackedBytes>();
+
 export class NDArray<D extends TensorData = TensorData> {
   constructor(
     readonly dtype: DataType,
     readonly shape: number[],
     readonly data: D,
   ) {
+    if (dtype === 'BYTES' && (data as unknown) instanceof PackedBytes) {
+      keepPacked(this, data as unknown as PackedBytes);
+      return;
+    }
     checkTensorData(dtype, shape, data);
   }
 
   /** Number of elements. */
   get size(): number {
-    return this.data.length;
+    return this.dtype === 'BYTES' ? packedTensors.get(this)?.count ?? this.data.length : this.data.length;
   }
 
   /** Length of the first axis (1 for a scalar). */
@@ -221,14 +236,24 @@ export class NDArray<D extends TensorData = TensorData> {
   /** Rows [start, end) along axis 0, sharing memory with this array. */
   sliceRows(start: number, end: number): NDArray<D> {
     const rowSize = this.rows === 0 ? 0 : this.size / this.rows;
+    const shape = [end - start, ...this.shape.slice(1)];
+    const packed = this.dtype === 'BYTES' ? packedTensors.get(this) : undefined;
+    if (packed) return new NDArray(this.dtype, shape, slicePackedBytes(packed, start * rowSize, end * rowSize) as unknown as D);
     const data = Array.isArray(this.data)
       ? this.data.slice(start * rowSize, end * rowSize)
       : (this.data as TypedArray).subarray(start * rowSize, end * rowSize);
-    return new NDArray(this.dtype, [end - start, ...this.shape.slice(1)], data as D);
+    return new NDArray(this.dtype, shape, data as D);
   }
 
   /** Same data, another shape with the same element count. */
   reshape(shape: number[]): NDArray<D> {
+    const packed = this.dtype === 'BYTES' ? packedTensors.get(this) : undefined;
+    if (packed) {
+      if (elementCount(shape) !== packed.count) {
+        throw invalidArg(`BYTES tensor of shape [${shape.join(',')}] needs ${elementCount(shape)} elements, got ${packed.count}`);
+      }
+      return new NDArray(this.dtype, shape, packed as unknown as D);
+    }
     return new NDArray(this.dtype, shape, this.data);
   }
 
@@ -237,6 +262,70 @@ export class NDArray<D extends TensorData = TensorData> {
     const v = (this.data as ArrayLike<number | bigint | Uint8Array>)[i];
     return this.dtype === 'BOOL' ? v !== 0 : v;
   }
+}
+
+/** Makes `arr.data` split `packed` when first read (then an ordinary property holding the elements). */
+function keepPacked(arr: NDArray, packed: PackedBytes): void {
+  packedTensors.set(arr, packed);
+  Object.defineProperty(arr, 'data', {
+    enumerable: true,
+    configurable: true,
+    get(this: NDArray): Uint8Array[] {
+      const items = splitPackedBytes(packed);
+      packedTensors.delete(this);
+      Object.defineProperty(this, 'data', { value: items, enumerable: true, writable: true, configurable: true });
+      return items;
+    },
+  });
+}
+
+/**
+ * A BYTES tensor of `shape` over wire-form bytes, checked now (Triton's texts, naming `what`)
+ * and split into elements only if JS reads `data`.
+ */
+export function packedBytesTensor(shape: number[], bytes: Uint8Array, what: string): NDArray<Uint8Array[]> {
+  const packed = checkedPackedBytes(bytes, elementCount(shape), what);
+  return new NDArray('BYTES', shape, packed as unknown as Uint8Array[]);
+}
+
+/**
+ * A BYTES tensor's elements in wire form: the bytes it arrived in while JS has not split them,
+ * otherwise its elements serialized.
+ */
+export function bytesOfTensor(arr: NDArray): Uint8Array {
+  return packedTensors.get(arr)?.bytes ?? serializeBytes(arr.data as Uint8Array[]);
+}
+
+/** Wire size of a BYTES tensor, without splitting it. */
+export function bytesTensorSize(arr: NDArray): number {
+  const packed = packedTensors.get(arr);
+  if (packed) return packed.bytes.byteLength;
+  let total = 0;
+  for (const item of arr.data as Uint8Array[]) total += 4 + item.length;
+  return total;
+}
+
+/**
+ * Calls `visit` with each element of a BYTES tensor as a byte range of one buffer, without making
+ * an object per element when the tensor is still packed.
+ */
+export function forEachBytesElement(arr: NDArray, visit: (buf: Buffer, start: number, end: number, index: number) => void): void {
+  const packed = packedTensors.get(arr);
+  if (packed) {
+    const buf = Buffer.from(packed.bytes.buffer, packed.bytes.byteOffset, packed.bytes.byteLength);
+    walkBytes(packed.bytes, packed.count, packed.what, (start, end, i) => visit(buf, start, end, i));
+    return;
+  }
+  const items = arr.data as Uint8Array[];
+  for (let i = 0; i < items.length; i++) {
+    const b = items[i];
+    visit(Buffer.from(b.buffer, b.byteOffset, b.byteLength), 0, b.byteLength, i);
+  }
+}
+
+/** Whether a BYTES tensor is still in wire form (its elements not made). */
+export function isPackedBytes(arr: NDArray): boolean {
+  return packedTensors.has(arr);
 }
 
 /** Builds an NDArray from a TypedArray or byte strings; the datatype is inferred when not given. */
@@ -284,8 +373,8 @@ function slabView(Ctor: TypedArrayConstructor, length: number): TypedArray {
  */
 export function copyNDArray(arr: NDArray): NDArray {
   if (arr.dtype === 'BYTES') {
-    const items = arr.data as Uint8Array[];
-    return new NDArray('BYTES', arr.shape.slice(), deserializeBytes(serializeBytes(items), items.length, 'BYTES copy'));
+    // One new buffer, whatever the element count; the copy stays packed.
+    return packedBytesTensor(arr.shape.slice(), Buffer.from(bytesOfTensor(arr)), 'BYTES copy');
   }
   const data = arr.data as TypedArray;
   const Ctor = typedArrayFor(arr.dtype as Exclude<DataType, 'BYTES'>);
@@ -313,6 +402,7 @@ export function concatRows(arrays: NDArray[]): NDArray {
   }
   const shape = [rows, ...first.shape.slice(1)];
   if (first.dtype === 'BYTES') {
+    if (arrays.every(isPackedBytes)) return packedBytesTensor(shape, Buffer.concat(arrays.map(bytesOfTensor)), 'BYTES rows');
     return new NDArray('BYTES', shape, arrays.flatMap((a) => a.data as Uint8Array[]));
   }
   const out = new (typedArrayFor(first.dtype as Exclude<DataType, 'BYTES'>))(total);
@@ -325,47 +415,11 @@ export function concatRows(arrays: NDArray[]): NDArray {
 }
 
 /**
- * BYTES serialization as Triton uses it on the wire and in native code: each element is a
- * 4-byte little-endian length followed by its bytes.
- */
-export function serializeBytes(items: readonly Uint8Array[]): Buffer {
-  let total = 0;
-  for (const item of items) total += 4 + item.length;
-  const out = Buffer.allocUnsafe(total);
-  let offset = 0;
-  for (const item of items) {
-    out.writeUInt32LE(item.length, offset);
-    out.set(item, offset + 4);
-    offset += 4 + item.length;
-  }
-  return out;
-}
-
-/**
- * Inverse of serializeBytes; throws INVALID_ARG naming `what` when the encoding is broken or
- * holds other than `count` elements. It stops at element `count + 1` with Triton's text
- * (ValidateBytesInputs): each element is an object, so walking to the end first turned 64 MiB
- * of zeros, a length prefix every 4 bytes, into 16M Buffers (1.9 GB of heap, 10 s) before the
- * count was compared.
+ * Inverse of serializeBytes: one Buffer view per element. Throws INVALID_ARG naming `what` when
+ * the encoding is broken or holds other than `count` elements (ts/packed-bytes.ts `walkBytes`),
+ * and RESOURCE_EXHAUSTED when the elements would not fit in the heap. Where the elements need
+ * not be JS objects, `packedBytesTensor` keeps them as they are.
  */
 export function deserializeBytes(buf: Uint8Array, count: number, what: string): Buffer[] {
-  const view = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  const items: Buffer[] = [];
-  let offset = 0;
-  while (offset < view.length && items.length < count) {
-    if (offset + 4 > view.length) throw invalidArg(`${what}: truncated BYTES element length`);
-    const len = view.readUInt32LE(offset);
-    if (offset + 4 + len > view.length) throw invalidArg(`${what}: BYTES element exceeds the data`);
-    items.push(view.subarray(offset + 4, offset + 4 + len));
-    offset += 4 + len;
-  }
-  if (offset < view.length) {
-    // Triton reads the next element's length before counting it.
-    if (offset + 4 > view.length) throw invalidArg(`${what}: truncated BYTES element length`);
-    throw invalidArg(`unexpected number of string elements ${count + 1} for ${what}, expecting ${count}`);
-  }
-  if (items.length !== count) {
-    throw invalidArg(`${what}: expected ${count} BYTES elements, got ${items.length}`);
-  }
-  return items;
+  return splitPackedBytes(checkedPackedBytes(buf, count, what));
 }

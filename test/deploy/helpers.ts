@@ -27,8 +27,9 @@ export class ServeProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   #exited = false;
 
-  constructor(readonly args: string[]) {
-    this.child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  /** `nodeArgs` go to node itself, before the CLI's path (e.g. `--max-old-space-size=128`). */
+  constructor(readonly args: string[], nodeArgs: string[] = []) {
+    this.child = spawn(process.execPath, [...nodeArgs, CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     const append = (d: Buffer): void => { this.output += d.toString(); };
     this.child.stdout!.on('data', append);
     this.child.stderr!.on('data', append);

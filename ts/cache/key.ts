@@ -28,7 +28,7 @@
  */
 import type { Parameters } from '../request';
 import { native } from '../native';
-import { NDArray, serializeBytes } from '../tensor';
+import { NDArray, bytesOfTensor } from '../tensor';
 
 /** What a request brings to the key. */
 export interface KeyedRequest {
@@ -44,7 +44,7 @@ export interface KeyedRequest {
 
 /** The bytes an input contributes: the view itself (read in place by native code), BYTES serialized. */
 function bytesOf(arr: NDArray): ArrayBufferView {
-  if (arr.dtype === 'BYTES') return serializeBytes(arr.data as Uint8Array[]);
+  if (arr.dtype === 'BYTES') return bytesOfTensor(arr);
   return arr.data as ArrayBufferView;
 }
 

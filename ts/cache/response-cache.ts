@@ -9,7 +9,7 @@
  * when a request's promise settles), so an insertion, its evictions and a lookup never
  * interleave: no lock is needed.
  */
-import { NDArray, copyNDArray, typedArrayFor, type DataType, type TypedArray } from '../tensor';
+import { NDArray, bytesTensorSize, copyNDArray, typedArrayFor, type DataType, type TypedArray } from '../tensor';
 
 /**
  * One cached answer: the outputs as the request that computed them received them, in the
@@ -50,11 +50,7 @@ export function entryByteSize(outputs: Record<string, NDArray>): number {
   for (const name in outputs) {
     const arr = outputs[name];
     total += OUTPUT_OVERHEAD_BYTES;
-    if (arr.dtype === 'BYTES') {
-      for (const item of arr.data as Uint8Array[]) total += 4 + item.byteLength;
-    } else {
-      total += (arr.data as ArrayBufferView).byteLength;
-    }
+    total += arr.dtype === 'BYTES' ? bytesTensorSize(arr) : (arr.data as ArrayBufferView).byteLength;
   }
   return total;
 }

@@ -8,9 +8,10 @@ import { clipShape, invalidArg, type InferenceServerError } from '../errors';
 import { markedInteger } from './big-integers';
 import { describeText, describeValue } from '../describe-value';
 import {
-  DATA_TYPES, NDArray, dataTypeByteSize, deserializeBytes, elementCount, serializeBytes, typedArrayFor,
-  type DataType, type TypedArray,
+  DATA_TYPES, NDArray, bytesOfTensor, bytesTensorSize, dataTypeByteSize, elementCount, forEachBytesElement,
+  packedBytesTensor, typedArrayFor, type DataType, type TypedArray,
 } from '../tensor';
+import { packStrings } from '../packed-bytes';
 
 /** A datatype name exactly as the protocol spells it ('FP32', 'BYTES', ...). */
 export function wireDataType(value: unknown, what: string): DataType {
@@ -59,10 +60,13 @@ export function wireShape(value: unknown, what: string, int64Strings = false, dt
   return dims;
 }
 
-/** The tensor whose data are `bytes` (row-major, little-endian; BYTES length-prefixed). */
+/**
+ * The tensor whose data are `bytes` (row-major, little-endian; BYTES length-prefixed, kept in
+ * that form: ts/packed-bytes.ts).
+ */
 export function tensorFromBytes(what: string, dtype: DataType, shape: number[], bytes: Uint8Array): NDArray {
+  if (dtype === 'BYTES') return packedBytesTensor(shape, bytes, what);
   const count = elementCount(shape);
-  if (dtype === 'BYTES') return new NDArray('BYTES', shape, deserializeBytes(bytes, count, what));
   const size = dataTypeByteSize(dtype);
   checkByteSize(what, dtype, shape, bytes.byteLength);
   const Ctor = typedArrayFor(dtype);
@@ -83,17 +87,17 @@ export function checkByteSize(what: string, dtype: DataType, shape: number[], by
 
 /** The bytes of a tensor as the wire carries them: a view for numeric data, serialized BYTES. */
 export function tensorToBytes(arr: NDArray): Buffer {
-  if (arr.dtype === 'BYTES') return serializeBytes(arr.data as Uint8Array[]);
+  if (arr.dtype === 'BYTES') {
+    const bytes = bytesOfTensor(arr);
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
   const data = arr.data as TypedArray;
   return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
 }
 
 /** Byte size of a tensor on the wire. */
 export function wireByteSize(arr: NDArray): number {
-  if (arr.dtype !== 'BYTES') return (arr.data as TypedArray).byteLength;
-  let total = 0;
-  for (const item of arr.data as Uint8Array[]) total += 4 + item.length;
-  return total;
+  return arr.dtype === 'BYTES' ? bytesTensorSize(arr) : (arr.data as TypedArray).byteLength;
 }
 
 /** Flattens nested JSON arrays row-major, refusing more than `limit` elements. */
@@ -178,11 +182,12 @@ export function tensorFromJson(what: string, dtype: DataType, shape: number[], d
     throw shapeMismatch(what, `shape ${clipShape(shape)} holds ${count} elements, data has ${values.length}`);
   }
   if (dtype === 'BYTES') {
-    return new NDArray('BYTES', shape, values.map((v, i) => {
-      if (markedInteger(v) !== null) v = unmarked(values, i)[i];
+    for (let i = 0; i < count; i++) {
+      const v = markedInteger(values[i]) !== null ? unmarked(values, i)[i] : values[i];
       if (typeof v !== 'string') throw invalidArg(`${what}: element ${i} is ${describeValue(v)}, expected a string for BYTES`);
-      return Buffer.from(v, 'utf8');
-    }));
+    }
+    // Written into one buffer: no Buffer per element (ts/packed-bytes.ts).
+    return packedBytesTensor(shape, packStrings(values as string[]), what);
   }
   if (dtype === 'BOOL') {
     const out = new Uint8Array(count);
@@ -229,7 +234,7 @@ export function tensorToJsonText(arr: NDArray, what: string): string {
     case 'BF16':
       throw invalidArg(`${what}: receiving ${arr.dtype} data via JSON is not supported, request it as binary data`);
     case 'BYTES':
-      return JSON.stringify((arr.data as Uint8Array[]).map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8')));
+      return bytesToJsonText(arr);
     case 'BOOL': {
       const parts = new Array<string>(arr.size);
       for (let i = 0; i < arr.size; i++) parts[i] = (arr.data as Uint8Array)[i] ? 'true' : 'false';
@@ -245,6 +250,24 @@ export function tensorToJsonText(arr: NDArray, what: string): string {
     default:
       return `[${Array.prototype.join.call(arr.data, ',')}]`;
   }
+}
+
+/** Elements per piece of a BYTES tensor's JSON text: the strings of one piece are garbage once it is written. */
+const JSON_PIECE_ELEMENTS = 1 << 16;
+
+/** A BYTES tensor as a JSON array of UTF-8 strings, made piece by piece without a Buffer per element. */
+function bytesToJsonText(arr: NDArray): string {
+  const pieces: string[] = [];
+  let piece: string[] = [];
+  forEachBytesElement(arr, (buf, start, end) => {
+    piece.push(buf.toString('utf8', start, end));
+    if (piece.length === JSON_PIECE_ELEMENTS) {
+      pieces.push(JSON.stringify(piece).slice(1, -1));
+      piece = [];
+    }
+  });
+  if (piece.length > 0) pieces.push(JSON.stringify(piece).slice(1, -1));
+  return `[${pieces.join(',')}]`;
 }
 
 /** The tensor's data as JS values (for typed gRPC contents and the generic clients). */

@@ -18,7 +18,7 @@
  */
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { invalidArg } from '../errors';
-import type { NDArray } from '../tensor';
+import { forEachBytesElement, type NDArray } from '../tensor';
 
 /** Settings as the trace extension shows them: strings, and a list for the level. */
 export interface TraceSettings {
@@ -66,7 +66,9 @@ interface TensorRecord {
 /** Triton writes tensor data as comma-separated values; BYTES as their UTF-8 text. */
 function tensorText(tensor: NDArray): string {
   if (tensor.dtype === 'BYTES') {
-    return (tensor.data as Uint8Array[]).map((b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8')).join(',');
+    const texts: string[] = [];
+    forEachBytesElement(tensor, (buf, start, end) => { texts.push(buf.toString('utf8', start, end)); });
+    return texts.join(',');
   }
   return Array.prototype.join.call(tensor.data, ',');
 }
