@@ -11,8 +11,8 @@ import { InferenceServerError, clip, invalidArg, toInferenceServerError, StatusC
 import type { NormalizedModelConfig, NormalizedSequenceBatching, NormalizedTensor } from './config/normalize';
 import { DEFAULT_EXIT_TIMEOUT_MS } from './config/defaults';
 import {
-  native, type Dispatch, type EnqueueData, type HandedBack, type RateLimiter, type EnqueueInputs, type NativeModel,
-  type NativeOutput, type NativeResponses, type NativeSequence,
+  native, TIMING_FIELDS, type Dispatch, type EnqueueData, type HandedBack, type RateLimiter, type EnqueueInputs,
+  type NativeModel, type NativeOutput, type NativeResponses, type NativeSequence,
 } from './native';
 import { DeviceTensor, writtenOnDevice, type DeviceOutput } from './device-tensor';
 import {
@@ -38,6 +38,18 @@ export interface CancelSignal {
   addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
   /** Where present (an AbortSignal), the request's listener is removed once it settles. */
   removeEventListener?(type: 'abort', listener: () => void): void;
+}
+
+/**
+ * What a successful request counted in its model's statistics, in nanoseconds: its wait in the
+ * model's queue and its batch's compute phases (each request of a batch counts the batch's).
+ * @internal
+ */
+export interface RequestTimes {
+  queueNs: number;
+  computeInputNs: number;
+  computeInferNs: number;
+  computeOutputNs: number;
 }
 
 /** Options of one in-process inference. */
@@ -80,6 +92,14 @@ export interface InferOptions {
    * @internal
    */
   inputsOwned?: boolean;
+  /**
+   * A successful request adds its own times to these once it ends (a response-cache hit, which
+   * executes nothing, adds none); the model's statistics count them as they always do. Triton's
+   * secondary stats aggregator: how an ensemble sums its step requests' compute times into its
+   * own statistics (ts/ensemble/).
+   * @internal
+   */
+  addTimesTo?: RequestTimes;
 }
 
 /** Options of one request of a decoupled model (inferStream). */
@@ -126,6 +146,8 @@ interface PendingRequest {
   stepRequest?: Request;
   /** Removes the request's abort listener from the caller's signal (#watchAbort). */
   unwatch?: () => void;
+  /** InferOptions.addTimesTo. */
+  addTimesTo?: RequestTimes;
 }
 
 const SEQUENCE_START = 1;
@@ -187,6 +209,7 @@ export class BoundModel {
   readonly #pumpOwed: Int32Array;
   readonly #completedIds: Float64Array;
   readonly #completedCodes: Int32Array;
+  readonly #completedTimings: Float64Array;
   /** What enqueue reads of a request besides its data (EnqueueMeta): one array, reused, grown when a request needs more. */
   #meta: Float64Array = new Float64Array(64);
   /** Each declared input's index in config.inputs, as enqueue takes it. */
@@ -223,7 +246,7 @@ export class BoundModel {
       engine.kind === 'onnx' ? engine.handles : undefined,
       rateLimiter,
     );
-    [this.#dispatchView, this.#completedIds, this.#completedCodes, this.#pumpOwed] = this.#native.views();
+    [this.#dispatchView, this.#completedIds, this.#completedCodes, this.#pumpOwed, this.#completedTimings] = this.#native.views();
   }
 
   get name(): string {
@@ -314,6 +337,7 @@ export class BoundModel {
         stream,
         sequence: this.#sequencing ? nativeSequence(options, this.config.name) : undefined,
         executions: 0,
+        addTimesTo: options.addTimesTo,
       };
       // Stored before enqueue: the scheduler may dispatch this request within the call.
       this.#pending.set(id, entry);
@@ -731,12 +755,14 @@ export class BoundModel {
     let codes = this.#completedCodes;
     let messages: NativeResponses[2];
     let outputs: NativeResponses[3];
+    let timings: NativeResponses[4];
     let count: number;
     if (typeof responses === 'number') count = responses;
     else {
-      [ids, codes, messages, outputs] = responses;
+      [ids, codes, messages, outputs, timings] = responses;
       count = ids.length;
     }
+    timings ??= this.#completedTimings;
     for (let i = 0; i < count; i++) {
       const entry = this.#pending.get(ids[i]);
       if (!entry) continue;
@@ -746,6 +772,7 @@ export class BoundModel {
       entry.settled = true;
       const native = outputs?.[i];
       if (native) entry.outputs = nativeOutputsToArrays(native, this.config.name);
+      if (codes[i] === 0 && entry.addTimesTo) addTimings(entry.addTimesTo, timings, i * TIMING_FIELDS);
       if (codes[i] === 0) entry.resolve(this.#selectOutputs(entry));
       else entry.reject(error ?? new InferenceServerError(codes[i], messages?.[i] ?? 'inference failed'));
     }
@@ -791,6 +818,14 @@ export class BoundModel {
     const failed = this.#native.stop();
     if (failed) this.#settle(failed);
   }
+}
+
+/** Adds the timings native code handed back at `at` (TIMING_FIELDS numbers) to `to`. */
+function addTimings(to: RequestTimes, timings: Float64Array, at: number): void {
+  to.queueNs += timings[at];
+  to.computeInputNs += timings[at + 1];
+  to.computeInferNs += timings[at + 2];
+  to.computeOutputNs += timings[at + 3];
 }
 
 /** A copy of `meta` with room for at least `length` numbers. */

@@ -19,7 +19,19 @@ export type NativeResponses = [
   messages: (string | undefined)[] | undefined,
   /** Outputs of native engines per entry (sparse; undefined for JS engines, which keep theirs in JS). */
   outputs: (Record<string, NativeOutput> | undefined)[] | undefined,
+  /**
+   * Per entry, TIMING_FIELDS numbers (RequestTimings), when there are more entries than the
+   * model's timings view holds; absent otherwise: they are in that view (`views()[4]`).
+   */
+  timings?: Float64Array,
 ];
+
+/**
+ * A handed-back request's timings, in the model's timings view or NativeResponses' own (ns, as
+ * its model's statistics counted them; all 0 for a failed request): queue, compute input,
+ * compute infer, compute output (cpp/core/request.h RequestTimings).
+ */
+export const TIMING_FIELDS = 4;
 
 /** An output of a native engine: `data` is an external ArrayBuffer over native memory. */
 export interface NativeOutput {
@@ -182,10 +194,11 @@ export interface NativeModel {
   enqueue(id: number, meta: EnqueueMeta, sequence: NativeSequence | undefined, ...data: EnqueueData[]): void;
   /**
    * The scratch views counts refer to: [dispatch, completed ids, completed codes] (read them at
-   * once), and `pumpOwed[0]`, 1 when the last completeBatch left requests queued (the caller
-   * must then call pump() soon; 0: nothing queued, no pump owed).
+   * once), `pumpOwed[0]`, 1 when the last completeBatch left requests queued (the caller
+   * must then call pump() soon; 0: nothing queued, no pump owed), and the completed requests'
+   * timings (TIMING_FIELDS per request; read them at once), unless NativeResponses carries its own.
    */
-  views(): [dispatch: Float64Array, ids: Float64Array, codes: Int32Array, pumpOwed: Int32Array];
+  views(): [dispatch: Float64Array, ids: Float64Array, codes: Int32Array, pumpOwed: Int32Array, timings: Float64Array];
   /**
    * Dispatches the batch the batcher would send now to an idle JS instance, on this thread;
    * undefined when none can go now (the batcher thread then handles any queue delay).

@@ -101,10 +101,22 @@ struct OutputTensor {
   bool in_device_memory = false;
 };
 
+// What a successful request counted in its model's statistics (ModelScheduler::RecordRequest):
+// its wait in the queue and its batch's phases. Its caller may fold them into statistics of its
+// own, as Triton's ensemble sums its step requests' compute times into the ensemble's (the step
+// request's secondary stats aggregator). All zero for a failed request.
+struct RequestTimings {
+  uint64_t queue_ns = 0;
+  uint64_t compute_input_ns = 0;
+  uint64_t compute_infer_ns = 0;
+  uint64_t compute_output_ns = 0;
+};
+
 struct InferenceResponse {
   uint64_t request_id = 0;
   Status status;
   std::vector<OutputTensor> outputs;  // empty for the JS engine: its outputs stay in JS
+  RequestTimings timings;             // set when the request succeeded
 };
 
 }  // namespace infernode

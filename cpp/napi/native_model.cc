@@ -150,6 +150,9 @@ InputTensor InputFromJs(Napi::Env env, const Napi::Array& args, uint32_t at) {
 // without calling into native code. Larger ones get buffers of their own.
 constexpr size_t kScratchElements = 1024;
 
+// Per handed-back request, its RequestTimings as doubles: queue, compute input, infer, output (ns).
+constexpr size_t kTimingFields = 4;
+
 template <typename T>
 T* ScratchData(const Napi::Reference<Napi::ArrayBuffer>& scratch) {
   return static_cast<T*>(scratch.Value().Data());
@@ -232,6 +235,7 @@ NativeModel::NativeModel(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Nati
   ids_scratch_ = Napi::Persistent(Napi::ArrayBuffer::New(env, kScratchElements * sizeof(double)));
   codes_scratch_ = Napi::Persistent(Napi::ArrayBuffer::New(env, kScratchElements * sizeof(int32_t)));
   flags_scratch_ = Napi::Persistent(Napi::ArrayBuffer::New(env, sizeof(int32_t)));
+  timings_scratch_ = Napi::Persistent(Napi::ArrayBuffer::New(env, kScratchElements * kTimingFields * sizeof(double)));
   channel_ = std::make_unique<JsChannel>(env, this);
   pool_ = std::make_unique<BufferPool>(MakeDefaultHostAllocator(), kPoolCacheBytes);
   // This thread pumps (NativeModel::Pump, once per turn of the event loop): JS instances get
@@ -626,9 +630,11 @@ void NativeModel::OnResponses(Napi::Env env, std::vector<InferenceResponse> resp
 
 // Handed-back requests, for #settle: their count, with ids and codes in the completion
 // scratch, when none failed or carries outputs (the usual answer of a JS model); otherwise
-// [ids: Float64Array, codes: Int32Array, messages?, outputs?], an array rather than an object
-// (no property names per completion), whose sparse messages and outputs arrays exist only
-// when an entry has one (failures; outputs of native engines).
+// [ids: Float64Array, codes: Int32Array, messages?, outputs?, timings?], an array rather than an
+// object (no property names per completion), whose sparse messages and outputs arrays exist only
+// when an entry has one (failures; outputs of native engines). Each successful request's timings
+// (kTimingFields per request) go in the timings scratch, or in a Float64Array of their own (the
+// fifth entry) when there are more requests than it holds.
 Napi::Value NativeModel::ResponsesToJs(Napi::Env env, std::vector<InferenceResponse> responses) {
   if (responses.empty()) return env.Null();
   const size_t n = responses.size();
@@ -647,9 +653,18 @@ Napi::Value NativeModel::ResponsesToJs(Napi::Env env, std::vector<InferenceRespo
   }
   double* ids = plain ? ScratchData<double>(ids_scratch_) : own_ids.Data();
   int32_t* codes = plain ? ScratchData<int32_t>(codes_scratch_) : own_codes.Data();
+  Napi::Float64Array own_timings;
+  if (n > kScratchElements) own_timings = Napi::Float64Array::New(env, n * kTimingFields);
+  double* timings = n > kScratchElements ? own_timings.Data() : ScratchData<double>(timings_scratch_);
   for (size_t i = 0; i < n; ++i) {
     ids[i] = static_cast<double>(responses[i].request_id);
     codes[i] = static_cast<int32_t>(responses[i].status.Code());
+    const RequestTimings& t = responses[i].timings;
+    double* at = timings + i * kTimingFields;
+    at[0] = static_cast<double>(t.queue_ns);
+    at[1] = static_cast<double>(t.compute_input_ns);
+    at[2] = static_cast<double>(t.compute_infer_ns);
+    at[3] = static_cast<double>(t.compute_output_ns);
   }
   if (plain) return Napi::Number::New(env, static_cast<double>(n));
   Napi::Value messages = env.Undefined();
@@ -664,24 +679,27 @@ Napi::Value NativeModel::ResponsesToJs(Napi::Env env, std::vector<InferenceRespo
       outputs.As<Napi::Array>().Set(static_cast<uint32_t>(i), OutputsToJs(env, responses[i].outputs));
     }
   }
-  Napi::Array out = Napi::Array::New(env, 4);
+  Napi::Array out = Napi::Array::New(env, own_timings.IsEmpty() ? 4 : 5);
   out.Set(uint32_t{0}, own_ids);
   out.Set(uint32_t{1}, own_codes);
   out.Set(uint32_t{2}, messages);
   out.Set(uint32_t{3}, outputs);
+  if (!own_timings.IsEmpty()) out.Set(uint32_t{4}, own_timings);
   return out;
 }
 
 Napi::Value NativeModel::Views(const Napi::CallbackInfo& info) {
   // views(): [dispatch: Float64Array, completedIds: Float64Array, completedCodes: Int32Array,
-  // pumpOwed: Int32Array(1)] over the scratch buffers pump() and the completions write when
-  // they answer with a count, and the flag completeBatch sets when a pump() must follow it.
+  // pumpOwed: Int32Array(1), completedTimings: Float64Array] over the scratch buffers pump()
+  // and the completions write when they answer with a count (the timings also when they answer
+  // with an array without its own), and the flag completeBatch sets when a pump() must follow it.
   Napi::Env env = info.Env();
-  Napi::Array out = Napi::Array::New(env, 4);
+  Napi::Array out = Napi::Array::New(env, 5);
   out.Set(uint32_t{0}, Napi::Float64Array::New(env, kScratchElements, dispatch_scratch_.Value(), 0));
   out.Set(uint32_t{1}, Napi::Float64Array::New(env, kScratchElements, ids_scratch_.Value(), 0));
   out.Set(uint32_t{2}, Napi::Int32Array::New(env, kScratchElements, codes_scratch_.Value(), 0));
   out.Set(uint32_t{3}, Napi::Int32Array::New(env, 1, flags_scratch_.Value(), 0));
+  out.Set(uint32_t{4}, Napi::Float64Array::New(env, kScratchElements * kTimingFields, timings_scratch_.Value(), 0));
   return out;
 }
 

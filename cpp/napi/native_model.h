@@ -48,7 +48,7 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
   void AttachLinkedMethods(Napi::Env env, Napi::Object self);
 
   // Converts handed-back responses to their count (in the scratch) or [ids, codes, messages?,
-  // outputs?], and updates outstanding_.
+  // outputs?, timings?], and updates outstanding_.
   Napi::Value ResponsesToJs(Napi::Env env, std::vector<InferenceResponse> responses);
   void StopAll();
   static void CleanupHook(NativeModel* self);
@@ -67,7 +67,8 @@ class NativeModel final : public Napi::ObjectWrap<NativeModel>, public JsChannel
   Napi::Reference<Napi::ArrayBuffer> dispatch_scratch_;
   Napi::Reference<Napi::ArrayBuffer> ids_scratch_;
   Napi::Reference<Napi::ArrayBuffer> codes_scratch_;
-  Napi::Reference<Napi::ArrayBuffer> flags_scratch_;  // [pump owed after completeBatch]
+  Napi::Reference<Napi::ArrayBuffer> flags_scratch_;    // [pump owed after completeBatch]
+  Napi::Reference<Napi::ArrayBuffer> timings_scratch_;  // kTimingFields doubles per handed-back request
   std::shared_ptr<Link> link_;  // shared with the linked functions; nulled when this model is destroyed
   int64_t outstanding_ = 0;
   bool stopped_ = false;

@@ -297,19 +297,26 @@ void ModelScheduler::Run() {
   }
 }
 
-void ModelScheduler::RecordRequest(const InferenceRequest& request, const Status& status, uint64_t dispatch_ns,
-                                   uint64_t now_ns, const BatchTimings& t, FailureReason failure_reason) {
-  if (status.IsOk()) {
-    stats_.success.Add(now_ns - request.enqueue_ns);
-    stats_.queue.Add(dispatch_ns - request.enqueue_ns);
-    stats_.compute_input.Add(t.input_ns);
-    stats_.compute_infer.Add(t.infer_ns);
-    stats_.compute_output.Add(t.output_ns);
-  } else {
+RequestTimings ModelScheduler::RecordRequest(const InferenceRequest& request, const Status& status,
+                                             uint64_t dispatch_ns, uint64_t now_ns, const BatchTimings& t,
+                                             FailureReason failure_reason) {
+  RequestTimings counted;
+  --stats_.pending;
+  if (!status.IsOk()) {
     const bool cancelled = status.Code() == StatusCode::kCancelled;
     stats_.Failed(cancelled ? FailureReason::kCanceled : failure_reason, now_ns - request.enqueue_ns);
+    return counted;
   }
-  --stats_.pending;
+  counted.queue_ns = dispatch_ns - request.enqueue_ns;
+  counted.compute_input_ns = t.input_ns;
+  counted.compute_infer_ns = t.infer_ns;
+  counted.compute_output_ns = t.output_ns;
+  stats_.success.Add(now_ns - request.enqueue_ns);
+  stats_.queue.Add(counted.queue_ns);
+  stats_.compute_input.Add(counted.compute_input_ns);
+  stats_.compute_infer.Add(counted.compute_infer_ns);
+  stats_.compute_output.Add(counted.compute_output_ns);
+  return counted;
 }
 
 void ModelScheduler::RecordCompletion(Batch& batch, const std::vector<Status>& statuses,
@@ -347,7 +354,7 @@ void ModelScheduler::RecordCompletion(Batch& batch, const std::vector<Status>& s
       any_success = true;
       if (outputs != nullptr && i < outputs->size()) response.outputs = std::move((*outputs)[i]);
     }
-    RecordRequest(request, status, batch.dispatch_ns, now_ns, t, failure_reason);
+    response.timings = RecordRequest(request, status, batch.dispatch_ns, now_ns, t, failure_reason);
     out->push_back(std::move(response));
   }
   if (any_success) {
@@ -368,8 +375,9 @@ std::vector<InferenceResponse> ModelScheduler::FinishOpen(uint64_t request_id, S
   if (it == open_.end()) return out;
   OpenRequest open = std::move(it->second);
   open_.erase(it);
-  RecordRequest(*open.request, status, open.dispatch_ns, SteadyNowNs(), open.timings, FailureReason::kBackend);
   InferenceResponse response;
+  response.timings =
+      RecordRequest(*open.request, status, open.dispatch_ns, SteadyNowNs(), open.timings, FailureReason::kBackend);
   response.request_id = request_id;
   response.status = std::move(status);
   out.push_back(std::move(response));

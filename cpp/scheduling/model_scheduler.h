@@ -152,9 +152,10 @@ class ModelScheduler final : public BatchCompleter {
                         FailureReason failure_reason, std::vector<InferenceResponse>* out,
                         const std::vector<Release>& release = {});
   void RecordRejected(std::vector<Rejected> rejected, uint64_t now_ns, std::vector<InferenceResponse>* out);
-  // Counts one request's end: success with its batch's phases, or a failure.
-  void RecordRequest(const InferenceRequest& request, const Status& status, uint64_t dispatch_ns, uint64_t now_ns,
-                     const BatchTimings& t, FailureReason failure_reason);
+  // Counts one request's end: success with its batch's phases, or a failure. Returns what a
+  // success counted (zeros for a failure), which its response carries.
+  RequestTimings RecordRequest(const InferenceRequest& request, const Status& status, uint64_t dispatch_ns,
+                               uint64_t now_ns, const BatchTimings& t, FailureReason failure_reason);
   std::vector<InferenceResponse> Complete(uint32_t instance, uint64_t token, std::vector<Status> statuses,
                                           std::vector<std::vector<OutputTensor>>* outputs, CalledOn where,
                                           const BatchTimings& timings, const std::vector<Release>& release);

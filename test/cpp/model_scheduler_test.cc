@@ -571,6 +571,49 @@ TEST(SchedulerStatsUseTheInstancesTimings) {
   EXPECT_EQ(by_size.compute_infer.count, static_cast<uint64_t>(2 / rows));
 }
 
+TEST(SchedulerResponsesCarryWhatTheirRequestsCounted) {
+  // What an ensemble sums of its step requests (Triton's secondary stats aggregator): each
+  // successful response carries its request's queue time and its batch's phases, as counted in
+  // the model's statistics; a failed one carries zeros; an open (decoupled) request's come with
+  // its final response.
+  FakeSink sink;
+  Recorder recorder;
+  ModelScheduler scheduler(Config(4, {2}, kLongDelayUs), &sink, DispatchMode::kBatcherThread);
+  for (uint64_t id = 1; id <= 4; ++id) Enqueue(&scheduler, id);
+  scheduler.Start(Instances(&recorder, 1, Mode::kManual));
+  EXPECT_TRUE(recorder.WaitFor(1));
+  BatchTimings timings;
+  timings.measured = true;
+  timings.input_ns = 1000;
+  timings.infer_ns = 20000;
+  timings.output_ns = 300;
+  std::vector<InferenceResponse> released =
+      scheduler.CompleteBatch(0, recorder.On(0).token, {Status(), InvalidArg("bad row")}, timings);
+  EXPECT_EQ(Ids(released), (Order{1, 2}));
+  if (released.size() == 2) {
+    const RequestTimings& ok = released[0].timings;
+    EXPECT_EQ(ok.compute_input_ns, 1000u);
+    EXPECT_EQ(ok.compute_infer_ns, 20000u);
+    EXPECT_EQ(ok.compute_output_ns, 300u);
+    const RequestTimings& failed = released[1].timings;
+    EXPECT_EQ(failed.queue_ns + failed.compute_input_ns + failed.compute_infer_ns + failed.compute_output_ns, 0u);
+  }
+  EXPECT_TRUE(recorder.WaitFor(2));
+  EXPECT_TRUE(
+      scheduler.CompleteBatch(0, recorder.On(0).token, {Status(), Status()}, timings, {Release::kOpen, Release::kOpen})
+          .empty());
+  const std::vector<InferenceResponse> three = scheduler.FinishOpen(3, Status());
+  EXPECT_EQ(Ids(three), (Order{3}));
+  if (!three.empty()) EXPECT_EQ(three[0].timings.compute_infer_ns, 20000u);
+  const ModelStats stats = scheduler.Stats();
+  EXPECT_EQ(stats.compute_infer.ns, 40000u);  // requests 1 and 3: what their responses carried
+  // The queue time the statistics counted is the sum of what the successful responses carried.
+  if (released.size() == 2 && !three.empty()) {
+    EXPECT_EQ(stats.queue.ns, released[0].timings.queue_ns + three[0].timings.queue_ns);
+  }
+  scheduler.Stop();
+}
+
 TEST(SchedulerWrongStatusCountFailsTheBatch) {
   FakeSink sink;
   Recorder recorder;

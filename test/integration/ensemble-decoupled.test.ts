@@ -81,6 +81,14 @@ test('each response of the decoupled step runs the steps after it and is one res
   expect(triton.model('times10').stats().inferenceCount).toBe(3);
   await expectRejects(triton.infer('fan_out', { X: fp32(2) }), 'UNSUPPORTED', /decoupled/);
   expect(triton.model('fan_out').stats().success.count).toBe(1);
+  // As in Triton, the ensemble request's compute times are its step requests' own, summed: the
+  // decoupled step's once it ended, and each continuation's times10 request.
+  const ensemble = triton.model('fan_out').stats();
+  for (const phase of ['computeInput', 'computeInfer', 'computeOutput'] as const) {
+    const steps = ['plus1', 'count', 'times10'].reduce((sum, m) => sum + triton.model(m).stats()[phase].ns, 0);
+    expect(ensemble[phase]).toEqual({ count: 1, ns: steps });
+  }
+  expect(ensemble.computeInfer.ns).toBeGreaterThan(0);
 });
 
 test('a decoupled step that fails mid-stream fails the ensemble request, naming the step', async () => {

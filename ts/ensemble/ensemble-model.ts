@@ -13,9 +13,10 @@
 import { InferenceServerError, toInferenceServerError } from '../errors';
 import type { NormalizedModelConfig } from '../config/normalize';
 import { DEFAULT_EXIT_TIMEOUT_MS } from '../config/defaults';
-import { BoundModel, type CancelSignal, type InferOptions, type StreamOptions } from '../model';
+import { BoundModel, type CancelSignal, type InferOptions, type RequestTimes, type StreamOptions } from '../model';
 import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelStats } from '../cache/model-cache';
 import type { ResponseCache } from '../cache/response-cache';
+import type { NativeBatchStats } from '../native';
 import { DEFAULT_MAX_QUEUED_RESPONSES, ResponseStream } from '../decoupled';
 import { NDArray, copyNDArray } from '../tensor';
 import { holdModel } from './holds';
@@ -84,6 +85,38 @@ class StepGate {
 interface Counter { count: number; ns: number }
 
 /**
+ * What one ensemble request's statistics are made of, as Triton's RequestTracker keeps them
+ * (core src/ensemble_scheduler/ensemble_scheduler.cc): its own times, and its step requests'.
+ */
+interface RequestRecord {
+  /** When the request reached the ensemble (performance.now()). */
+  started: number;
+  /** When its steps started to be sent: its queue time ends here (Triton's compute_start_ns). */
+  computeStarted: number;
+  /**
+   * Its step requests' own times, summed as each succeeds (InferOptions.addTimesTo): Triton's
+   * per-request context stats aggregator, the steps' secondary aggregator.
+   */
+  steps: RequestTimes;
+}
+
+function add(counter: Counter, ns: number): void {
+  counter.count++;
+  counter.ns += ns;
+}
+
+function newRecord(): RequestRecord {
+  const now = performance.now();
+  return { started: now, computeStarted: now, steps: { queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 } };
+}
+
+const toNs = (ms: number): number => Math.max(0, Math.round(ms * 1e6));
+
+const zeroBatchStats = (batchSize: number): NativeBatchStats => ({
+  batchSize, computeInput: { count: 0, ns: 0 }, computeInfer: { count: 0, ns: 0 }, computeOutput: { count: 0, ns: 0 },
+});
+
+/**
  * The ensemble tensors of one request. A tensor mapped to `undefined` was produced without data:
  * its step answered without that output (a non-strict JS model may). As in Triton (a placeholder
  * tensor, core #298/#399) it still counts as produced: a step reading it runs with that input
@@ -103,6 +136,8 @@ interface Flow {
   fail: (err: unknown) => void;
   /** Per step, its model as the request resolved it when it started. */
   models: BoundModel[];
+  /** Where the request's step requests add their times (RequestRecord.steps). */
+  steps: RequestTimes;
 }
 
 /** The step models one request holds while it runs (Triton's model handles). */
@@ -143,6 +178,14 @@ export class EnsembleModel extends BoundModel {
   #drained: (() => void) | null = null;
   readonly #success: Counter = { count: 0, ns: 0 };
   readonly #fail: Counter = { count: 0, ns: 0 };
+  /** The ensemble's own queue time per successful request (before its steps were sent). */
+  readonly #queue: Counter = { count: 0, ns: 0 };
+  /** Per successful request, its step requests' compute times summed (Triton's ensemble statistics). */
+  readonly #computeInput: Counter = { count: 0, ns: 0 };
+  readonly #computeInfer: Counter = { count: 0, ns: 0 };
+  readonly #computeOutput: Counter = { count: 0, ns: 0 };
+  /** By the request's batch size: one execution per successful request, with those sums. */
+  readonly #batchStats = new Map<number, NativeBatchStats>();
   #inferenceCount = 0;
   #lastInferenceMs = 0;
   /** Triton's top-level ensemble cache: the whole DAG's answer, keyed on the ensemble's inputs. */
@@ -253,7 +296,7 @@ export class EnsembleModel extends BoundModel {
     }
     const held = this.#holdSteps();
     const unhook = forwardAbort(options.signal, signal);
-    const started = performance.now();
+    const record = newRecord();
     this.#pending++;
     // The first failure ends the request at once, as Triton's ensemble_status_ does: the steps
     // in flight are cancelled, none starts, and no later response is sent.
@@ -270,15 +313,15 @@ export class EnsembleModel extends BoundModel {
     if (held instanceof InferenceServerError) run = Promise.reject(held);
     else if (signal.aborted) run = Promise.reject(this.#cancelled());
     else {
-      const flow: Flow = { options, signal, wanted: prepared.wanted, emit, fail, models: held.models };
+      const flow: Flow = { options, signal, wanted: prepared.wanted, emit, fail, models: held.models, steps: record.steps };
+      record.computeStarted = performance.now();
       run = this.#flow(prepared.tensors, this.#prunedSteps(prepared.wanted), flow);
     }
     run.then(() => {
-      this.#count(this.#success, started);
-      this.#inferenceCount += this.#rows(inputs);
+      this.#succeeded(record, inputs, options);
       stream.end();
     }, (err: unknown) => {
-      this.#count(this.#fail, started);
+      this.#failed(record);
       fail(err);  // the first failure's error stays the one the reader gets
     }).finally(() => {
       unhook();
@@ -303,7 +346,8 @@ export class EnsembleModel extends BoundModel {
       const plain = ready.filter((i) => !this.#plan.decoupledSteps[i]);
       if (plain.length > 0) {
         for (const i of plain) done.add(i);
-        const produced = await Promise.all(plain.map((i) => this.#gated(i, () => this.#runStep(i, flow.models[i], tensors, flow.options, flow.signal))));
+        const produced = await Promise.all(plain.map((i) => this.#gated(i,
+          () => this.#runStep(i, flow.models[i], tensors, flow.options, flow.signal, flow.steps))));
         for (const [tensor, arr] of produced.flat()) tensors.set(tensor, arr);
         continue;
       }
@@ -329,7 +373,7 @@ export class EnsembleModel extends BoundModel {
     const step = this.config.ensembleScheduling!.steps[i];
     const window = this.config.ensembleScheduling!.maxInflightRequests;
     const responses = flow.models[i].inferStream(this.#stepInputs(i, tensors), {
-      ...this.#stepOptions(flow.options, flow.signal, step.outputMap),
+      ...this.#stepOptions(flow.options, flow.signal, step.outputMap, flow.steps),
       maxQueuedResponses: window > 0 ? window : DEFAULT_MAX_QUEUED_RESPONSES, waitForReader: window > 0,
     });
     const continuations: Promise<void>[] = [];
@@ -397,14 +441,13 @@ export class EnsembleModel extends BoundModel {
     if (this.#stopped) {
       return Promise.reject(new InferenceServerError('UNAVAILABLE', `model '${this.name}' is not ready: it was stopped`));
     }
-    const started = performance.now();
+    const record = newRecord();
     this.#pending++;
-    return this.#run(inputs, options).then((outputs) => {
-      this.#count(this.#success, started);
-      this.#inferenceCount += this.#rows(inputs);
+    return this.#run(inputs, options, record).then((outputs) => {
+      this.#succeeded(record, inputs, options);
       return outputs;
     }, (err: unknown) => {
-      this.#count(this.#fail, started);
+      this.#failed(record);
       throw toInferenceServerError(err);
     }).finally(() => {
       this.#pending--;
@@ -412,10 +455,44 @@ export class EnsembleModel extends BoundModel {
     });
   }
 
-  #count(counter: Counter, started: number): void {
-    counter.count++;
-    counter.ns += Math.round((performance.now() - started) * 1e6);
+  /**
+   * Counts a successful request as Triton's RequestTracker reports it (infer_request.cc
+   * ReportStatisticsWithDuration, infer_stats.cc UpdateSuccessWithDuration and
+   * UpdateInferBatchStatsWithDuration): its duration; its queue time, the ensemble's own until
+   * its steps were sent (a step's wait in its model's queue is in neither); as compute times,
+   * its step requests' own summed; inference_count by its rows, one execution, and a batch_stats
+   * entry of its batch size with the same sums. A nested ensemble's are its caller's step times.
+   */
+  #succeeded(record: RequestRecord, inputs: Record<string, NDArray>, options: InferOptions): void {
+    const steps = record.steps;
+    const queueNs = toNs(record.computeStarted - record.started);
+    this.#success.count++;
+    this.#success.ns += toNs(performance.now() - record.started);
+    add(this.#queue, queueNs);
+    add(this.#computeInput, steps.computeInputNs);
+    add(this.#computeInfer, steps.computeInferNs);
+    add(this.#computeOutput, steps.computeOutputNs);
+    const rows = this.#rows(inputs);
+    this.#inferenceCount += rows;
+    const batchSize = Math.max(1, rows);
+    let batch = this.#batchStats.get(batchSize);
+    if (!batch) this.#batchStats.set(batchSize, batch = zeroBatchStats(batchSize));
+    add(batch.computeInput, steps.computeInputNs);
+    add(batch.computeInfer, steps.computeInferNs);
+    add(batch.computeOutput, steps.computeOutputNs);
     this.#lastInferenceMs = Date.now();
+    const caller = options.addTimesTo;
+    if (caller) {
+      caller.queueNs += queueNs;
+      caller.computeInputNs += steps.computeInputNs;
+      caller.computeInferNs += steps.computeInferNs;
+      caller.computeOutputNs += steps.computeOutputNs;
+    }
+  }
+
+  /** A failed request: its duration only (Triton's UpdateFailure); what its steps took is not counted. */
+  #failed(record: RequestRecord): void {
+    add(this.#fail, toNs(performance.now() - record.started));
   }
 
   #rows(inputs: Record<string, NDArray>): number {
@@ -447,7 +524,7 @@ export class EnsembleModel extends BoundModel {
   }
 
   /** One request through the DAG; rejects with the failing step named. */
-  #run(given: Record<string, NDArray>, options: InferOptions): Promise<Record<string, NDArray>> {
+  #run(given: Record<string, NDArray>, options: InferOptions, record: RequestRecord): Promise<Record<string, NDArray>> {
     const steps = this.config.ensembleScheduling!.steps;
     const prepared = this.#prepare(given, options);
     if (prepared instanceof InferenceServerError) return Promise.reject(prepared);
@@ -473,7 +550,7 @@ export class EnsembleModel extends BoundModel {
         resolve(responseOutputs(tensors, wanted));
       };
       const start = (i: number): void => {
-        this.#gates[i].enter(() => this.#runStep(i, held.models[i], tensors, options, signal).then((produced) => {
+        this.#gates[i].enter(() => this.#runStep(i, held.models[i], tensors, options, signal, record.steps).then((produced) => {
           this.#gates[i].leave();
           if (failed) return;
           for (const [tensor, arr] of produced) {
@@ -496,6 +573,7 @@ export class EnsembleModel extends BoundModel {
         resolve({});  // no output wanted: no step to run
         return;
       }
+      record.computeStarted = performance.now();
       waitingFor.forEach((n, i) => { if (n === 0 && !pruned.has(i)) start(i); });
     }).finally(() => {
       unhook();
@@ -534,13 +612,13 @@ export class EnsembleModel extends BoundModel {
 
   /** Runs step `i` as an ordinary request to its model; resolves with ensemble tensor → output. */
   async #runStep(
-    i: number, model: BoundModel, tensors: Tensors, options: InferOptions, signal: StepSignal,
+    i: number, model: BoundModel, tensors: Tensors, options: InferOptions, signal: StepSignal, steps: RequestTimes,
   ): Promise<[string, NDArray | undefined][]> {
     const step = this.config.ensembleScheduling!.steps[i];
     if (signal.aborted) throw new InferenceServerError('CANCELLED', `request for model '${this.name}' was cancelled before ${stepLabel(i, step)}`);
     let outputs: Record<string, NDArray>;
     try {
-      outputs = await model.infer(this.#stepInputs(i, tensors), this.#stepOptions(options, signal, step.outputMap));
+      outputs = await model.infer(this.#stepInputs(i, tensors), this.#stepOptions(options, signal, step.outputMap, steps));
     } catch (err) {
       const e = toInferenceServerError(err);
       throw new InferenceServerError(e.code, `in ensemble '${this.name}', ${stepLabel(i, step)} failed: ${e.message}`);
@@ -572,8 +650,11 @@ export class EnsembleModel extends BoundModel {
     return inputs;
   }
 
-  /** What a step request carries of the ensemble request: Triton passes request-level metadata to every step. */
-  #stepOptions(options: InferOptions, signal: StepSignal, outputMap: Record<string, string>): InferOptions {
+  /**
+   * What a step request carries of the ensemble request: Triton passes request-level metadata to
+   * every step. `steps`: where the step request adds its own times when it succeeds.
+   */
+  #stepOptions(options: InferOptions, signal: StepSignal, outputMap: Record<string, string>, steps: RequestTimes): InferOptions {
     return {
       inputsOwned: true,  // ensemble tensors are held by this request until it settles
       priority: options.priority,
@@ -585,19 +666,22 @@ export class EnsembleModel extends BoundModel {
       sequenceEnd: options.sequenceEnd,
       outputs: Object.keys(outputMap),
       signal,
+      addTimesTo: steps,
     };
   }
 
-  /** The ensemble's own counters (Triton's per-ensemble statistics); each step model keeps its own. */
+  /**
+   * The ensemble's own counters (Triton's per-ensemble statistics: its compute times are its step
+   * requests', summed per request); each step model keeps its own.
+   */
   override stats(): ModelStats {
-    const zero = { count: 0, ns: 0 };
     const own = {
       success: { ...this.#success },
       fail: { ...this.#fail },
-      queue: zero,
-      computeInput: zero,
-      computeInfer: zero,
-      computeOutput: zero,
+      queue: { ...this.#queue },
+      computeInput: { ...this.#computeInput },
+      computeInfer: { ...this.#computeInfer },
+      computeOutput: { ...this.#computeOutput },
       inferenceCount: this.#inferenceCount,
       executionCount: this.#success.count,
       lastInferenceMs: this.#lastInferenceMs,
@@ -607,7 +691,9 @@ export class EnsembleModel extends BoundModel {
       failures: { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: this.#fail.count },
       pending: this.#pending,
       queued: 0,
-      batchStats: [],
+      batchStats: [...this.#batchStats.values()].sort((a, b) => a.batchSize - b.batchSize).map((b) => ({
+        batchSize: b.batchSize, computeInput: { ...b.computeInput }, computeInfer: { ...b.computeInfer }, computeOutput: { ...b.computeOutput },
+      })),
     };
     return this.#responseCache ? this.#responseCache.addTo(own) : withoutCacheStats(own);
   }
