@@ -19,6 +19,15 @@ inline uint64_t WallNowMs() {
           .count());
 }
 
+// The longest wait the schedulers count: 2^52 µs, about 142 years. A config's batching delay or
+// sequence idle time may be anything up to 2^64 - 1 µs (uint64 in Triton's ModelConfig); one
+// beyond this waits this long instead, which never ends while a server runs, and keeps the
+// schedulers' arithmetic in ns (delay * 1000, now + wait, condition_variable::wait_for's
+// int64 deadline) far from overflowing.
+constexpr uint64_t kLongestWaitUs = uint64_t{1} << 52;
+
+inline uint64_t LongestWaitUs(uint64_t us) { return us < kLongestWaitUs ? us : kLongestWaitUs; }
+
 // When something waiting `timeout_us` from `now_ns` (steady clock) expires; 0 for no timeout. A
 // timeout too long to count in ns (up to 2^64 - 1 µs from in-process callers or a config) never
 // expires rather than wrapping to a deadline already past.

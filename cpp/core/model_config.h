@@ -40,12 +40,14 @@ struct TensorConfig {
 struct DynamicBatchingConfig {
   bool enabled = false;                        // false = default scheduler (one request per batch)
   std::vector<int64_t> preferred_batch_sizes;  // sorted ascending; never empty when enabled
-  uint64_t max_queue_delay_us = 0;
+  uint64_t max_queue_delay_us = 0;             // at most kLongestWaitUs (core/clock.h)
   bool preserve_ordering = false;
-  uint32_t priority_levels = 0;  // 0 = one level
-  uint32_t default_priority_level = 0;
+  // Levels are uint64 as in Triton's ModelDynamicBatching (up to 2^64 - 1 of them): the queue
+  // creates a level when a request first uses it, never all of them.
+  uint64_t priority_levels = 0;  // 0 = one level
+  uint64_t default_priority_level = 0;
   QueuePolicy default_queue_policy;
-  std::map<uint32_t, QueuePolicy> priority_queue_policy;  // 1-based level → policy
+  std::map<uint64_t, QueuePolicy> priority_queue_policy;  // 1-based level → policy
 };
 
 // A control input the sequence batcher synthesizes per batch row.
@@ -74,7 +76,7 @@ enum class SequenceStrategy : int32_t { kDirect = 0, kOldest = 1 };
 struct SequenceBatchingConfig {
   bool enabled = false;
   SequenceStrategy strategy = SequenceStrategy::kDirect;
-  uint64_t max_sequence_idle_us = 1000000;
+  uint64_t max_sequence_idle_us = 1000000;  // both at most kLongestWaitUs (core/clock.h)
   uint64_t max_queue_delay_us = 0;
   float minimum_slot_utilization = 0;          // direct
   uint32_t max_candidate_sequences = 1;        // oldest: slots per instance

@@ -67,7 +67,7 @@ constexpr uint32_t kSequenceEnd = 2;
 struct InferenceRequest {
   uint64_t id = 0;
   std::vector<InputTensor> inputs;
-  uint32_t priority = 0;                           // as the client sent it; 0 = the model's default level
+  uint64_t priority = 0;                           // as the client sent it; 0 = the model's default level
   uint64_t timeout_us = 0;                         // the client's timeout; 0 = none
   int32_t instance = -1;                           // warm-up: the instance that must run it; -1 = any
   CorrelationId correlation_id;                    // sequence batcher models only
@@ -80,7 +80,7 @@ struct InferenceRequest {
   // Filled in by validation and the queue.
   int64_t batch_size = 1;  // rows this request adds to a batch (1 when not batching)
   std::string batch_key;   // requests batch together only when their keys are equal
-  size_t level = 0;        // 0-based priority level it was queued on
+  uint64_t level = 0;      // 0-based priority level it was queued on
   uint64_t enqueue_ns = 0;
   uint64_t deadline_ns = 0;  // queue timeout; 0 = none
 };

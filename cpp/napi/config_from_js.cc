@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/clock.h"
 #include "core/datatype.h"
 
 namespace infernode {
@@ -11,6 +12,40 @@ namespace {
 double NumberOr(const Napi::Object& obj, const char* key, double fallback) {
   Napi::Value v = obj.Get(key);
   return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
+}
+
+// A uint64 config field (ts/config/int64-fields.ts): a Number up to 2^53 - 1, or a BigInt beyond,
+// read exactly. The TypeScript side has checked the range; a BigInt that does not fit is a
+// TypeError.
+uint64_t Uint64Or(const Napi::Object& obj, const char* key, uint64_t fallback) {
+  Napi::Value v = obj.Get(key);
+  if (v.IsBigInt()) {
+    bool lossless = true;
+    const uint64_t value = v.As<Napi::BigInt>().Uint64Value(&lossless);
+    if (!lossless) throw Napi::TypeError::New(obj.Env(), std::string(key) + " does not fit an unsigned 64-bit integer");
+    return value;
+  }
+  if (!v.IsNumber()) return fallback;
+  const double d = v.As<Napi::Number>().DoubleValue();
+  if (!(d > 0)) return 0;
+  return d >= 18446744073709551616.0 ? UINT64_MAX : static_cast<uint64_t>(d);
+}
+
+// A priority_queue_policy key: the decimal digits of a level in 1..2^64 - 1 (as normalize.ts
+// writes them).
+uint64_t LevelKey(Napi::Env env, const std::string& key) {
+  uint64_t level = 0;
+  bool ok = !key.empty();
+  for (const char c : key) {
+    const auto digit = static_cast<uint64_t>(c - '0');
+    if (c < '0' || c > '9' || level > (UINT64_MAX - digit) / 10) {
+      ok = false;
+      break;
+    }
+    level = level * 10 + digit;
+  }
+  if (!ok) throw Napi::TypeError::New(env, "priority level '" + key + "' is not a level number");
+  return level;
 }
 
 bool BoolOr(const Napi::Object& obj, const char* key, bool fallback) {
@@ -53,7 +88,8 @@ QueuePolicy QueuePolicyFromJs(const Napi::Object& p) {
   QueuePolicy policy;
   const std::string action = p.Get("timeoutAction").As<Napi::String>().Utf8Value();
   policy.timeout_action = action == "DELAY" ? TimeoutAction::kDelay : TimeoutAction::kReject;
-  policy.default_timeout_us = static_cast<uint64_t>(NumberOr(p, "defaultTimeoutMicroseconds", 0));
+  // Exact: DeadlineNs (core/clock.h) makes a timeout too long to count in ns one that never expires.
+  policy.default_timeout_us = Uint64Or(p, "defaultTimeoutMicroseconds", 0);
   policy.allow_timeout_override = BoolOr(p, "allowTimeoutOverride", false);
   policy.max_queue_size = static_cast<uint32_t>(NumberOr(p, "maxQueueSize", 0));
   return policy;
@@ -65,17 +101,16 @@ DynamicBatchingConfig BatchingFromJs(const Napi::Value& value) {
   Napi::Object obj = value.As<Napi::Object>();
   b.enabled = true;
   b.preferred_batch_sizes = ShapeFromJs(obj.Get("preferredBatchSize"));
-  b.max_queue_delay_us = static_cast<uint64_t>(NumberOr(obj, "maxQueueDelayMicroseconds", 0));
+  b.max_queue_delay_us = LongestWaitUs(Uint64Or(obj, "maxQueueDelayMicroseconds", 0));
   b.preserve_ordering = BoolOr(obj, "preserveOrdering", false);
-  b.priority_levels = static_cast<uint32_t>(NumberOr(obj, "priorityLevels", 0));
-  b.default_priority_level = static_cast<uint32_t>(NumberOr(obj, "defaultPriorityLevel", 0));
+  b.priority_levels = Uint64Or(obj, "priorityLevels", 0);
+  b.default_priority_level = Uint64Or(obj, "defaultPriorityLevel", 0);
   b.default_queue_policy = QueuePolicyFromJs(obj.Get("defaultQueuePolicy").As<Napi::Object>());
   Napi::Object per_level = obj.Get("priorityQueuePolicy").As<Napi::Object>();
   Napi::Array keys = per_level.GetPropertyNames();
   for (uint32_t i = 0; i < keys.Length(); ++i) {
     const std::string key = keys.Get(i).ToString().Utf8Value();
-    b.priority_queue_policy[static_cast<uint32_t>(std::stoul(key))] =
-        QueuePolicyFromJs(per_level.Get(key).As<Napi::Object>());
+    b.priority_queue_policy[LevelKey(value.Env(), key)] = QueuePolicyFromJs(per_level.Get(key).As<Napi::Object>());
   }
   return b;
 }
@@ -141,8 +176,8 @@ void SequenceFromJs(const Napi::Value& value, ModelConfig* config) {
   q.enabled = true;
   q.strategy =
       obj.Get("strategy").ToString().Utf8Value() == "oldest" ? SequenceStrategy::kOldest : SequenceStrategy::kDirect;
-  q.max_sequence_idle_us = static_cast<uint64_t>(NumberOr(obj, "maxSequenceIdleMicroseconds", 1000000));
-  q.max_queue_delay_us = static_cast<uint64_t>(NumberOr(obj, "maxQueueDelayMicroseconds", 0));
+  q.max_sequence_idle_us = LongestWaitUs(Uint64Or(obj, "maxSequenceIdleMicroseconds", 1000000));
+  q.max_queue_delay_us = LongestWaitUs(Uint64Or(obj, "maxQueueDelayMicroseconds", 0));
   q.minimum_slot_utilization = static_cast<float>(NumberOr(obj, "minimumSlotUtilization", 0));
   q.max_candidate_sequences = static_cast<uint32_t>(NumberOr(obj, "maxCandidateSequences", 1));
   q.preferred_batch_sizes = ShapeFromJs(obj.Get("preferredBatchSize"));

@@ -303,12 +303,11 @@ int32_t SaturatedInt32(double v) {
   return static_cast<int32_t>(std::clamp<int64_t>(SaturatedInt64(v), INT32_MIN, INT32_MAX));
 }
 
-// A JS number as napi_get_value_uint32 reads it (ECMAScript ToUint32: modulo 2^32).
-uint32_t JsToUint32(double v) {
-  if (!std::isfinite(v)) return 0;
-  double wrapped = std::fmod(std::trunc(v), 4294967296.0);
-  if (wrapped < 0) wrapped += 4294967296.0;
-  return static_cast<uint32_t>(wrapped);
+// A request's priority (uint64 in Triton): NaN and negatives are 0 (the default level), beyond
+// 2^64 - 1 saturates (beyond any model's levels: the default level too).
+uint64_t PriorityFromJs(double v) {
+  if (!(v > 0)) return 0;
+  return v >= 18446744073709551616.0 ? UINT64_MAX : static_cast<uint64_t>(v);
 }
 
 // Replaces the input's view of JS memory with a pooled copy the request owns: the caller may
@@ -418,8 +417,8 @@ Napi::Value NativeModel::Enqueue(const Napi::CallbackInfo& info) {
   auto request = std::make_unique<InferenceRequest>();
   request->id = static_cast<uint64_t>(info[0].As<Napi::Number>().Int64Value());
   const auto count = static_cast<size_t>(m[0]);
-  // As Node-API's number conversions read them: priority ToUint32, the others saturated.
-  request->priority = JsToUint32(m[1]);
+  // As Node-API's number conversions read them, saturated.
+  request->priority = PriorityFromJs(m[1]);
   request->timeout_us = static_cast<uint64_t>(SaturatedInt64(m[2]));
   const bool copy_inputs = m[3] != 0;
   request->instance = SaturatedInt32(m[4]);

@@ -8,20 +8,32 @@ namespace infernode {
 
 PriorityQueue::PriorityQueue(const ModelConfig& config) {
   const DynamicBatchingConfig& b = config.batching;
-  const size_t count = b.priority_levels == 0 ? 1 : b.priority_levels;
-  levels_ = std::vector<Level>(count);  // Level is move-only: built in place, never resized
-  for (size_t i = 0; i < count; ++i) {
-    auto it = b.priority_queue_policy.find(static_cast<uint32_t>(i + 1));
-    levels_[i].policy = it != b.priority_queue_policy.end() ? it->second : b.default_queue_policy;
-  }
+  level_count_ = b.priority_levels == 0 ? 1 : b.priority_levels;
   default_level_ = b.default_priority_level == 0 ? 0 : b.default_priority_level - 1;
+  default_policy_ = b.default_queue_policy;
+  level_policies_ = b.priority_queue_policy;
   hard_limit_ = config.max_queue_size_hard_limit;
+  LevelAt(default_level_);
 }
 
-size_t PriorityQueue::LevelOf(uint32_t priority) const {
+uint64_t PriorityQueue::LevelOf(uint64_t priority) const {
   // Triton: priority 0 or beyond the number of levels means the default level.
-  if (priority == 0 || priority > levels_.size()) return default_level_;
+  if (priority == 0 || priority > level_count_) return default_level_;
   return priority - 1;
+}
+
+PriorityQueue::Level& PriorityQueue::LevelAt(uint64_t index) {
+  auto [it, made] = levels_.try_emplace(index);
+  if (made) {
+    auto policy = level_policies_.find(index + 1);
+    it->second.policy = policy != level_policies_.end() ? policy->second : default_policy_;
+  }
+  return it->second;
+}
+
+PriorityQueue::Levels::iterator PriorityQueue::DropIfEmpty(Levels::iterator it) {
+  if (it->first == default_level_ || !it->second.ready.empty() || !it->second.delayed.empty()) return std::next(it);
+  return levels_.erase(it);
 }
 
 uint64_t PriorityQueue::DeadlineOf(const Level& level, const InferenceRequest& request, uint64_t now_ns) const {
@@ -36,10 +48,13 @@ uint64_t PriorityQueue::DeadlineOf(const Level& level, const InferenceRequest& r
 }
 
 Status PriorityQueue::Enqueue(std::unique_ptr<InferenceRequest>& request, uint64_t now_ns) {
-  const size_t index = LevelOf(request->priority);
-  Level& level = levels_[index];
+  if (size_ >= hard_limit_) return Unavailable("Exceeds maximum queue size");
+  const uint64_t index = LevelOf(request->priority);
+  Level& level = LevelAt(index);
   const size_t level_size = level.ready.size() + level.delayed.size();
-  if ((level.policy.max_queue_size != 0 && level_size >= level.policy.max_queue_size) || size_ >= hard_limit_) {
+  // (A level just made holds nothing, and max_queue_size 0 is no limit: a refused request never
+  // leaves an empty level behind.)
+  if (level.policy.max_queue_size != 0 && level_size >= level.policy.max_queue_size) {
     return Unavailable("Exceeds maximum queue size");
   }
   request->level = index;
@@ -55,7 +70,8 @@ Status PriorityQueue::Enqueue(std::unique_ptr<InferenceRequest>& request, uint64
 
 void PriorityQueue::ApplyTimeouts(uint64_t now_ns, std::vector<std::unique_ptr<InferenceRequest>>* rejected) {
   if (next_deadline_ns_ == 0 || now_ns < next_deadline_ns_) return;
-  for (Level& level : levels_) {
+  for (auto it = levels_.begin(); it != levels_.end();) {
+    Level& level = it->second;
     std::deque<std::unique_ptr<InferenceRequest>> keep;
     for (auto& request : level.ready) {
       if (request->deadline_ns == 0 || request->deadline_ns > now_ns) {
@@ -69,14 +85,15 @@ void PriorityQueue::ApplyTimeouts(uint64_t now_ns, std::vector<std::unique_ptr<I
       }
     }
     level.ready.swap(keep);
+    it = DropIfEmpty(it);
   }
   RecomputeNextDeadline();
 }
 
 void PriorityQueue::RecomputeNextDeadline() {
   next_deadline_ns_ = 0;
-  for (const Level& level : levels_) {
-    for (const auto& request : level.ready) {
+  for (const auto& entry : levels_) {
+    for (const auto& request : entry.second.ready) {
       if (request->deadline_ns != 0 && (next_deadline_ns_ == 0 || request->deadline_ns < next_deadline_ns_)) {
         next_deadline_ns_ = request->deadline_ns;
       }
@@ -86,8 +103,8 @@ void PriorityQueue::RecomputeNextDeadline() {
 
 std::vector<const InferenceRequest*> PriorityQueue::Peek(size_t limit) const {
   std::vector<const InferenceRequest*> out;
-  for (const Level& level : levels_) {
-    for (const auto* list : {&level.ready, &level.delayed}) {
+  for (const auto& entry : levels_) {
+    for (const auto* list : {&entry.second.ready, &entry.second.delayed}) {
       for (const auto& request : *list) {
         if (out.size() >= limit) return out;
         out.push_back(request.get());
@@ -99,26 +116,28 @@ std::vector<const InferenceRequest*> PriorityQueue::Peek(size_t limit) const {
 
 std::vector<std::unique_ptr<InferenceRequest>> PriorityQueue::Pop(size_t count) {
   std::vector<std::unique_ptr<InferenceRequest>> out;
-  for (Level& level : levels_) {
-    for (auto* list : {&level.ready, &level.delayed}) {
+  for (auto it = levels_.begin(); it != levels_.end() && out.size() < count;) {
+    for (auto* list : {&it->second.ready, &it->second.delayed}) {
       while (out.size() < count && !list->empty()) {
         out.push_back(std::move(list->front()));
         list->pop_front();
         --size_;
       }
     }
+    it = DropIfEmpty(it);
   }
   return out;
 }
 
 std::unique_ptr<InferenceRequest> PriorityQueue::Remove(uint64_t id) {
-  for (Level& level : levels_) {
-    for (auto* list : {&level.ready, &level.delayed}) {
+  for (auto level = levels_.begin(); level != levels_.end(); ++level) {
+    for (auto* list : {&level->second.ready, &level->second.delayed}) {
       auto it = std::find_if(list->begin(), list->end(), [id](const auto& r) { return r->id == id; });
       if (it != list->end()) {
         std::unique_ptr<InferenceRequest> found = std::move(*it);
         list->erase(it);
         --size_;
+        DropIfEmpty(level);
         return found;
       }
     }

@@ -20,7 +20,7 @@ std::ostream& operator<<(std::ostream& os, const Order& ids) {
 
 constexpr uint64_t kUs = 1000;  // ns per µs
 
-ModelConfig Levels(uint32_t levels, uint32_t default_level = 0) {
+ModelConfig Levels(uint64_t levels, uint64_t default_level = 0) {
   ModelConfig config;
   config.name = "m";
   config.max_batch_size = 8;
@@ -39,7 +39,7 @@ QueuePolicy Timeout(TimeoutAction action, uint64_t default_us, bool allow_overri
   return policy;
 }
 
-std::unique_ptr<InferenceRequest> Req(uint64_t id, uint32_t priority = 0, uint64_t timeout_us = 0) {
+std::unique_ptr<InferenceRequest> Req(uint64_t id, uint64_t priority = 0, uint64_t timeout_us = 0) {
   auto request = std::make_unique<InferenceRequest>();
   request->id = id;
   request->priority = priority;
@@ -47,7 +47,7 @@ std::unique_ptr<InferenceRequest> Req(uint64_t id, uint32_t priority = 0, uint64
   return request;
 }
 
-void Push(PriorityQueue* queue, uint64_t id, uint32_t priority = 0, uint64_t now_ns = 0, uint64_t timeout_us = 0) {
+void Push(PriorityQueue* queue, uint64_t id, uint64_t priority = 0, uint64_t now_ns = 0, uint64_t timeout_us = 0) {
   auto request = Req(id, priority, timeout_us);
   const Status status = queue->Enqueue(request, now_ns);
   EXPECT_TRUE(status.IsOk());
@@ -250,4 +250,63 @@ TEST(QueuePopAndPeekOnEmptyQueue) {
   std::vector<std::unique_ptr<InferenceRequest>> rejected;
   queue.ApplyTimeouts(1000, &rejected);
   EXPECT_TRUE(rejected.empty());
+}
+
+// Triton's qa/L0_model_queue test_max_priority_levels: priority_levels 2^64 - 1, the default
+// level 2^32 (past uint32). Levels are made as requests use them, never all 2^64 - 1.
+TEST(QueueUint64LevelsServeInLevelOrder) {
+  constexpr uint64_t kMax = UINT64_MAX;
+  constexpr uint64_t kDefault = uint64_t{1} << 32;
+  PriorityQueue queue(Levels(kMax, kDefault));
+  Push(&queue, 1, 0);             // the default level, 2^32
+  Push(&queue, 2, kDefault);      // the same level
+  Push(&queue, 3, kMax);          // the lowest level
+  Push(&queue, 4, kDefault + 1);  // just below the default
+  Push(&queue, 5, 1);             // the highest
+  EXPECT_EQ(Ids(queue.Peek(10)), (Order{5, 1, 2, 4, 3}));
+  EXPECT_EQ(queue.Peek(10).at(1)->level, kDefault - 1);
+  EXPECT_EQ(queue.Peek(10).at(4)->level, kMax - 1);
+  EXPECT_EQ(Ids(queue.Pop(2)), (Order{5, 1}));
+  EXPECT_EQ(Ids(queue.TakeAll()), (Order{2, 4, 3}));
+  EXPECT_EQ(queue.Size(), 0u);
+}
+
+TEST(QueueUint64LevelPoliciesApplyToTheirLevels) {
+  // max_priority_level.pbtxt of Triton's qa/L0_config_json: a policy keyed 2^32 whose timeout is
+  // 2^64 - 1 µs (never expires: too long to count in ns), and a short one on level 2^40.
+  ModelConfig config = Levels(UINT64_MAX, 1);
+  config.batching.priority_queue_policy[uint64_t{1} << 32] = Timeout(TimeoutAction::kReject, UINT64_MAX);
+  config.batching.priority_queue_policy[uint64_t{1} << 40] = Timeout(TimeoutAction::kReject, 100);
+  PriorityQueue queue(config);
+  Push(&queue, 1, uint64_t{1} << 32, 0);
+  Push(&queue, 2, uint64_t{1} << 40, 0);
+  Push(&queue, 3, (uint64_t{1} << 40) + 1, 0);  // no policy of its own: the default (no timeout)
+  EXPECT_EQ(queue.Peek(3).at(0)->deadline_ns, 0u);
+  EXPECT_EQ(queue.Peek(3).at(1)->deadline_ns, 100 * kUs);
+  EXPECT_EQ(queue.Peek(3).at(2)->deadline_ns, 0u);
+  std::vector<std::unique_ptr<InferenceRequest>> rejected;
+  queue.ApplyTimeouts(UINT64_MAX - 1, &rejected);
+  EXPECT_EQ(Ids(rejected), (Order{2}));
+  EXPECT_EQ(Ids(queue.TakeAll()), (Order{1, 3}));
+}
+
+TEST(QueueLevelsThatEmptyAreMadeAgainWithTheirPolicy) {
+  constexpr uint64_t kLimited = uint64_t{1} << 40;
+  ModelConfig config = Levels(UINT64_MAX, UINT64_MAX);
+  QueuePolicy small;
+  small.max_queue_size = 1;
+  config.batching.priority_queue_policy[kLimited] = small;
+  PriorityQueue queue(config);
+  for (uint64_t round = 0; round < 3; ++round) {
+    Push(&queue, 1, kLimited);
+    auto second = Req(2, kLimited);
+    EXPECT_EQ(queue.Enqueue(second, 0).Code(), StatusCode::kUnavailable);
+    Push(&queue, 3, 0);  // the default level, the lowest
+    EXPECT_EQ(Ids(queue.TakeAll()), (Order{1, 3}));
+  }
+  Push(&queue, 4, kLimited);
+  EXPECT_TRUE(queue.Remove(4) != nullptr);
+  Push(&queue, 5, kLimited);  // its level went with its last request and is made again, still limited
+  auto sixth = Req(6, kLimited);
+  EXPECT_EQ(queue.Enqueue(sixth, 0).Code(), StatusCode::kUnavailable);
 }

@@ -194,6 +194,53 @@ describe('priorities', () => {
   });
 });
 
+describe('uint64 priority levels and timeouts (Triton\'s ModelDynamicBatching fields are uint64)', () => {
+  test('priorityLevels 2^64 - 1 with the default level at 2^32 (qa/L0_model_queue test_max_priority_levels): levels serve in order', async () => {
+    const rec = new Recorder();
+    // 2^64 - 1 levels: the native queue makes a level when a request first uses it.
+    bindRecorder(rec, { maxBatchSize: 2, batcher: { priorityLevels: 2n ** 64n - 1n, defaultPriorityLevel: 2n ** 32n } });
+    await triton.run();
+    const release = rec.hold();
+    const blocker = send('identity', 0);
+    await waitFor(() => rec.active === 1, 'the instance to be busy');
+    const queued = [
+      send('identity', 11),                                          // 0 → the default level, 2^32
+      send('identity', 12, { priority: 2 ** 32 }),                   // the default level, named
+      send('identity', 13, { priority: 2 ** 32 + 1 }),               // just below it
+      send('identity', 14, { priority: Number.MAX_SAFE_INTEGER }),   // far below
+      send('identity', 21, { priority: 1 }),                         // the highest level
+      send('identity', 22, { priority: 2 ** 32 - 1 }),               // just above the default
+    ];
+    await settleLoop();
+    release.open();
+    await Promise.all([blocker, ...queued]);
+    expect(rec.tagOrder).toEqual([0, 21, 22, 11, 12, 13, 14]);
+  });
+
+  test('a default timeout of 2^64 - 1 µs never expires, and a request may still shorten it when the policy allows', async () => {
+    const rec = new Recorder();
+    bindRecorder(rec, {
+      maxBatchSize: 1,
+      batcher: {
+        maxQueueDelayMicroseconds: 2n ** 64n - 1n,
+        defaultQueuePolicy: { defaultTimeoutMicroseconds: 2n ** 64n - 1n, allowTimeoutOverride: true, timeoutAction: TimeoutAction.REJECT },
+      },
+    });
+    await triton.run();
+    const release = rec.hold();
+    const blocker = send('identity', 0);
+    await waitFor(() => rec.active === 1, 'the instance to be busy');
+    const kept = send('identity', 1);
+    const short = send('identity', 2, { timeoutMicroseconds: 50_000 });
+    await expectRejects(short, 'UNAVAILABLE', 'Request timeout expired');
+    await sleep(100);
+    release.open();
+    // A full batch (1 row) goes at once: the 2^64 - 1 µs delay is never waited out.
+    expect(await Promise.all([blocker, kept])).toEqual([0, 1]);
+    expect(rec.tagOrder).toEqual([0, 1]);
+  });
+});
+
 describe('queue policy', () => {
   test('a request beyond maxQueueSize is refused with UNAVAILABLE "Exceeds maximum queue size"; queued ones still complete', async () => {
     const rec = new Recorder();

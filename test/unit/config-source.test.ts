@@ -11,7 +11,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { normalizeBindConfig, type NormalizedModelConfig } from '../../ts/config/normalize';
 import { toModelConfigJson } from '../../ts/config/model-config-json';
-import { TimeoutAction } from '../../ts/config/types';
+import { parseJsonExact, stringifyExactJson } from '../../ts/exact-json';
+import { TimeoutAction, type ModelConfig } from '../../ts/config/types';
 import type { RawModelConfig } from '../../ts/repository/autocomplete';
 import type { ModelDirectory } from '../../ts/repository/layout';
 import { normalizeRawConfig, readRawConfig } from '../../ts/repository/config-source';
@@ -177,6 +178,104 @@ dynamic_batching {
       "model 'm': a queue policy cannot DELAY timed-out requests when dynamic_batching.preserve_ordering is true"],
   ])('batcher: %s is INVALID_ARG', (_, batcher, message) => {
     expectError(() => fromPbtxt(`max_batch_size: 8\n${IO}\ndynamic_batching { ${batcher} }`), 'INVALID_ARG', message);
+  });
+
+  test("Triton's qa/L0_config_json max_priority_level.pbtxt: uint64 values at 2^64 - 1 and past 2^32 load, and print back exactly", () => {
+    const config = fromPbtxt(`max_batch_size: 1\n${IO}
+dynamic_batching:
+{
+    priority_levels: 18446744073709551615
+    default_priority_level: 4294967295
+    max_queue_delay_microseconds: 18446744073709551615
+    priority_queue_policy: [
+       {key: 4294967296
+        value: {
+          timeout_action: REJECT
+          default_timeout_microseconds: 18446744073709551615
+          allow_timeout_override: true
+          max_queue_size: 10
+       }
+    }
+]
+}`);
+    const max = 2n ** 64n - 1n;
+    expect(config.dynamicBatching).toEqual({
+      preferredBatchSize: [1], maxQueueDelayMicroseconds: max, preserveOrdering: false, priorityLevels: max, defaultPriorityLevel: 4294967295,
+      defaultQueuePolicy: DEFAULT_POLICY,
+      priorityQueuePolicy: {
+        4294967296: { timeoutAction: TimeoutAction.REJECT, defaultTimeoutMicroseconds: max, allowTimeoutOverride: true, maxQueueSize: 10 },
+      },
+    });
+    const json = toModelConfigJson(config);
+    expect(json.dynamic_batching).toMatchObject({ priority_levels: max, default_priority_level: 4294967295, max_queue_delay_microseconds: max });
+    // What L0_config_json greps in the /config body.
+    const text = stringifyExactJson(json);
+    expect(text).toContain('"priority_levels":18446744073709551615,');
+    expect(text).toContain('"default_priority_level":4294967295,');
+    expect(text).toContain('"4294967296":{"timeout_action":"REJECT","default_timeout_microseconds":18446744073709551615,' +
+      '"allow_timeout_override":true,"max_queue_size":10}');
+    // ... and that body loads back (the load API reads its JSON exactly) into the same config.
+    const dir: ModelDirectory = { name: 'm', repository: repo, dir: path.join(repo, 'm') };
+    expect(normalizeDir(dir, parseJsonExact(text) as RawModelConfig).dynamicBatching).toEqual(config.dynamicBatching);
+  });
+
+  test('sequence batcher durations up to 2^64 - 1 µs are kept exactly', () => {
+    const config = fromPbtxt(`max_batch_size: 2\n${IO}
+sequence_batching { max_sequence_idle_microseconds: 18446744073709551615 oldest { max_queue_delay_microseconds: 9007199254740993 } }`);
+    expect(config.sequenceBatching).toMatchObject({ maxSequenceIdleMicroseconds: 2n ** 64n - 1n, maxQueueDelayMicroseconds: 9007199254740993n });
+    expect(toModelConfigJson(config).sequence_batching).toMatchObject({
+      max_sequence_idle_microseconds: 2n ** 64n - 1n, oldest: { max_queue_delay_microseconds: 9007199254740993n },
+    });
+  });
+
+  test.each([
+    ['an input dim', 'max_batch_size: 1\ninput [ { name: "x" data_type: TYPE_FP32 dims: [ 2, 9007199254740992 ] } ]',
+      "model 'm': input[0].dims[1] is 9007199254740992, which no tensor can have: a dimension is -1 (variable-size) or a size from 0 to 9007199254740991 (2^53 - 1)"],
+    ['a negative output dim', 'output [ { name: "y" data_type: TYPE_FP32 dims: [ -9223372036854775808 ] } ]',
+      "model 'm': output[0].dims[0] is -9223372036854775808, which no tensor can have: a dimension is -1 (variable-size) or a size from 0 to 9007199254740991 (2^53 - 1)"],
+    ['a reshape dim', 'input [ { name: "x" data_type: TYPE_FP32 dims: [ 1 ] reshape { shape: [ 9223372036854775807 ] } } ]',
+      "model 'm': input[0].reshape.shape[0] is 9223372036854775807, which no tensor can have: a dimension is -1 (variable-size) or a size from 0 to 9007199254740991 (2^53 - 1)"],
+    ['a sequence state dim', 'sequence_batching { state { input_name: "s" output_name: "t" data_type: TYPE_FP32 dims: [ 9007199254740993 ] } }',
+      "model 'm': sequence_batching.state[0].dims[0] is 9007199254740993, which no tensor can have: a dimension is -1 (variable-size) or a size from 0 to 9007199254740991 (2^53 - 1)"],
+    ['an initial state dim', 'sequence_batching { state { input_name: "s" output_name: "t" data_type: TYPE_FP32 dims: [ -1 ] initial_state { name: "i" data_type: TYPE_FP32 dims: [ 9007199254740993 ] zero_data: true } } }',
+      "model 'm': sequence_batching.state[0].initial_state[0].dims[0] is 9007199254740993, which no tensor can have: a dimension is -1 (variable-size) or a size from 0 to 9007199254740991 (2^53 - 1)"],
+    ['a warm-up dim', 'model_warmup { name: "w" batch_size: 1 inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 9007199254740993 ] zero_data: true } } }',
+      "model 'm': model_warmup[0].inputs[\"x\"].dims[0] is 9007199254740993, which no tensor can have: a dimension is -1 (variable-size) or a size from 0 to 9007199254740991 (2^53 - 1)"],
+    ['a specific version', 'version_policy { specific { versions: [ 1, 9007199254740993 ] } }',
+      "model 'm': version_policy.specific.versions[1] is 9007199254740993, which no version can have: versions are numbered from 1 to 9007199254740991 (2^53 - 1)"],
+    ['an ensemble step version', 'platform: "ensemble" ensemble_scheduling { step [ { model_name: "a" model_version: 18446744073 } , { model_name: "b" model_version: 9223372036854775807 } ] }',
+      "model 'm': ensemble_scheduling.step[1].model_version is 9223372036854775807, which no version can have: a step's model_version is -1 (the latest version) or a version from 1 to 9007199254740991 (2^53 - 1)"],
+  ])('64-bit values no model can use are INVALID_ARG naming the model, field, value and range: %s', (_, text, message) => {
+    expectError(() => fromPbtxt(text), 'INVALID_ARG', message);
+  });
+
+  test('bind(): uint64 batcher fields take bigints up to 2^64 - 1; a JS number past 2^53 - 1 is refused (it may be rounded)', () => {
+    const bind = (config: ModelConfig): NormalizedModelConfig => normalizeBindConfig({
+      modelName: 'b', inputs: [{ name: 'x', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'y', dtype: 'FP32', shape: [1] }],
+      instanceCount: 1, config: { maxBatchSize: 4, ...config },
+    });
+    const max = 2n ** 64n - 1n;
+    expect(bind({
+      batcher: {
+        priorityLevels: max, defaultPriorityLevel: 2n ** 32n, maxQueueDelayMicroseconds: max,
+        defaultQueuePolicy: { defaultTimeoutMicroseconds: max }, priorityQueuePolicy: { [String(2n ** 40n)]: { maxQueueSize: 3 }, 2: {} },
+      },
+    }).dynamicBatching).toEqual({
+      preferredBatchSize: [4], maxQueueDelayMicroseconds: max, preserveOrdering: false, priorityLevels: max, defaultPriorityLevel: 2 ** 32,
+      defaultQueuePolicy: { ...DEFAULT_POLICY, defaultTimeoutMicroseconds: max },
+      priorityQueuePolicy: { 2: DEFAULT_POLICY, 1099511627776: { ...DEFAULT_POLICY, maxQueueSize: 3 } },
+    });
+    expect(bind({ sequenceBatcher: { maxSequenceIdleMicroseconds: max } }).sequenceBatching?.maxSequenceIdleMicroseconds).toBe(max);
+    expectError(() => bind({ batcher: { priorityLevels: 2 ** 60, defaultPriorityLevel: 1 } }), 'INVALID_ARG',
+      "model 'b': batcher.priorityLevels is 1152921504606846976, beyond 2^53 - 1 (9007199254740991), where a JavaScript number " +
+      'may already have been rounded; give it as a bigint (up to 18446744073709551615n)');
+    expectError(() => bind({ batcher: { maxQueueDelayMicroseconds: 2n ** 64n } }), 'INVALID_ARG',
+      "model 'b': batcher.maxQueueDelayMicroseconds must be at most 18446744073709551615 (2^64 - 1, an unsigned 64-bit integer), " +
+      'got 18446744073709551616');
+    expectError(() => bind({ batcher: { defaultQueuePolicy: { defaultTimeoutMicroseconds: -1n } } }), 'INVALID_ARG',
+      "model 'b': defaultQueuePolicy.defaultTimeoutMicroseconds must be an integer >= 0, got -1");
+    expectError(() => bind({ batcher: { priorityLevels: 2n ** 40n, defaultPriorityLevel: 1, priorityQueuePolicy: { [String(2n ** 40n + 1n)]: {} } } }),
+      'INVALID_ARG', "model 'b': priorityQueuePolicy level 1099511627777 must be in 1..1099511627776");
   });
 
   test('dims: ints, -1 variable; TYPE_STRING ↔ BYTES; every datatype', () => {

@@ -311,6 +311,70 @@ describe('syntax forms', () => {
       .toEqual({ dynamic_batching: { max_queue_delay_microseconds: 9007199254740991 } });
   });
 
+  test('64-bit fields over their whole range, exactly: a number up to 2^53 - 1, a bigint beyond (as protobuf reads them)', () => {
+    expect(parse(`input { dims: [ 9007199254740992, -9223372036854775808, 9223372036854775807, 0x7fffffffffffffff ] }
+      dynamic_batching { priority_levels: 18446744073709551615 max_queue_delay_microseconds: 9007199254740993 }`)).toEqual({
+      input: [{ dims: [2n ** 53n, -(2n ** 63n), 2n ** 63n - 1n, 2n ** 63n - 1n] }],
+      dynamic_batching: { priority_levels: 2n ** 64n - 1n, max_queue_delay_microseconds: 9007199254740993n },
+    });
+  });
+
+  test('the 64-bit range edges are exact: the last value in range parses, the next one is refused as Triton refuses it', () => {
+    expect(parse('dynamic_batching { default_queue_policy { default_timeout_microseconds: 18446744073709551615 } }'))
+      .toEqual({ dynamic_batching: { default_queue_policy: { default_timeout_microseconds: 2n ** 64n - 1n } } });
+    expect(parseError('dynamic_batching { default_queue_policy { default_timeout_microseconds: 18446744073709551616 } }')).toBe(
+      "m/config.pbtxt:1:73: invalid value for field 'default_timeout_microseconds': 18446744073709551616 is out of range for uint64 (0..18446744073709551615)");
+    expect(parse('dynamic_batching { priority_queue_policy { key: 18446744073709551615 } }'))
+      .toEqual({ dynamic_batching: { priority_queue_policy: { '18446744073709551615': {} } } });
+    expect(parseError('dynamic_batching { priority_queue_policy { key: 18446744073709551616 } }')).toBe(
+      "m/config.pbtxt:1:49: invalid value for field 'key': 18446744073709551616 is out of range for uint64 (0..18446744073709551615)");
+    expect(parseError('dynamic_batching { priority_levels: -18446744073709551615 }')).toBe(
+      "m/config.pbtxt:1:37: invalid value for field 'priority_levels': a negative value (-18446744073709551615) is not allowed for an unsigned (uint64) field");
+    expect(parse('input { dims: [ -9223372036854775808, 9223372036854775807 ] }')).toEqual({ input: [{ dims: [-(2n ** 63n), 2n ** 63n - 1n] }] });
+    expect(parseError('input { dims: [ 9223372036854775808 ] }')).toBe(
+      "m/config.pbtxt:1:17: invalid value for field 'dims': 9223372036854775808 is out of range for int64 (-9223372036854775808..9223372036854775807)");
+    expect(parseError('input { dims: [ -9223372036854775809 ] }')).toBe(
+      "m/config.pbtxt:1:17: invalid value for field 'dims': -9223372036854775809 is out of range for int64 (-9223372036854775808..9223372036854775807)");
+  });
+
+  test("Triton's qa/L0_config_json max_priority_level.pbtxt: uint64 values and keys at and past 2^32 and 2^53, printed back exactly", () => {
+    const text = `name: "max_priority_level"
+backend: "identity"
+max_batch_size: 1
+dynamic_batching:
+{
+    # Max uint64
+    priority_levels: 18446744073709551615
+    # Max uint32
+    default_priority_level: 4294967295
+    # Max uint32 + 1
+    priority_queue_policy: [
+       {key: 4294967296
+        value: {
+          timeout_action: REJECT
+	  default_timeout_microseconds: 18446744073709551615
+	  allow_timeout_override: true
+	  max_queue_size: 10
+       }
+    }
+]
+}`;
+    const config = parse(text);
+    expect(config.dynamic_batching).toEqual({
+      priority_levels: 18446744073709551615n,
+      default_priority_level: 4294967295,
+      priority_queue_policy: {
+        4294967296: { timeout_action: 'REJECT', default_timeout_microseconds: 18446744073709551615n, allow_timeout_override: true, max_queue_size: 10 },
+      },
+    });
+    const printed = printPbtxt(config);
+    expect(printed).toContain('priority_levels: 18446744073709551615\n');
+    expect(printed).toContain('key: 4294967296\n');
+    expect(printed).toContain('default_timeout_microseconds: 18446744073709551615\n');
+    expect(parse(printed)).toEqual(config);
+    expect(validateModelConfigJson(config)).toEqual(config);
+  });
+
   test('floats: decimals, exponents, f suffix, integers, inf, nan', () => {
     const config = parse('model_metrics { metric_control { histogram_options { buckets: [ 1.5, -2e3, .25, 1e+2, 3f, 4.5F, 7, -inf, Infinity, nan ] } } }');
     expect(config).toEqual({
@@ -627,8 +691,6 @@ describe('malformed files: exact line:column', () => {
       "m/config.pbtxt:2:33: invalid value for field 'max_queue_delay_microseconds': a negative value (-100) is not allowed for an unsigned (uint64) field"],
     ['negative uint32', 'model_warmup { count: -1 }',
       "m/config.pbtxt:1:23: invalid value for field 'count': a negative value (-1) is not allowed for an unsigned (uint32) field"],
-    ['64-bit value beyond the safe JS integer range', 'input { dims: [ 9007199254740992 ] }',
-      "m/config.pbtxt:1:17: invalid value for field 'dims': 9007199254740992 is outside the range of integers JavaScript represents exactly (±9007199254740991)"],
     ['uint64 beyond 2^64', 'dynamic_batching { priority_levels: 18446744073709551616 }',
       "m/config.pbtxt:1:37: invalid value for field 'priority_levels': 18446744073709551616 is out of range for uint64 (0..18446744073709551615)"],
     ['int32 overflow', 'max_batch_size: 2147483648',
@@ -686,6 +748,31 @@ describe('JSON configs (load API)', () => {
     expect(json(served)).toEqual({ ...served, instance_group: [{ ...served.instance_group[0], secondary_devices: [{ kind: 'KIND_NVDLA', device_id: 0 }] }] });
   });
 
+  test('64-bit fields as decimal strings or bigints, exactly over their whole range; the canonical form is a number up to 2^53 - 1', () => {
+    expect(json({
+      input: [{ dims: ['-9223372036854775808', 9223372036854775807n, '9007199254740991', 5n] }],
+      dynamic_batching: {
+        priority_levels: '18446744073709551615', default_priority_level: 4294967295n, max_queue_delay_microseconds: 2n ** 64n - 1n,
+        priority_queue_policy: { '18446744073709551615': { default_timeout_microseconds: '18446744073709551615' } },
+      },
+    })).toEqual({
+      input: [{ dims: [-(2n ** 63n), 2n ** 63n - 1n, 9007199254740991, 5] }],
+      dynamic_batching: {
+        priority_levels: 2n ** 64n - 1n, default_priority_level: 4294967295, max_queue_delay_microseconds: 2n ** 64n - 1n,
+        priority_queue_policy: { '18446744073709551615': { default_timeout_microseconds: 2n ** 64n - 1n } },
+      },
+    });
+    // One past the range, as Triton refuses it.
+    expect(jsonError({ dynamic_batching: { priority_levels: '18446744073709551616' } })).toBe(
+      "load of model: field 'dynamic_batching.priority_levels': 18446744073709551616 is out of range for uint64 (0..18446744073709551615)");
+    expect(jsonError({ dynamic_batching: { priority_queue_policy: { '18446744073709551616': {} } } })).toBe(
+      "load of model: field 'dynamic_batching.priority_queue_policy[\"18446744073709551616\"]': 18446744073709551616 is out of range for uint64 (0..18446744073709551615)");
+    expect(jsonError({ dynamic_batching: { default_queue_policy: { default_timeout_microseconds: '-1' } } })).toBe(
+      "load of model: field 'dynamic_batching.default_queue_policy.default_timeout_microseconds': a negative value (-1) is not allowed for an unsigned (uint64) field");
+    expect(jsonError({ input: [{ dims: [-(2n ** 63n) - 1n] }] })).toBe(
+      "load of model: field 'input[0].dims[0]': -9223372036854775809 is out of range for int64 (-9223372036854775808..9223372036854775807)");
+  });
+
   test.each([
     ['unknown field', { max_batch_size: 1, foo: 2 }, "load of model: field 'foo': unknown field in inference.ModelConfig"],
     ['unknown nested field with a hint', { input: [{ name: 'x', dtype: 'TYPE_FP32' }] },
@@ -696,8 +783,11 @@ describe('JSON configs (load API)', () => {
       "load of model: field 'input[0].data_type': unknown value \"FP32\" for enum inference.DataType; expected one of TYPE_INVALID, TYPE_BOOL, " +
       'TYPE_UINT8, TYPE_UINT16, TYPE_UINT32, TYPE_UINT64, TYPE_INT8, TYPE_INT16, TYPE_INT32, TYPE_INT64, TYPE_FP16, TYPE_FP32, TYPE_FP64, TYPE_STRING, TYPE_BF16'],
     ['fractional int', { max_batch_size: 1.5 }, "load of model: field 'max_batch_size': expected an integer (int32), got 1.5"],
-    ['unsafe int', { input: [{ dims: [2 ** 60] }] },
-      "load of model: field 'input[0].dims[0]': 1152921504606846976 is outside the range of integers JavaScript represents exactly (±9007199254740991)"],
+    ['a JS number past 2^53 (it may be a rounding)', { input: [{ dims: [2 ** 60] }] },
+      "load of model: field 'input[0].dims[0]': 1152921504606846976 is beyond 2^53 - 1 (9007199254740991), where a JavaScript number " +
+      'may already have been rounded; give the value as a decimal string or a bigint'],
+    ['uint64 past 2^64 - 1 as a bigint', { dynamic_batching: { max_queue_delay_microseconds: 2n ** 64n } },
+      "load of model: field 'dynamic_batching.max_queue_delay_microseconds': 18446744073709551616 is out of range for uint64 (0..18446744073709551615)"],
     ['negative unsigned', { dynamic_batching: { priority_levels: -1 } },
       "load of model: field 'dynamic_batching.priority_levels': a negative value (-1) is not allowed for an unsigned (uint64) field"],
     ['bool as string', { input: [{ optional: 'true' }] }, "load of model: field 'input[0].optional': expected true or false, got \"true\""],

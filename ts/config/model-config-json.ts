@@ -207,12 +207,17 @@ function configJson(config: NormalizedModelConfig): ProtoJsonObject {
   return out;
 }
 
-/** One value as protobuf's JSON printer writes it, with Triton's 64-bit fix-up. */
+/**
+ * One value as protobuf's JSON printer writes it, with Triton's 64-bit fix-up. A fixed-up value
+ * beyond 2^53 stays a bigint: the HTTP frontend writes it as its exact digits
+ * (`stringifyExactJson`, ts/exact-json.ts), as Triton's JSON does (`"priority_levels":18446744073709551615`).
+ */
 function formatValue(field: FieldSpec, value: ProtoJsonValue): ProtoJsonValue {
   const type = field.type;
   if (type.kind === 'message') return withAllFields(type.message, value as ProtoJsonObject);
-  if (type.kind !== 'scalar' || typeof value !== 'number') return value;
+  if (type.kind !== 'scalar' || (typeof value !== 'number' && typeof value !== 'bigint')) return value;
   if (is64BitKind(type.scalar) && !field.jsonNumber) return String(value);
+  if (typeof value === 'bigint') return value;
   if (!Number.isFinite(value)) return Number.isNaN(value) ? 'NaN' : value > 0 ? 'Infinity' : '-Infinity';
   return value;
 }
@@ -246,8 +251,27 @@ function withAllFields(spec: MessageSpec, message: ProtoJsonObject): ProtoJsonOb
 /**
  * Triton's JSON form of a normalized config (`GET /v2/models/{m}/config`): snake_case proto
  * names, all primitive fields present, enums by name, `dynamic_batching` only when the model
- * batches dynamically, `model_transaction_policy` and `response_cache` always present.
+ * batches dynamically, `model_transaction_policy` and `response_cache` always present. 64-bit
+ * values beyond 2^53 are bigints (JSON.stringify refuses them: write it with
+ * `stringifyExactJson`, or `toModelConfigMessage` for gRPC).
  */
 export function toModelConfigJson(config: NormalizedModelConfig): ProtoJsonObject {
   return withAllFields(MODEL_CONFIG, configJson(config));
+}
+
+/** A value with its bigints as decimal strings (protobufjs encodes a 64-bit field from a string exactly). */
+function bigintsAsStrings(value: ProtoJsonValue): ProtoJsonValue {
+  if (typeof value === 'bigint') return value.toString();
+  if (Array.isArray(value)) return value.map(bigintsAsStrings);
+  if (value !== null && typeof value === 'object') {
+    const out: ProtoJsonObject = {};
+    for (const [key, v] of Object.entries(value)) out[key] = bigintsAsStrings(v);
+    return out;
+  }
+  return value;
+}
+
+/** The config as gRPC's `ModelConfig` message object: `toModelConfigJson` with every bigint as its digits. */
+export function toModelConfigMessage(config: NormalizedModelConfig): ProtoJsonObject {
+  return bigintsAsStrings(toModelConfigJson(config)) as ProtoJsonObject;
 }

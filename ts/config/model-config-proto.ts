@@ -1,7 +1,8 @@
 /**
  * TypeScript view of the canonical protobuf-JSON `inference.ModelConfig` (what `parsePbtxt` and
- * `validateModelConfigJson` return): proto field names, enums as names, integers as numbers, maps
- * as objects keyed by string. Only the parts infernode reads are typed in detail; tuning
+ * `validateModelConfigJson` return): proto field names, enums as names, integers as numbers
+ * (uint64 fields beyond 2^53 - 1 as bigints; int64 ones are numbers once `refuseUnservableInt64`
+ * has checked them), maps as objects keyed by string. Only the parts infernode reads are typed in detail; tuning
  * messages it carries untouched stay `ProtoJsonObject`.
  */
 import type { ProtoJsonObject } from './proto-schema';
@@ -23,7 +24,7 @@ export interface ProtoTensor {
 /** `inference.ModelQueuePolicy`. */
 export interface ProtoQueuePolicy {
   timeout_action?: 'REJECT' | 'DELAY';
-  default_timeout_microseconds?: number;
+  default_timeout_microseconds?: number | bigint;
   allow_timeout_override?: boolean;
   max_queue_size?: number;
 }
@@ -31,10 +32,10 @@ export interface ProtoQueuePolicy {
 /** `inference.ModelDynamicBatching`; `priority_queue_policy` keys are decimal strings. */
 export interface ProtoDynamicBatching {
   preferred_batch_size?: number[];
-  max_queue_delay_microseconds?: number;
+  max_queue_delay_microseconds?: number | bigint;
   preserve_ordering?: boolean;
-  priority_levels?: number;
-  default_priority_level?: number;
+  priority_levels?: number | bigint;
+  default_priority_level?: number | bigint;
   default_queue_policy?: ProtoQueuePolicy;
   priority_queue_policy?: Record<string, ProtoQueuePolicy>;
 }

@@ -10,6 +10,8 @@ import { readFileSync } from 'node:fs';
 import { fromBindSequenceBatcher, normalizeSequenceBatching } from './sequence-batching';
 import { normalizeRateLimiter } from './rate-limiter';
 import { DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT } from './defaults';
+import { describeValue } from '../describe-value';
+import { checkUint64, sortedUint64Keys, type Uint64 } from './int64-fields';
 import {
   TimeoutAction, type DynamicBatcher, type ModelConfig, type ModelWarmup, type QueuePolicy, type Tensor,
 } from './types';
@@ -41,9 +43,12 @@ export interface NormalizedTensor {
   labels?: string[];
 }
 
+// The uint64 fields below are exact (`Uint64`: a number up to 2^53 - 1, a bigint beyond, up to
+// 2^64 - 1), as the config gives them; int64-fields.ts says what each means at run time.
+
 export interface NormalizedQueuePolicy {
   timeoutAction: TimeoutAction;
-  defaultTimeoutMicroseconds: number;
+  defaultTimeoutMicroseconds: Uint64;
   allowTimeoutOverride: boolean;
   maxQueueSize: number;
 }
@@ -51,12 +56,13 @@ export interface NormalizedQueuePolicy {
 export interface NormalizedDynamicBatching {
   /** Never empty: Triton's "full batch" default ([maxBatchSize]) is filled in. */
   preferredBatchSize: number[];
-  maxQueueDelayMicroseconds: number;
+  maxQueueDelayMicroseconds: Uint64;
   preserveOrdering: boolean;
-  priorityLevels: number;
-  defaultPriorityLevel: number;
+  priorityLevels: Uint64;
+  defaultPriorityLevel: Uint64;
   defaultQueuePolicy: NormalizedQueuePolicy;
-  priorityQueuePolicy: Record<number, NormalizedQueuePolicy>;
+  /** Keyed by level (decimal digits, 1..priorityLevels), in level order. */
+  priorityQueuePolicy: Record<string, NormalizedQueuePolicy>;
 }
 
 /** A control input the sequence batcher synthesizes (Triton's `ModelSequenceBatching.ControlInput`). */
@@ -94,9 +100,9 @@ export interface NormalizedSequenceState {
 export interface NormalizedSequenceBatching {
   strategy: 'direct' | 'oldest';
   /** Default 1,000,000 (Triton: 0 means the default). */
-  maxSequenceIdleMicroseconds: number;
+  maxSequenceIdleMicroseconds: Uint64;
   /** Both strategies: how long a batch may wait to fill (default 0). */
-  maxQueueDelayMicroseconds: number;
+  maxQueueDelayMicroseconds: Uint64;
   /** direct only (default 0). */
   minimumSlotUtilization: number;
   /**
@@ -226,7 +232,7 @@ export function normalizeTensors(model: string, tensors: Tensor[], kind: 'input'
     if (seen.has(name)) throw invalidArg(`model '${model}': duplicate ${kind} name '${name}'`);
     seen.add(name);
     if (!Array.isArray(t.shape) || t.shape.some((d) => !Number.isSafeInteger(d) || d < -1)) {
-      throw invalidArg(`model '${model}': ${kind} '${name}' has invalid shape ${JSON.stringify(t.shape)}`);
+      throw invalidArg(`model '${model}': ${kind} '${name}' has invalid shape ${describeValue(t.shape)}`);
     }
     if (kind === 'output' && t.optional) {
       throw invalidArg(`model '${model}': output '${name}' cannot be optional`);
@@ -252,7 +258,7 @@ export function normalizeQueuePolicy(
   }
   return {
     timeoutAction: action,
-    defaultTimeoutMicroseconds: checkInt(model, name('defaultTimeoutMicroseconds'), p?.defaultTimeoutMicroseconds),
+    defaultTimeoutMicroseconds: checkUint64(model, name('defaultTimeoutMicroseconds'), p?.defaultTimeoutMicroseconds),
     allowTimeoutOverride: Boolean(p?.allowTimeoutOverride),
     maxQueueSize: checkInt(model, name('maxQueueSize'), p?.maxQueueSize),
   };
@@ -272,25 +278,30 @@ export function normalizeBatcher(
     }
     return s;
   });
-  const levels = checkInt(model, name('batcher.priorityLevels'), b.priorityLevels);
-  const defaultLevel = checkInt(model, name('batcher.defaultPriorityLevel'), b.defaultPriorityLevel);
+  const levels = checkUint64(model, name('batcher.priorityLevels'), b.priorityLevels);
+  const defaultLevel = checkUint64(model, name('batcher.defaultPriorityLevel'), b.defaultPriorityLevel);
   if (defaultLevel > levels) {
     throw invalidArg(`model '${model}': ${name('defaultPriorityLevel')} ${defaultLevel} exceeds ${name('priorityLevels')} ${levels}`);
   }
   if (levels > 0 && defaultLevel === 0) {
     throw invalidArg(`model '${model}': ${name('defaultPriorityLevel')} must be in 1..${levels} when ${name('priorityLevels')} is set`);
   }
-  const perLevel: Record<number, NormalizedQueuePolicy> = {};
-  for (const [key, policy] of Object.entries(b.priorityQueuePolicy ?? {})) {
-    const level = Number(key);
-    if (!Number.isSafeInteger(level) || level < 1 || level > levels) {
+  const perLevel: Record<string, NormalizedQueuePolicy> = {};
+  const policies = b.priorityQueuePolicy ?? {};
+  const keys = Object.keys(policies);
+  for (const key of keys) {
+    // Levels are uint64, read exactly from the key's digits (an object's keys are strings).
+    if (!/^[0-9]+$/.test(key) || BigInt(key) < 1n || BigInt(key) > BigInt(levels)) {
       throw invalidArg(`model '${model}': ${name('priorityQueuePolicy')} level ${key} must be in 1..${levels}`);
     }
-    perLevel[level] = normalizeQueuePolicy(model, policy, `priorityQueuePolicy[${level}]`, naming);
+  }
+  for (const key of sortedUint64Keys(keys)) {
+    const level = BigInt(key).toString();
+    perLevel[level] = normalizeQueuePolicy(model, policies[key], `priorityQueuePolicy[${level}]`, naming);
   }
   return {
     preferredBatchSize: preferred.length > 0 ? [...new Set(preferred)].sort((x, y) => x - y) : [maxBatchSize],
-    maxQueueDelayMicroseconds: checkInt(model, name('batcher.maxQueueDelayMicroseconds'), b.maxQueueDelayMicroseconds),
+    maxQueueDelayMicroseconds: checkUint64(model, name('batcher.maxQueueDelayMicroseconds'), b.maxQueueDelayMicroseconds),
     preserveOrdering: Boolean(b.preserveOrdering),
     priorityLevels: levels,
     defaultPriorityLevel: defaultLevel,

@@ -1,7 +1,7 @@
 /**
  * The config.pbtxt parser: protobuf text format, checked against a message schema, producing the
  * protobuf-JSON form (proto field names, enums by name, repeated fields as arrays, maps as
- * objects keyed by string, every integer a JS number). As in Triton, which parses with protobuf's
+ * objects keyed by string, integers exact: a JS number up to 2^53 - 1, a bigint beyond). As in Triton, which parses with protobuf's
  * TextFormat, an unknown field, a value of the wrong type, an unknown enum value, a non-repeated
  * field set twice or two members of one oneof are errors; each names the file, line and column.
  *
@@ -13,7 +13,7 @@
  */
 import { PbtxtLexer, describeToken, pbtxtError, type Token } from './pbtxt-lexer';
 import {
-  defaultValue, enumChoices, integerProblem, isIntegerKind, suggestion,
+  defaultValue, enumChoices, exactInteger, integerProblem, isIntegerKind, suggestion,
   type EnumSpec, type FieldSpec, type FieldType, type MessageSpec, type ProtoJsonObject, type ProtoJsonValue,
   type ScalarKind,
 } from './proto-schema';
@@ -190,11 +190,11 @@ class PbtxtParser {
     return { value: negative ? -magnitude : magnitude, token: first };
   }
 
-  #integer(field: FieldSpec, kind: 'int32' | 'int64' | 'uint32' | 'uint64'): number {
+  #integer(field: FieldSpec, kind: 'int32' | 'int64' | 'uint32' | 'uint64'): number | bigint {
     const { value, token } = this.#bigint(field, `an integer (${kind})`);
     const problem = integerProblem(kind, value);
     if (problem) throw this.#error(token, `invalid value for field '${field.name}': ${problem}`);
-    return Number(value);
+    return exactInteger(value);
   }
 
   #float(field: FieldSpec, kind: ScalarKind): number {

@@ -36,6 +36,7 @@ function formatNumber(value: number): string {
 
 function formatScalar(field: FieldSpec, value: ProtoJsonValue): string {
   if (field.type.kind === 'enum') return String(value);
+  if (typeof value === 'bigint') return value.toString();
   if (typeof value === 'string') return quoteString(value);
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   return formatNumber(value as number);
@@ -68,8 +69,9 @@ function printMap(field: FieldSpec, map: ProtoJsonObject, indent: string): strin
   const valueField = entry.fields[1];
   const lines: string[] = [];
   for (const key of keys) {
-    const keyValue: ProtoJsonValue = keyField.type.kind === 'scalar' && keyField.type.scalar === 'string' ? key : Number(key);
-    const body = [`${indent}${INDENT}key: ${formatScalar(keyField, keyValue)}`, ...printField(valueField, map[key], indent + INDENT)];
+    // Integer keys are the key's decimal digits, printed as they are (exact past 2^53).
+    const keyText = keyField.type.kind === 'scalar' && keyField.type.scalar === 'string' ? formatScalar(keyField, key) : key;
+    const body = [`${indent}${INDENT}key: ${keyText}`, ...printField(valueField, map[key], indent + INDENT)];
     lines.push(...printBlock(field.name, body, indent));
   }
   return lines;

@@ -3,13 +3,16 @@
  * parser's output form), with the leniency of protobuf's JSON parser as Triton configures it for
  * the load API's `config` parameter: proto or lowerCamelCase field names, enum names in any case
  * or enum numbers, 64-bit (and other) integers as numbers or decimal strings, floats as numbers
- * or "NaN"/"Infinity"/"-Infinity", `null` meaning "not set". Unknown fields are errors, as are
+ * or "NaN"/"Infinity"/"-Infinity", `null` meaning "not set". Integers are read exactly over the
+ * whole 64-bit range: a decimal string or a bigint gives any value; a JS number only up to
+ * 2^53 - 1, since one beyond may already have been rounded (the load API reads its JSON text
+ * exactly, so its numbers arrive as bigints). Unknown fields are errors, as are
  * wrong value types, two members of one oneof, and a field given under both of its names.
  */
 import { describeValue } from '../describe-value';
 import { invalidArg } from '../errors';
 import {
-  enumChoices, integerProblem, isIntegerKind, suggestion,
+  enumChoices, exactInteger, integerProblem, isIntegerKind, suggestion,
   type FieldSpec, type FieldType, type MessageSpec, type ProtoJsonObject, type ProtoJsonValue, type ScalarKind,
 } from './proto-schema';
 
@@ -81,8 +84,9 @@ class JsonValidator {
       if (typeof value === 'string') {
         const name = spec.values.find((v) => v === value) ?? spec.values.find((v) => v === value.toUpperCase());
         if (name) return name;
-      } else if (Number.isInteger(value) && (value as number) >= 0 && (value as number) < spec.values.length) {
-        return spec.values[value as number];
+      } else if ((typeof value === 'number' || typeof value === 'bigint') && Number.isInteger(Number(value)) &&
+        Number(value) >= 0 && Number(value) < spec.values.length) {
+        return spec.values[Number(value)];
       }
       throw this.#error(path, `unknown value ${show(value)} for enum ${spec.name}; expected one of ${enumChoices(spec)}`);
     }
@@ -99,19 +103,26 @@ class JsonValidator {
     return this.#float(kind, value, path);
   }
 
-  #integer(kind: 'int32' | 'int64' | 'uint32' | 'uint64', value: unknown, path: string): number {
+  #integer(kind: 'int32' | 'int64' | 'uint32' | 'uint64', value: unknown, path: string): number | bigint {
     let exact: bigint | null = null;
-    if (typeof value === 'number' && Number.isInteger(value)) exact = BigInt(value);
+    if (typeof value === 'bigint') exact = value;
+    else if (typeof value === 'number' && Number.isInteger(value)) exact = BigInt(value);
     else if (typeof value === 'string' && /^-?[0-9]+$/.test(value.trim())) exact = BigInt(value.trim());
     if (exact === null) throw this.#error(path, `expected an integer (${kind}), got ${show(value)}`);
-    // A JS number past 2^53 has already lost precision; integerProblem rejects it.
     const problem = integerProblem(kind, exact);
     if (problem) throw this.#error(path, problem);
-    return Number(exact);
+    if (typeof value === 'number' && !Number.isSafeInteger(value)) {
+      // The number is what the caller's JSON parsing or arithmetic made of the value: beyond
+      // 2^53 - 1 that may be a rounding of what was meant.
+      throw this.#error(path, `${exact} is beyond 2^53 - 1 (${Number.MAX_SAFE_INTEGER}), where a JavaScript number may ` +
+        `already have been rounded; give the value as a decimal string or a bigint`);
+    }
+    return exactInteger(exact);
   }
 
   #float(kind: ScalarKind, value: unknown, path: string): number {
     if (typeof value === 'number') return value;
+    if (typeof value === 'bigint') return Number(value);
     if (value === 'NaN') return NaN;
     if (value === 'Infinity') return Infinity;
     if (value === '-Infinity') return -Infinity;

@@ -50,8 +50,11 @@ export interface MessageSpec {
   readonly byJsonName: ReadonlyMap<string, FieldSpec>;
 }
 
-/** A value of the protobuf-JSON form the parser produces and the normalizer consumes. */
-export type ProtoJsonValue = string | number | boolean | ProtoJsonObject | ProtoJsonValue[];
+/**
+ * A value of the protobuf-JSON form the parser produces and the normalizer consumes. Integers
+ * are exact: a number up to 2^53 - 1 in magnitude, a bigint beyond (64-bit fields only).
+ */
+export type ProtoJsonValue = string | number | bigint | boolean | ProtoJsonObject | ProtoJsonValue[];
 /** A message in protobuf-JSON form: proto field names, enums by name, maps as objects keyed by string. */
 export interface ProtoJsonObject {
   [field: string]: ProtoJsonValue;
@@ -130,6 +133,14 @@ const INT_RANGE: Record<'int32' | 'int64' | 'uint32' | 'uint64', [bigint, bigint
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
+/**
+ * An integer in the canonical form of parsed configs: a number when JS represents it exactly
+ * (|v| <= 2^53 - 1), else the bigint. Canonical values compare with `===` and deep equality.
+ */
+export function exactInteger(value: bigint): number | bigint {
+  return value >= -MAX_SAFE && value <= MAX_SAFE ? Number(value) : value;
+}
+
 /** True for the integer scalar kinds (which the parser reads exactly, as BigInt, before range checks). */
 export function isIntegerKind(kind: ScalarKind): kind is 'int32' | 'int64' | 'uint32' | 'uint64' {
   return kind === 'int32' || kind === 'int64' || kind === 'uint32' || kind === 'uint64';
@@ -141,16 +152,14 @@ export function is64BitKind(kind: ScalarKind): boolean {
 }
 
 /**
- * Checks an integer against its field's type; returns the problem, or null when it fits.
- * 64-bit values must also fit a JS number exactly, since the config is handled as numbers.
+ * Checks an integer against its field's type (the whole 64-bit range, as protobuf reads it);
+ * returns the problem, or null when it fits. What a value means at run time, and whether
+ * infernode can serve it, is the normalizer's business (int64-fields.ts).
  */
 export function integerProblem(kind: 'int32' | 'int64' | 'uint32' | 'uint64', value: bigint): string | null {
   const [min, max] = INT_RANGE[kind];
   if (value < 0n && min === 0n) return `a negative value (${value}) is not allowed for an unsigned (${kind}) field`;
   if (value < min || value > max) return `${value} is out of range for ${kind} (${min}..${max})`;
-  if (value > MAX_SAFE || value < -MAX_SAFE) {
-    return `${value} is outside the range of integers JavaScript represents exactly (±${Number.MAX_SAFE_INTEGER})`;
-  }
   return null;
 }
 

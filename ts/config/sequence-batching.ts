@@ -12,6 +12,7 @@ import {
   dataTypeByteSize, deserializeBytes, elementCount, parseDataType, type DataType, type TypedArray,
 } from '../tensor';
 import type { ProtoJsonObject } from './proto-schema';
+import { checkUint64, type Uint64 } from './int64-fields';
 import type {
   FieldNaming, NormalizedSequenceBatching, NormalizedSequenceControl, NormalizedSequenceState, NormalizedTensor,
 } from './normalize';
@@ -57,8 +58,8 @@ interface StateSpec {
 /** The sequence batcher as either source describes it, before checks and defaults. */
 export interface SequenceSpec {
   strategy: 'direct' | 'oldest';
-  maxSequenceIdleMicroseconds?: number;
-  maxQueueDelayMicroseconds?: number;
+  maxSequenceIdleMicroseconds?: Uint64;
+  maxQueueDelayMicroseconds?: Uint64;
   minimumSlotUtilization?: number;
   maxCandidateSequences?: number;
   preferredBatchSize?: number[];
@@ -116,8 +117,8 @@ export function fromProtoSequenceBatching(sb: ProtoJsonObject): SequenceSpec {
   const chosen = oldest ?? direct ?? {};
   return {
     strategy,
-    maxSequenceIdleMicroseconds: sb.max_sequence_idle_microseconds as number | undefined,
-    maxQueueDelayMicroseconds: chosen.max_queue_delay_microseconds as number | undefined,
+    maxSequenceIdleMicroseconds: sb.max_sequence_idle_microseconds as Uint64 | undefined,
+    maxQueueDelayMicroseconds: chosen.max_queue_delay_microseconds as Uint64 | undefined,
     minimumSlotUtilization: direct?.minimum_slot_utilization as number | undefined,
     maxCandidateSequences: oldest?.max_candidate_sequences as number | undefined,
     preferredBatchSize: oldest?.preferred_batch_size as number[] | undefined,
@@ -225,12 +226,9 @@ export function fromBindSequenceBatcher(model: string, b: SequenceBatcher): Sequ
 
 // ---- checks and defaults ----
 
-function nonNegativeInt(ctx: SequenceContext, value: number | undefined, proto: string, camel: string): number {
-  const v = value ?? 0;
-  if (!Number.isSafeInteger(v) || v < 0) {
-    throw invalidArg(`model '${ctx.model}': ${fieldName(ctx.naming, proto, camel)} must be an integer >= 0, got ${String(value)}`);
-  }
-  return v;
+/** A uint64 duration, exact (int64-fields.ts). */
+function durationUs(ctx: SequenceContext, value: Uint64 | undefined, proto: string, camel: string): Uint64 {
+  return checkUint64(ctx.model, fieldName(ctx.naming, proto, camel), value);
 }
 
 /** START/END/READY: exactly one [false, true] list of exactly 2 entries (Triton's texts). */
@@ -471,7 +469,7 @@ export function normalizeSequenceBatching(ctx: SequenceContext, spec: SequenceSp
       'state. Remove the decoupled transaction policy, or keep the state in the model (and drop the state entries)');
   }
   const slots = Math.max(1, ctx.maxBatchSize);
-  const idle = nonNegativeInt(ctx, spec.maxSequenceIdleMicroseconds, 'max_sequence_idle_microseconds', 'maxSequenceIdleMicroseconds');
+  const idle = durationUs(ctx, spec.maxSequenceIdleMicroseconds, 'max_sequence_idle_microseconds', 'maxSequenceIdleMicroseconds');
   const strategyField = spec.strategy === 'oldest' ? 'oldest' : 'direct';
   const candidates = spec.maxCandidateSequences ?? 0;
   if (!Number.isSafeInteger(candidates) || candidates < 0) {
@@ -482,7 +480,7 @@ export function normalizeSequenceBatching(ctx: SequenceContext, spec: SequenceSp
   return {
     strategy: spec.strategy,
     maxSequenceIdleMicroseconds: idle === 0 ? SEQUENCE_IDLE_DEFAULT_MICROSECONDS : idle,
-    maxQueueDelayMicroseconds: nonNegativeInt(
+    maxQueueDelayMicroseconds: durationUs(
       ctx, spec.maxQueueDelayMicroseconds, `${strategyField}.max_queue_delay_microseconds`, 'maxQueueDelayMicroseconds'),
     minimumSlotUtilization: spec.minimumSlotUtilization ?? 0,
     maxCandidateSequences: candidates > 0 ? candidates : slots,

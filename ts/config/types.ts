@@ -23,8 +23,11 @@ export enum DeviceKind {
 export interface QueuePolicy {
   /** Default `REJECT`. */
   timeoutAction?: TimeoutAction;
-  /** Default 0: requests never time out in the queue. */
-  defaultTimeoutMicroseconds?: number;
+  /**
+   * Default 0: requests never time out in the queue. Up to 2^64 - 1 (uint64, as in Triton):
+   * beyond 2^53 - 1 give a bigint; a timeout too long to count in nanoseconds never expires.
+   */
+  defaultTimeoutMicroseconds?: number | bigint;
   /** Default false: a request's own `timeoutMicroseconds` may only shorten the default when true. */
   allowTimeoutOverride?: boolean;
   /** Default 0: no limit beyond the server's hard cap (`TritonConfig.maxQueueSizeHardLimit`). */
@@ -33,19 +36,25 @@ export interface QueuePolicy {
 
 /** Dynamic batcher settings (Triton's `ModelDynamicBatching`). */
 export interface DynamicBatcher {
-  /** Default 0: send whatever is queued as soon as an instance is free. */
-  maxQueueDelayMicroseconds?: number;
+  /**
+   * Default 0: send whatever is queued as soon as an instance is free. Up to 2^64 - 1 (a bigint
+   * beyond 2^53 - 1); the batcher waits at most 2^52 µs (about 142 years).
+   */
+  maxQueueDelayMicroseconds?: number | bigint;
   /** Default none, which means "full" (`maxBatchSize`). */
   preferredBatchSize?: number[];
   /** Default false. */
   preserveOrdering?: boolean;
-  /** Default 0 (one level). Level 1 is the highest. */
-  priorityLevels?: number;
+  /**
+   * Default 0 (one level). Level 1 is the highest. Up to 2^64 - 1 (uint64, as in Triton; a
+   * bigint beyond 2^53 - 1): a level is only made when a request uses it.
+   */
+  priorityLevels?: number | bigint;
   /** Default 0 (the lowest level when `priorityLevels` is set). */
-  defaultPriorityLevel?: number;
+  defaultPriorityLevel?: number | bigint;
   defaultQueuePolicy?: QueuePolicy;
-  /** Queue policy per priority level (1-based keys). */
-  priorityQueuePolicy?: Record<number, QueuePolicy>;
+  /** Queue policy per priority level (1-based keys; beyond 2^53 - 1 as decimal strings, e.g. `[String(2n ** 40n)]`). */
+  priorityQueuePolicy?: Record<number | string, QueuePolicy>;
 }
 
 /** Warm-up data for one input. Exactly one source must be chosen. */
@@ -186,10 +195,13 @@ export interface SequenceState {
 export interface SequenceBatcher {
   /** Default 'direct'. */
   strategy?: 'direct' | 'oldest';
-  /** Default 1,000,000 (0 too, as in Triton): a sequence idle this long is released. */
-  maxSequenceIdleMicroseconds?: number;
-  /** Both strategies; default 0: how long a batch may wait to fill. */
-  maxQueueDelayMicroseconds?: number;
+  /**
+   * Default 1,000,000 (0 too, as in Triton): a sequence idle this long is released. Up to
+   * 2^64 - 1 (a bigint beyond 2^53 - 1); the batcher counts at most 2^52 µs (about 142 years).
+   */
+  maxSequenceIdleMicroseconds?: number | bigint;
+  /** Both strategies; default 0: how long a batch may wait to fill (as `maxSequenceIdleMicroseconds`). */
+  maxQueueDelayMicroseconds?: number | bigint;
   /** direct only; default 0: the share of slots a batch waits for, in [0, 1]. */
   minimumSlotUtilization?: number;
   /** oldest only; default 0, which means max(1, maxBatchSize) (Triton's slot count). */

@@ -38,6 +38,8 @@ import { fromProtoSequenceBatching, normalizeSequenceBatching } from '../config/
 import { checkRawEnsemble, isEnsembleConfig } from '../ensemble/repository';
 import { normalizeRawEnsembleScheduling } from '../ensemble/validate';
 import { normalizeRateLimiter } from '../config/rate-limiter';
+import { refuseUnservableInt64 } from '../config/int64-fields';
+import type { ProtoJsonObject } from '../config/proto-schema';
 
 /** What `normalizeRawConfig` needs besides the config. */
 export interface NormalizeRawOptions {
@@ -144,8 +146,8 @@ function normalizeRawBatching(model: string, db: ProtoDynamicBatching | undefine
     throw invalidArg(`model '${model}': dynamic_batching needs max_batch_size >= 1, but max_batch_size is 0 (the model does not batch)`);
   }
   checkPreserveOrdering(model, db);
-  const perLevel: Record<number, QueuePolicy> = {};
-  for (const [level, policy] of Object.entries(db.priority_queue_policy ?? {})) perLevel[Number(level)] = queuePolicy(policy)!;
+  const perLevel: Record<string, QueuePolicy> = {};
+  for (const [level, policy] of Object.entries(db.priority_queue_policy ?? {})) perLevel[level] = queuePolicy(policy)!;
   return normalizeBatcher(model, {
     preferredBatchSize: db.preferred_batch_size,
     maxQueueDelayMicroseconds: db.max_queue_delay_microseconds,
@@ -231,6 +233,17 @@ function stringParameters(params: ProtoModelConfig['parameters']): Record<string
   return out;
 }
 
+/**
+ * The config checked against Triton's schema (64-bit integers exact), naming this model, with
+ * no 64-bit value infernode cannot serve (a dimension or version beyond 2^53 - 1).
+ */
+function checkedConfig(raw: RawModelConfig, options: NormalizeRawOptions): ProtoModelConfig {
+  const cfg = validateModelConfigJson(raw, `model '${options.name}' config (${options.source})`);
+  checkName(cfg.name as string | undefined, options.name, options.source);
+  refuseUnservableInt64(options.name, cfg as ProtoJsonObject);
+  return cfg as ProtoModelConfig;
+}
+
 /** What a model's config says before any version loads. */
 export interface ModelPrecheck {
   backend: string;
@@ -244,8 +257,7 @@ export interface ModelPrecheck {
  */
 export function precheckModelConfig(raw: RawModelConfig, options: NormalizeRawOptions): ModelPrecheck {
   const model = options.name;
-  const cfg = validateModelConfigJson(raw, `model '${model}' config (${options.source})`) as ProtoModelConfig;
-  checkName(cfg.name, model, options.source);
+  const cfg = checkedConfig(raw, options);
   rejectUnsupported(model, cfg);
   checkRawEnsemble(model, cfg);
   return { ...backendAndPlatform(model, cfg), versionPolicy: normalizeVersionPolicy(model, cfg.version_policy) };
@@ -258,8 +270,7 @@ export function precheckModelConfig(raw: RawModelConfig, options: NormalizeRawOp
  */
 export function precheckRawConfig(raw: RawModelConfig, options: NormalizeRawOptions): NormalizedInstanceGroup[] {
   const model = options.name;
-  const cfg = validateModelConfigJson(raw, `model '${model}' config (${options.source})`) as ProtoModelConfig;
-  checkName(cfg.name, model, options.source);
+  const cfg = checkedConfig(raw, options);
   rejectUnsupported(model, cfg);
   const { backend } = backendAndPlatform(model, cfg);
   rejectDecoupledOnnx(model, cfg, backend);
@@ -283,8 +294,7 @@ export function precheckRawConfig(raw: RawModelConfig, options: NormalizeRawOpti
  */
 export function normalizeRawConfig(raw: RawModelConfig, options: NormalizeRawOptions): NormalizedModelConfig {
   const model = options.name;
-  const cfg = validateModelConfigJson(raw, `model '${model}' config (${options.source})`) as ProtoModelConfig;
-  checkName(cfg.name, model, options.source);
+  const cfg = checkedConfig(raw, options);
   rejectUnsupported(model, cfg);
   const maxBatchSize = cfg.max_batch_size ?? 0;
   if (maxBatchSize < 0) throw invalidArg(`model '${model}': max_batch_size must be >= 0, got ${maxBatchSize}`);

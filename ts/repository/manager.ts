@@ -23,6 +23,7 @@ import {
 import { hasVersionDirectory, loadModel, noVersionDirectory, type LoadedVersion } from './loader';
 import { removeOverrideDirectory, writeOverrideDirectory } from './override';
 import { validateModelConfigJson } from '../config/pbtxt';
+import { parseJsonExact, stringifyExactJson } from '../exact-json';
 import { DEFAULT_EXIT_TIMEOUT_MS } from '../config/defaults';
 import { readRawConfig } from './config-source';
 import { EnsembleModel } from '../ensemble/ensemble-model';
@@ -444,7 +445,8 @@ export class ModelRepositoryManager {
 function configKey(dir: ModelDirectory): string | null {
   try {
     const { version_policy: _policy, ...rest } = readRawConfig(dir) as Record<string, unknown>;
-    return JSON.stringify(rest);
+    // Exact: a 64-bit value past 2^53 is a bigint, which JSON.stringify refuses.
+    return stringifyExactJson(rest);
   } catch {
     return null;
   }
@@ -507,11 +509,15 @@ async function retire(versions: Map<number, LoadedVersion>, log: (line: string) 
   }));
 }
 
-/** The load API's `config` parameter: JSON text of a ModelConfig, canonicalized (Triton's field checks). */
+/**
+ * The load API's `config` parameter: JSON text of a ModelConfig, canonicalized (Triton's field
+ * checks). Integers are read exactly, as protobuf's JSON parser reads them (`priority_levels:
+ * 18446744073709551615`): JSON.parse alone would round one beyond 2^53.
+ */
 function parseConfigOverride(name: string, text: string): RawModelConfig {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = parseJsonExact(text);
   } catch (err) {
     throw new InferenceServerError('INVALID_ARG', `failed to load '${name}', the config parameter is not valid JSON: ${(err as Error).message}`);
   }

@@ -102,6 +102,37 @@ describe('ModelConfig', () => {
   test('unknown model: NOT_FOUND', async () => {
     await fails(s.stub, 'ModelConfig', { name: 'nope' }, status.NOT_FOUND, "'nope' is not found");
   });
+
+  test("uint64 fields at 2^64 - 1 travel exactly (Triton's qa/L0_config_json max_priority_level values)", async () => {
+    const max = 2n ** 64n - 1n;
+    const big = await serve((t) => t.bind({
+      modelName: 'max_priority_level', inferFunc: identity,
+      inputs: [{ name: 'IN', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [1] }],
+      config: {
+        maxBatchSize: 1,
+        batcher: {
+          priorityLevels: max, defaultPriorityLevel: 4294967295, maxQueueDelayMicroseconds: max,
+          priorityQueuePolicy: { 4294967296: { defaultTimeoutMicroseconds: max, allowTimeoutOverride: true, maxQueueSize: 10 } },
+        },
+      },
+    }));
+    try {
+      const config = (await ok(big.stub, 'ModelConfig', { name: 'max_priority_level' })).config as Record<string, unknown>;
+      const batching = config.dynamic_batching as Record<string, unknown>;
+      // The raw stub reads 64-bit fields as strings (exact digits), and a 64-bit map key as
+      // protobufjs's 8-character hash of it (its little-endian bytes).
+      const mapKey = (hash: string): string => [...hash].reduceRight((n, c) => n * 256n + BigInt(c.charCodeAt(0)), 0n).toString();
+      const policies = Object.entries(batching.priority_queue_policy as Record<string, unknown>).map(([k, v]) => [mapKey(k), v]);
+      expect({ ...batching, priority_queue_policy: Object.fromEntries(policies) }).toMatchObject({
+        priority_levels: '18446744073709551615', default_priority_level: '4294967295', max_queue_delay_microseconds: '18446744073709551615',
+        priority_queue_policy: {
+          4294967296: { timeout_action: 'REJECT', default_timeout_microseconds: '18446744073709551615', allow_timeout_override: true, max_queue_size: 10 },
+        },
+      });
+    } finally {
+      await big.close();
+    }
+  });
 });
 
 describe('ModelStatistics', () => {

@@ -6,7 +6,7 @@
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { closeAgent, echo, get, post, serve, type Served } from './http-helpers';
+import { closeAgent, echo, get, post, serve, type Reply, type Served } from './http-helpers';
 
 const MODEL_JS = `'use strict';
 exports.execute = (requests) => requests.map((r) => ({ OUT: r.data.IN }));
@@ -18,18 +18,48 @@ function config(name: string, extra = ''): string {
     `output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 3 ]${extra} } ]\n`;
 }
 
+const MAX_UINT64 = '18446744073709551615';
+
+/**
+ * The dynamic_batching of Triton's qa/L0_config_json/max_priority_level.pbtxt (uint64 max,
+ * uint32 max, uint32 max + 1), with the other uint64 fields of the batcher at 2^64 - 1 too.
+ */
+const MAX_PRIORITY_BATCHING = `dynamic_batching:
+{
+    # Max uint64
+    priority_levels: ${MAX_UINT64}
+    # Max uint32
+    default_priority_level: 4294967295
+    preferred_batch_size: [ 1 ]
+    max_queue_delay_microseconds: ${MAX_UINT64}
+    default_queue_policy { default_timeout_microseconds: ${MAX_UINT64} }
+    # Max uint32 + 1
+    priority_queue_policy: [
+       {key: 4294967296
+        value: {
+          timeout_action: REJECT
+	  default_timeout_microseconds: ${MAX_UINT64}
+	  allow_timeout_override: true
+	  max_queue_size: 10
+       }
+    }
+]
+}
+`;
+
 let repo: string;
 let s: Served;
 
 beforeAll(async () => {
   repo = mkdtempSync(path.join(os.tmpdir(), 'infernode-http-repo-'));
-  for (const name of ['labeled', 'simple']) {
+  for (const name of ['labeled', 'simple', 'max_priority_level']) {
     mkdirSync(path.join(repo, name, '1'), { recursive: true });
     writeFileSync(path.join(repo, name, '1', 'model.js'), MODEL_JS);
   }
   writeFileSync(path.join(repo, 'labeled', 'config.pbtxt'), config('labeled', ', label_filename: "labels.txt"'));
   writeFileSync(path.join(repo, 'labeled', 'labels.txt'), 'cat\ndog\nbird\n');
   writeFileSync(path.join(repo, 'simple', 'config.pbtxt'), config('simple'));
+  writeFileSync(path.join(repo, 'max_priority_level', 'config.pbtxt'), config('max_priority_level') + MAX_PRIORITY_BATCHING);
   s = await serve((t) => {
     t.bind({
       modelName: 'bound', inferFunc: echo({ OUT: 'IN' }),
@@ -133,6 +163,92 @@ describe('load and unload', () => {
     expect(r.status).toBe(400);
     expect(r.error).toContain("unknown parameter 'force'");
   });
+});
+
+describe('64-bit config fields, exact as in Triton (qa/L0_config_json max_priority_level)', () => {
+  /** What L0_config_json greps in the /config body (and the batcher's other uint64 fields). */
+  const EXPECTED = [
+    `"priority_levels":${MAX_UINT64}`,
+    '"default_priority_level":4294967295',
+    `"4294967296":{"timeout_action":"REJECT","default_timeout_microseconds":${MAX_UINT64},"allow_timeout_override":true,"max_queue_size":10}`,
+    `"max_queue_delay_microseconds":${MAX_UINT64}`,
+    `"default_queue_policy":{"timeout_action":"REJECT","default_timeout_microseconds":${MAX_UINT64},`,
+  ];
+
+  test('a config.pbtxt with uint64 fields at 2^64 - 1 loads, serves every priority, and /config gives the exact values', async () => {
+    expect((await post(s.port, '/v2/repository/models/max_priority_level/load')).status).toBe(200);
+    try {
+      const r = await get(s.port, '/v2/models/max_priority_level/config');
+      expect(r.status).toBe(200);
+      const body = r.body.toString('utf8');
+      for (const text of EXPECTED) expect(body).toContain(text);
+      for (const priority of [0, 1, 4294967295, 4294967296, Number.MAX_SAFE_INTEGER]) {
+        const answer = await post(s.port, '/v2/models/max_priority_level/infer', { ...input, parameters: { priority } });
+        expect({ priority, status: answer.status }).toEqual({ priority, status: 200 });
+      }
+    } finally {
+      await post(s.port, '/v2/repository/models/max_priority_level/unload');
+    }
+  });
+
+  test('a load request whose JSON config holds them as JSON numbers (or strings) is read exactly and served back', async () => {
+    const batching = (v: string): string => `"dynamic_batching":{"priority_levels":${v},"default_priority_level":4294967295,` +
+      `"preferred_batch_size":[1],"max_queue_delay_microseconds":${v},"default_queue_policy":{"default_timeout_microseconds":${v}},` +
+      `"priority_queue_policy":{"4294967296":{"timeout_action":"REJECT","default_timeout_microseconds":${v},` +
+      '"allow_timeout_override":true,"max_queue_size":10}}}';
+    for (const value of [MAX_UINT64, `"${MAX_UINT64}"`]) {
+      const cfg = `{"name":"simple","backend":"js","max_batch_size":4,"input":[{"name":"IN","data_type":"TYPE_FP32","dims":[3]}],` +
+        `"output":[{"name":"OUT","data_type":"TYPE_FP32","dims":[3]}],${batching(value)}}`;
+      const load = await post(s.port, '/v2/repository/models/simple/load', { parameters: { config: cfg } });
+      expect({ value, status: load.status, error: load.error }).toEqual({ value, status: 200, error: '' });
+      try {
+        const body = (await get(s.port, '/v2/models/simple/config')).body.toString('utf8');
+        for (const text of EXPECTED) expect(body).toContain(text);
+        expect((await post(s.port, '/v2/models/simple/infer', { ...input, parameters: { priority: 4294967296 } })).status).toBe(200);
+      } finally {
+        await post(s.port, '/v2/repository/models/simple/unload');
+      }
+    }
+  });
+
+  const DEVICE = (id: string): string => `"instance_group":[{"kind":"KIND_CPU","secondary_devices":[{"kind":"KIND_NVDLA","device_id":${id}}]}]`;
+  test.each([
+    ['a uint64 one past 2^64 - 1', `"dynamic_batching":{"priority_levels":${MAX_UINT64},"default_priority_level":1}`,
+      '"dynamic_batching":{"priority_levels":18446744073709551616,"default_priority_level":1}',
+      "field 'dynamic_batching.priority_levels': 18446744073709551616 is out of range for uint64 (0..18446744073709551615)"],
+    ['a negative uint64', `"dynamic_batching":{"default_queue_policy":{"default_timeout_microseconds":${MAX_UINT64}}}`,
+      '"dynamic_batching":{"default_queue_policy":{"default_timeout_microseconds":-1}}',
+      "field 'dynamic_batching.default_queue_policy.default_timeout_microseconds': a negative value (-1) is not allowed for an unsigned (uint64) field"],
+    ['a uint64 key one past 2^64 - 1',
+      `"dynamic_batching":{"priority_levels":${MAX_UINT64},"default_priority_level":1,"priority_queue_policy":{"${MAX_UINT64}":{}}}`,
+      `"dynamic_batching":{"priority_levels":${MAX_UINT64},"default_priority_level":1,"priority_queue_policy":{"18446744073709551616":{}}}`,
+      "field 'dynamic_batching.priority_queue_policy[\"18446744073709551616\"]': 18446744073709551616 is out of range for uint64"],
+    ['an int64 one past 2^63 - 1', DEVICE('9223372036854775807'), DEVICE('9223372036854775808'),
+      "field 'instance_group[0].secondary_devices[0].device_id': 9223372036854775808 is out of range for int64 (-9223372036854775808..9223372036854775807)"],
+    ['a dim no tensor can have', '"input":[{"name":"IN","data_type":"TYPE_FP32","dims":[9007199254740991]}]',
+      '"input":[{"name":"IN","data_type":"TYPE_FP32","dims":[9007199254740992]}]',
+      "model 'simple': input[0].dims[0] is 9007199254740992, which no tensor can have: a dimension is -1 (variable-size) or a size from 0 to 9007199254740991 (2^53 - 1)"],
+  ])('the edge of the range: the last value loads and is served back exactly; %s is refused with 400 naming the field and the value',
+    async (_what, accepted, refused, message) => {
+      const load = (fields: string): Promise<Reply> => post(s.port, '/v2/repository/models/simple/load', {
+        parameters: {
+          config: '{"backend":"js","max_batch_size":4,"input":[{"name":"IN","data_type":"TYPE_FP32","dims":[3]}],' +
+            `"output":[{"name":"OUT","data_type":"TYPE_FP32","dims":[3]}],${fields}}`,
+        },
+      });
+      const ok = await load(accepted);
+      expect({ status: ok.status, error: ok.error }).toEqual({ status: 200, error: '' });
+      try {
+        const body = (await get(s.port, '/v2/models/simple/config')).body.toString('utf8');
+        // The accepted value, digit for digit (device_id is a 64-bit field Triton prints as a string).
+        expect(body).toContain(accepted.match(/(\d{16,})/)![1]);
+        const r = await load(refused);
+        expect(r.status).toBe(400);
+        expect(r.error).toContain(message);
+      } finally {
+        await post(s.port, '/v2/repository/models/simple/unload');
+      }
+    });
 });
 
 test('classification names classes from the label file', async () => {

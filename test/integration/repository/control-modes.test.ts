@@ -191,6 +191,18 @@ exports.execute = (reqs) => reqs.map(() => ({ OUTPUT0: new Float32Array([1]) }))
     expect(triton.model('j', 1).config.maxBatchSize).toBe(2);
   });
 
+  test('a config with uint64 values past 2^53 (Triton\'s priority_levels: 2^64 - 1) unchanged: a load leaves the model alone', async () => {
+    repo.config('a', 'platform: "onnxruntime_onnx"\nmax_batch_size: 4\n' +
+      'dynamic_batching { priority_levels: 18446744073709551615 default_priority_level: 4294967296 }');
+    served = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['a'] });
+    const { triton } = served;
+    const before = triton.model('a');
+    expect(before.config.dynamicBatching).toMatchObject({ priorityLevels: 2n ** 64n - 1n, defaultPriorityLevel: 4294967296 });
+    await triton.loadModel('a');
+    expect(triton.model('a')).toBe(before);
+    expect(await added(triton, 'a')).toBe(1);
+  });
+
   test('a load with a config reloads even unchanged files, and so does the next plain load', async () => {
     served = await startRepoTriton(repo.root, { controlMode: 'explicit', loadModels: ['a'] });
     const { triton } = served;

@@ -6,7 +6,7 @@
  */
 import type { ServerUnaryCall, UntypedServiceImplementation, sendUnaryData } from '@grpc/grpc-js';
 import { invalidArg } from '../../errors';
-import { toModelConfigJson } from '../../config/model-config-json';
+import { toModelConfigMessage } from '../../config/model-config-json';
 import type { ServerContext } from '../context';
 import { resolveModel } from '../inference-service';
 import { modelMetadata, modelReady, serverMetadata, statistics } from '../metadata';
@@ -73,7 +73,7 @@ function inferenceRpcs(ctx: ServerContext): Record<string, Handler> {
     ModelReady: (r) => ({ ready: !ctx.exiting && modelReady(triton, str(r.name), str(r.version)) }),
     ServerMetadata: () => serverMetadata(triton),
     ModelMetadata: (r) => modelMetadata(triton, str(r.name), str(r.version)),
-    ModelConfig: (r) => ({ config: toModelConfigJson(resolveModel(triton, str(r.name), str(r.version)).config) }),
+    ModelConfig: (r) => ({ config: toModelConfigMessage(resolveModel(triton, str(r.name), str(r.version)).config) }),
     ModelStatistics: (r) => statistics(triton, str(r.name) || undefined, str(r.version) || undefined),
     RepositoryIndex: (r) => ({ models: triton.repositoryIndex(r.ready === true) }),
     RepositoryModelLoad: async (r) => {

@@ -7,6 +7,7 @@
  */
 import { unavailable } from '../../../errors';
 import { toModelConfigJson } from '../../../config/model-config-json';
+import { stringifyExactJson } from '../../../exact-json';
 import { resolveModel } from '../../inference-service';
 import { modelMetadata, modelReady, serverMetadata, statistics } from '../../metadata';
 import type { HttpCall } from '../call';
@@ -49,7 +50,7 @@ export function modelMetadataRoute(call: HttpCall): void {
 /** GET /v2/models/{m}[/versions/{v}]/config: the normalized config in Triton's JSON form. */
 export function modelConfigRoute(call: HttpCall): void {
   const model = resolveModel(call.ctx.triton, call.params.model!, call.params.version);
-  sendJsonText(call.res, 200, JSON.stringify(toModelConfigJson(model.config)));
+  sendJsonText(call.res, 200, stringifyExactJson(toModelConfigJson(model.config)));
 }
 
 /** GET /v2/models[/{m}[/versions/{v}]]/stats. */
