@@ -214,3 +214,29 @@ describe('trace level over HTTP and gRPC (Tracer.update)', () => {
     expect(t.update({ trace_level: ['TENSORS', 'TIMESTAMPS', 'TENSORS'] }).trace_level).toEqual(['TIMESTAMPS', 'TENSORS']);
   });
 });
+
+describe('sampling by trace_rate (Triton\'s TraceSetting::SampleTrace: one counter per setting)', () => {
+  test('models without a setting of their own share the global counter', () => {
+    const t = tracer({ trace_rate: '4' });
+    // Requests 1..8 alternate between two models: the 4th and the 8th are traced, both to 'b'.
+    const traced = Array.from({ length: 8 }, (_, i) => {
+      const model = i % 2 === 0 ? 'a' : 'b';
+      const trace = t.begin(model, 'HTTP_RECV_START');
+      trace?.end('1');
+      return trace ? model : null;
+    }).filter((m) => m !== null);
+    expect(traced).toEqual(['b', 'b']);
+  });
+
+  test('a model with its own setting counts apart, and a changed setting starts counting again', () => {
+    const t = tracer({ trace_rate: '3' });
+    t.update({ trace_rate: '2' }, 'own');
+    expect(requests(t, 2, 'shared')).toBe(0);
+    expect(requests(t, 2, 'own')).toBe(1);      // its 2nd request, not the global count's 4th
+    expect(requests(t, 1, 'shared')).toBe(1);   // the global count's 3rd
+    expect(requests(t, 2, 'shared')).toBe(0);
+    t.update({ trace_rate: '2' });              // a new global setting: counting starts at 0
+    expect(requests(t, 1, 'shared')).toBe(0);
+    expect(requests(t, 1, 'shared')).toBe(1);
+  });
+});

@@ -131,6 +131,11 @@ class SettingState {
   inFlight = 0;
   /** Replaced by a newer setting: saved once its last trace in flight ends. */
   retired = false;
+  /**
+   * Requests this setting was asked to sample (Triton's sample_): one counter per setting, so the
+   * models without a setting of their own share the global one's, and a new setting starts at 0.
+   */
+  sampled = 0;
   /** Traces taken while the count was limited, and traces ended (Triton's created_, collected_). */
   created = 0;
   collected = 0;
@@ -148,7 +153,6 @@ export class Tracer {
   #global: SettingState;
   /** Per-model overrides (what was set for the model), and the model's setting in force. */
   readonly #models = new Map<string, { overrides: Overrides; state: SettingState }>();
-  readonly #seen = new Map<string, number>();
   #nextId = 1;
   /** The index of the next `<trace_file>.<index>` (Triton's TraceFile::index_). */
   #index = 0;
@@ -231,9 +235,7 @@ export class Tracer {
     if (s.trace_level.length === 0 || s.trace_level.includes('OFF') || !s.trace_file) return null;
     // A spent count takes no more traces until trace_count is set again (Triton's Valid()).
     if (state.count === 0) return null;
-    const seen = (this.#seen.get(model) ?? 0) + 1;
-    this.#seen.set(model, seen);
-    if (seen % Number(s.trace_rate) !== 0) return null;
+    if (++state.sampled % Number(s.trace_rate) !== 0) return null;
     if (state.count > 0) {
       state.count--;
       state.created++;
