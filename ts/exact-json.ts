@@ -48,10 +48,17 @@ export function markedInteger(v: unknown): string | null {
 /** A literal of `markBigIntegers`: a (possibly negative) integer of 16 digits or more. */
 const MARKED_LITERAL = /^-?\d{16,}$/;
 
-/** The marks in a parsed value turned into BigInts, in place. */
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** The marks in a parsed value turned into numbers, or BigInts where a number would round, in place. */
 function marksToBigInts(value: unknown): unknown {
   const literal = markedInteger(value);
-  if (literal !== null) return MARKED_LITERAL.test(literal) ? BigInt(literal) : value;
+  if (literal !== null) {
+    if (!MARKED_LITERAL.test(literal)) return value;
+    const exact = BigInt(literal);
+    return exact >= MIN_SAFE && exact <= MAX_SAFE ? Number(exact) : exact;
+  }
   if (value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) value[i] = marksToBigInts(value[i]);
@@ -62,8 +69,8 @@ function marksToBigInts(value: unknown): unknown {
 }
 
 /**
- * JSON.parse with integers of 16 digits or more as BigInts (exact; a reader canonicalizes the
- * safe ones). Text whose own strings could hold a mark (a `\u0000int:` escape) is parsed by
+ * JSON.parse with integers beyond 2^53 - 1 (either sign) as BigInts, exact; every other number
+ * as JSON.parse reads it. Text whose own strings could hold a mark (a `\u0000int:` escape) is parsed by
  * JSON.parse alone, so no string of it is ever read as a number.
  */
 export function parseJsonExact(text: string): unknown {

@@ -25,6 +25,7 @@ import { errorFromResponse, HttpTransport, type HttpResponse } from './http-tran
 import type * as https from 'node:https';
 import * as zlib from 'node:zlib';
 import { InferenceServerError } from '../errors';
+import { parseJsonExact } from '../exact-json';
 import { TritonClientBase } from './client-base';
 import { ClientInvalidUrlError, ClientValueError } from './errors';
 import { readOptionalPem, type PemSource } from './tls';
@@ -157,10 +158,12 @@ export class HttpInferenceServerClient extends TritonClientBase implements Infer
     });
   }
 
-  async #json<T>(method: 'GET' | 'POST', path: string, body: unknown, options: CallOptions = {}): Promise<T> {
+  async #json<T>(
+    method: 'GET' | 'POST', path: string, body: unknown, options: CallOptions = {}, parse: (text: string) => unknown = JSON.parse,
+  ): Promise<T> {
     const res = await this.#send(method, path, body, options);
     if (res.status !== 200) throw errorFromResponse(res);
-    return (res.body.length === 0 ? undefined : JSON.parse(res.body.toString('utf8'))) as T;
+    return (res.body.length === 0 ? undefined : parse(res.body.toString('utf8'))) as T;
   }
 
   /** True when the server answers 200 (false for any other HTTP answer, as tritonclient). */
@@ -188,8 +191,12 @@ export class HttpInferenceServerClient extends TritonClientBase implements Infer
     return this.#json('GET', modelPath(modelName, modelVersion), undefined, options);
   }
 
+  /**
+   * The model's config as the server sends it; 64-bit fields beyond 2^53 - 1 (e.g. Triton's
+   * `priority_levels: 18446744073709551615`) come back as exact BigInts, not rounded numbers.
+   */
   getModelConfig(modelName: string, modelVersion = '', options: CallOptions = {}): Promise<Record<string, unknown>> {
-    return this.#json('GET', `${modelPath(modelName, modelVersion)}/config`, undefined, options);
+    return this.#json('GET', `${modelPath(modelName, modelVersion)}/config`, undefined, options, parseJsonExact);
   }
 
   getModelRepositoryIndex(options: RepositoryIndexOptions = {}): Promise<RepositoryIndexEntry[]> {

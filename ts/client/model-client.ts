@@ -30,6 +30,7 @@ import type { InferenceServerClient } from './types';
 import type { ClientInputsOf, InferResultOf, ModelSpec } from '../typed-model';
 import { sequenceParameters, type SequenceOptions } from './sequence';
 import type { PemSource } from './tls';
+import { stringifyExactJson } from '../exact-json';
 
 /** A tensor of the model's config, as ModelClient reads it. */
 export interface ModelTensorSpec {
@@ -441,7 +442,7 @@ export class ModelClient<M extends ModelSpec = ModelSpec> {
   /** Loads (or reloads) the model through the repository API; `config` as JSON text or object. */
   async loadModel(config?: string | Record<string, unknown>, files?: Record<string, Uint8Array>): Promise<void> {
     this.#checkOpen();
-    await this.#client.loadModel(this.modelName, { config: typeof config === 'object' ? JSON.stringify(config) : config, files });
+    await this.#client.loadModel(this.modelName, { config: typeof config === 'object' ? stringifyExactJson(config) : config, files });
     this.#config = this.#options.modelConfig ?? null;
     this.#init = null;
   }

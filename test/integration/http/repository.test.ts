@@ -7,6 +7,8 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { closeAgent, echo, get, post, serve, type Reply, type Served } from './http-helpers';
+import { HttpInferenceServerClient } from '../../../ts/client/http';
+import { ModelClient } from '../../../ts/client/model-client';
 
 const MODEL_JS = `'use strict';
 exports.execute = (requests) => requests.map((r) => ({ OUT: r.data.IN }));
@@ -208,6 +210,27 @@ describe('64-bit config fields, exact as in Triton (qa/L0_config_json max_priori
       } finally {
         await post(s.port, '/v2/repository/models/simple/unload');
       }
+    }
+  });
+
+  test('the HTTP client reads them exactly (BigInt beyond 2^53 - 1) and ModelClient.loadModel sends a config object holding BigInts', async () => {
+    const client = new HttpInferenceServerClient(`127.0.0.1:${s.port}`);
+    const model = new ModelClient(`http://127.0.0.1:${s.port}`, 'simple', undefined, { lazyInit: true });
+    try {
+      const cfg = {
+        name: 'simple', backend: 'js', max_batch_size: 4,
+        input: [{ name: 'IN', data_type: 'TYPE_FP32', dims: [3] }], output: [{ name: 'OUT', data_type: 'TYPE_FP32', dims: [3] }],
+        dynamic_batching: { priority_levels: BigInt(MAX_UINT64), default_priority_level: 4294967295 },
+      };
+      await model.loadModel(cfg);
+      const served = await client.getModelConfig('simple') as { dynamic_batching: Record<string, unknown>; max_batch_size: unknown };
+      expect(served.dynamic_batching.priority_levels).toBe(BigInt(MAX_UINT64));
+      expect(served.dynamic_batching.default_priority_level).toBe(4294967295);
+      expect(served.max_batch_size).toBe(4);
+    } finally {
+      await model.close();
+      client.close();
+      await post(s.port, '/v2/repository/models/simple/unload');
     }
   });
 
