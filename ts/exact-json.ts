@@ -10,14 +10,24 @@ const MARK = '\u0000int:';
 const LONG_DIGITS = /\d{16}/;
 
 /**
- * Whether `text[start, end)` is a JSON integer literal of 16 digits or more: an optional '-',
- * then digits, the first not 0 (JSON allows no leading zero: marking `0000000000000001` would
- * make text JSON.parse refuses valid). A loop, not a regex: irregexp's backtracking stack
- * overflowed (RangeError) on a literal of a few million digits.
+ * The longest literal marked: 20 digits hold every 64-bit value, so a longer one is out of every
+ * integer field's range, and reading it exactly only costs time: BigInt() and printing one back
+ * in an error message grow faster than the digits (4M digits: 1 s and 3 s), and one load request
+ * of 15 literals of 4M digits (57 MiB) held the event loop for 62 s. A longer literal is left to
+ * JSON.parse (a double; Infinity past ~309 digits), which every reader refuses where it wants an
+ * integer, as it did before such literals were read exactly.
+ */
+const MAX_EXACT_LITERAL = 100;
+
+/**
+ * Whether `text[start, end)` is a JSON integer literal of 16 to MAX_EXACT_LITERAL digits: an
+ * optional '-', then digits, the first not 0 (JSON allows no leading zero: marking
+ * `0000000000000001` would make text JSON.parse refuses valid). A loop, not a regex: irregexp's
+ * backtracking stack overflowed (RangeError) on a literal of a few million digits.
  */
 function isLongInteger(text: string, start: number, end: number): boolean {
   let i = text.charCodeAt(start) === 45 /* - */ ? start + 1 : start;
-  if (end - i < 16 || text.charCodeAt(i) === 48 /* 0 */) return false;
+  if (end - i < 16 || end - i > MAX_EXACT_LITERAL || text.charCodeAt(i) === 48 /* 0 */) return false;
   for (; i < end; i++) {
     const c = text.charCodeAt(i);
     if (c < 48 || c > 57) return false;
@@ -65,24 +75,11 @@ export function markedInteger(v: unknown): string | null {
   return typeof v === 'string' && v.startsWith(MARK) ? v.slice(MARK.length) : null;
 }
 
-/**
- * The longest literal read as a BigInt: 20 digits hold every 64-bit value, so a longer one is out
- * of every integer field's range, and reading it exactly only costs time. BigInt() and printing
- * one back in an error message grow faster than the digits: one load request of 15 literals of
- * 4M digits (57 MiB) held the event loop for 62 s. A longer literal is what JSON.parse makes of
- * it (a double, Infinity past ~309 digits), as before configs were read exactly.
- */
-const MAX_EXACT_LITERAL = 100;
-
 const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
-/**
- * A marked literal's value: a number when JS holds it exactly, a BigInt where a number would
- * round, or the double JSON.parse gives for an overlong one.
- */
+/** A marked literal's value: a number when JS holds it exactly, a BigInt where a number would round. */
 function markValue(literal: string): bigint | number {
-  if (literal.length > MAX_EXACT_LITERAL) return Number(literal);
   const exact = BigInt(literal);
   return exact >= MIN_SAFE && exact <= MAX_SAFE ? Number(exact) : exact;
 }
