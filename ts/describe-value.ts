@@ -14,6 +14,9 @@ const MAX_ITEMS = 8;
 function shallowJson(value: unknown, depth: number): string {
   if (value === undefined) return 'undefined';
   if (typeof value === 'bigint') return value.toString();
+  // JSON.stringify writes Infinity and NaN as null: an overlong JSON number (JSON.parse makes it
+  // Infinity) was reported as "got null".
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? String(value);
   if (depth >= MAX_DEPTH) return Array.isArray(value) ? '[...]' : '{...}';
   if (Array.isArray(value)) {

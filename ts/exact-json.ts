@@ -9,6 +9,37 @@
 const MARK = '\u0000int:';
 const LONG_DIGITS = /\d{16}/;
 
+/**
+ * The longest literal marked: 20 digits hold every 64-bit value, so a longer one is out of every
+ * integer field's range, and reading it exactly only costs time: BigInt() and printing one back
+ * in an error message grow faster than the digits (4M digits: 1 s and 3 s), and one load request
+ * of 15 literals of 4M digits (57 MiB) held the event loop for 62 s. A longer literal is left to
+ * JSON.parse (a double; Infinity past ~309 digits), which every reader refuses where it wants an
+ * integer, as it did before such literals were read exactly.
+ */
+const MAX_EXACT_LITERAL = 100;
+
+/**
+ * Whether `text[start, end)` is a JSON integer literal of 16 to MAX_EXACT_LITERAL digits: an
+ * optional '-', then digits, the first not 0 (JSON allows no leading zero: marking
+ * `0000000000000001` would make text JSON.parse refuses valid). A loop, not a regex: irregexp's
+ * backtracking stack overflowed (RangeError) on a literal of a few million digits.
+ */
+function isLongInteger(text: string, start: number, end: number): boolean {
+  let i = text.charCodeAt(start) === 45 /* - */ ? start + 1 : start;
+  if (end - i < 16 || end - i > MAX_EXACT_LITERAL || text.charCodeAt(i) === 48 /* 0 */) return false;
+  for (; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+/** Whether a character code can continue a JSON number literal: 0-9 . e E + - */
+function continuesNumber(c: number): boolean {
+  return (c >= 48 && c <= 57) || c === 46 || c === 101 || c === 69 || c === 43 || c === 45;
+}
+
 /** The JSON text with long integer literals outside strings wrapped as marked strings. */
 export function markBigIntegers(text: string): string {
   if (!LONG_DIGITS.test(text)) return text;
@@ -29,10 +60,9 @@ export function markBigIntegers(text: string): string {
     const startsNumber = (c >= 48 && c <= 57) || c === 45 /* - */;
     if (!startsNumber) continue;
     let end = i + 1;
-    while (end < text.length && /[0-9.eE+-]/.test(text[end])) end++;
-    const literal = text.slice(i, end);
-    if (/^-?\d{16,}$/.test(literal)) {
-      out += text.slice(from, i) + JSON.stringify(MARK + literal);  // NUL escaped, as JSON needs
+    while (end < text.length && continuesNumber(text.charCodeAt(end))) end++;
+    if (isLongInteger(text, i, end)) {
+      out += text.slice(from, i) + JSON.stringify(MARK + text.slice(i, end));  // NUL escaped, as JSON needs
       from = end;
     }
     i = end - 1;
@@ -45,37 +75,48 @@ export function markedInteger(v: unknown): string | null {
   return typeof v === 'string' && v.startsWith(MARK) ? v.slice(MARK.length) : null;
 }
 
-/** A literal of `markBigIntegers`: a (possibly negative) integer of 16 digits or more. */
-const MARKED_LITERAL = /^-?\d{16,}$/;
-
 const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
-/** The marks in a parsed value turned into numbers, or BigInts where a number would round, in place. */
-function marksToBigInts(value: unknown): unknown {
-  const literal = markedInteger(value);
-  if (literal !== null) {
-    if (!MARKED_LITERAL.test(literal)) return value;
-    const exact = BigInt(literal);
-    return exact >= MIN_SAFE && exact <= MAX_SAFE ? Number(exact) : exact;
+/** A marked literal's value: a number when JS holds it exactly, a BigInt where a number would round. */
+function markValue(literal: string): bigint | number {
+  const exact = BigInt(literal);
+  return exact >= MIN_SAFE && exact <= MAX_SAFE ? Number(exact) : exact;
+}
+
+/**
+ * The marks in a parsed value turned into numbers, or BigInts where a number would round, in
+ * place. Iterative: JSON.parse reads any depth, and a recursive walk overflowed the stack
+ * (RangeError) on text nested ~10k levels.
+ */
+function marksToBigInts(root: unknown): unknown {
+  const rootLiteral = markedInteger(root);
+  if (rootLiteral !== null) return markValue(rootLiteral);
+  const pending: unknown[] = [root];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (value === null || typeof value !== 'object') continue;
+    const record = value as Record<string, unknown>;
+    for (const key of Array.isArray(value) ? value.keys() : Object.keys(value)) {
+      const item = record[key];
+      const literal = markedInteger(item);
+      if (literal !== null) record[key] = markValue(literal);
+      else if (item !== null && typeof item === 'object') pending.push(item);
+    }
   }
-  if (value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) value[i] = marksToBigInts(value[i]);
-  } else {
-    for (const key of Object.keys(value)) (value as Record<string, unknown>)[key] = marksToBigInts((value as Record<string, unknown>)[key]);
-  }
-  return value;
+  return root;
 }
 
 /**
  * JSON.parse with integers beyond 2^53 - 1 (either sign) as BigInts, exact; every other number
- * as JSON.parse reads it. Text whose own strings could hold a mark (a `\u0000int:` escape) is parsed by
- * JSON.parse alone, so no string of it is ever read as a number.
+ * as JSON.parse reads it. Text whose own strings could hold a mark (a `\u0000int:` escape) is
+ * parsed by JSON.parse alone, so no string of it is ever read as a number; text without a long
+ * integer is JSON.parse's value as it is.
  */
 export function parseJsonExact(text: string): unknown {
   if (/\\u0000int:/i.test(text)) return JSON.parse(text);
-  return marksToBigInts(JSON.parse(markBigIntegers(text)));
+  const marked = markBigIntegers(text);
+  return marked === text ? JSON.parse(text) : marksToBigInts(JSON.parse(marked));
 }
 
 /** A JSON value as text, bigints written as their exact digits (JSON.stringify throws on them). */

@@ -203,29 +203,67 @@ export function checkTensorData(
   }
 }
 
-/** A typed n-dimensional array: the value inference callables receive and return. */
-/**
- * BYTES tensors received in wire form and not split into elements yet (ts/packed-bytes.ts). Such
- * an NDArray's `data` is an accessor that splits them on first read and then becomes the array.
- */
-const packedTensors = new WeakMap<NDArray, PackedBytes>();
+/** The wire-form BYTES of an NDArray not split yet (NDArray.#packed); undefined otherwise. */
+let packedOf: (arr: NDArray) => PackedBytes | undefined;
+/** Splits a packed NDArray's BYTES (its `data` accessor): `data` becomes an ordinary property holding the elements. */
+let unpack: (arr: NDArray) => Uint8Array[];
 
+/**
+ * A packed BYTES NDArray's `data` until first read: one descriptor and one getter for every such
+ * array, so they share their hidden class. (A getter closed over each array's bytes, kept in a
+ * WeakMap, cost ~3 µs per received BYTES tensor: defining a distinct accessor put each array in
+ * dictionary mode, and a WeakMap entry per short-lived key is dear. A 1-element BYTES input
+ * decoded and handed to a native engine took 3.8 µs against 0.7 µs when it was split.)
+ */
+const PACKED_DATA: PropertyDescriptor = {
+  enumerable: true,
+  configurable: true,
+  get(this: NDArray): Uint8Array[] {
+    return unpack(this);
+  },
+};
+
+/** A typed n-dimensional array: the value inference callables receive and return. */
 export class NDArray<D extends TensorData = TensorData> {
+  /**
+   * BYTES received in wire form and not split into elements yet (ts/packed-bytes.ts). While set,
+   * `data` is an own accessor (PACKED_DATA) that splits them on first read and then becomes the array.
+   */
+  #packed: PackedBytes | undefined = undefined;
+
+  declare readonly data: D;
+
+  static {
+    packedOf = (arr) => (typeof arr === 'object' && arr !== null && #packed in arr ? arr.#packed : undefined);
+    unpack = (receiver) => {
+      // The receiver may inherit from the packed array (Object.create(arr)): split the one that holds the bytes.
+      let arr: NDArray | null = receiver;
+      while (arr !== null && !(#packed in arr && arr.#packed)) arr = Object.getPrototypeOf(arr) as NDArray | null;
+      if (arr === null) return [];
+      const items = splitPackedBytes(arr.#packed!);
+      arr.#packed = undefined;
+      Object.defineProperty(arr, 'data', { value: items, enumerable: true, writable: true, configurable: true });
+      return items;
+    };
+  }
+
   constructor(
     readonly dtype: DataType,
     readonly shape: number[],
-    readonly data: D,
+    data: D,
   ) {
     if (dtype === 'BYTES' && (data as unknown) instanceof PackedBytes) {
-      keepPacked(this, data as unknown as PackedBytes);
+      this.#packed = data as unknown as PackedBytes;
+      Object.defineProperty(this, 'data', PACKED_DATA);
       return;
     }
+    (this as { data: D }).data = data;
     checkTensorData(dtype, shape, data);
   }
 
   /** Number of elements. */
   get size(): number {
-    return this.dtype === 'BYTES' ? packedTensors.get(this)?.count ?? this.data.length : this.data.length;
+    return this.#packed?.count ?? this.data.length;
   }
 
   /** Length of the first axis (1 for a scalar). */
@@ -237,7 +275,7 @@ export class NDArray<D extends TensorData = TensorData> {
   sliceRows(start: number, end: number): NDArray<D> {
     const rowSize = this.rows === 0 ? 0 : this.size / this.rows;
     const shape = [end - start, ...this.shape.slice(1)];
-    const packed = this.dtype === 'BYTES' ? packedTensors.get(this) : undefined;
+    const packed = this.#packed;
     if (packed) return new NDArray(this.dtype, shape, slicePackedBytes(packed, start * rowSize, end * rowSize) as unknown as D);
     const data = Array.isArray(this.data)
       ? this.data.slice(start * rowSize, end * rowSize)
@@ -247,7 +285,7 @@ export class NDArray<D extends TensorData = TensorData> {
 
   /** Same data, another shape with the same element count. */
   reshape(shape: number[]): NDArray<D> {
-    const packed = this.dtype === 'BYTES' ? packedTensors.get(this) : undefined;
+    const packed = this.#packed;
     if (packed) {
       if (elementCount(shape) !== packed.count) {
         throw invalidArg(`BYTES tensor of shape [${shape.join(',')}] needs ${elementCount(shape)} elements, got ${packed.count}`);
@@ -264,21 +302,6 @@ export class NDArray<D extends TensorData = TensorData> {
   }
 }
 
-/** Makes `arr.data` split `packed` when first read (then an ordinary property holding the elements). */
-function keepPacked(arr: NDArray, packed: PackedBytes): void {
-  packedTensors.set(arr, packed);
-  Object.defineProperty(arr, 'data', {
-    enumerable: true,
-    configurable: true,
-    get(this: NDArray): Uint8Array[] {
-      const items = splitPackedBytes(packed);
-      packedTensors.delete(this);
-      Object.defineProperty(this, 'data', { value: items, enumerable: true, writable: true, configurable: true });
-      return items;
-    },
-  });
-}
-
 /**
  * A BYTES tensor of `shape` over wire-form bytes, checked now (Triton's texts, naming `what`)
  * and split into elements only if JS reads `data`.
@@ -293,12 +316,12 @@ export function packedBytesTensor(shape: number[], bytes: Uint8Array, what: stri
  * otherwise its elements serialized.
  */
 export function bytesOfTensor(arr: NDArray): Uint8Array {
-  return packedTensors.get(arr)?.bytes ?? serializeBytes(arr.data as Uint8Array[]);
+  return packedOf(arr)?.bytes ?? serializeBytes(arr.data as Uint8Array[]);
 }
 
 /** Wire size of a BYTES tensor, without splitting it. */
 export function bytesTensorSize(arr: NDArray): number {
-  const packed = packedTensors.get(arr);
+  const packed = packedOf(arr);
   if (packed) return packed.bytes.byteLength;
   let total = 0;
   for (const item of arr.data as Uint8Array[]) total += 4 + item.length;
@@ -310,7 +333,7 @@ export function bytesTensorSize(arr: NDArray): number {
  * an object per element when the tensor is still packed.
  */
 export function forEachBytesElement(arr: NDArray, visit: (buf: Buffer, start: number, end: number, index: number) => void): void {
-  const packed = packedTensors.get(arr);
+  const packed = packedOf(arr);
   if (packed) {
     const buf = Buffer.from(packed.bytes.buffer, packed.bytes.byteOffset, packed.bytes.byteLength);
     walkBytes(packed.bytes, packed.count, packed.what, (start, end, i) => visit(buf, start, end, i));
@@ -325,7 +348,7 @@ export function forEachBytesElement(arr: NDArray, visit: (buf: Buffer, start: nu
 
 /** Whether a BYTES tensor is still in wire form (its elements not made). */
 export function isPackedBytes(arr: NDArray): boolean {
-  return packedTensors.has(arr);
+  return packedOf(arr) !== undefined;
 }
 
 /** Builds an NDArray from a TypedArray or byte strings; the datatype is inferred when not given. */

@@ -300,3 +300,34 @@ test("a step fed by two different decoupled steps is Triton's load error; so is 
     },
   }), 'INVALID_ARG', /response cache cannot be enabled for an ensemble with a decoupled step/);
 });
+
+test('an input entry set to undefined counts as absent: the request succeeds and counts one row, stream and infer() alike', async () => {
+  // The ensemble read the batch size from the caller's first entry when the request succeeded:
+  // an undefined one threw there, so infer() rejected with a TypeError after its steps ran, and
+  // inferStream() left an unhandled rejection (the process ended) and a stream that never ended.
+  triton = inProcessTriton();
+  bindPipeline(triton);
+  triton.bind({
+    modelName: 'pipe', inputs: [T('X')], outputs: [T('Y')],
+    config: {
+      maxBatchSize: 8,
+      ensembleScheduling: {
+        step: [
+          { modelName: 'plus1', inputMap: { IN: 'X' }, outputMap: { OUT: 'N' } },
+          { modelName: 'times10', inputMap: { IN: 'N' }, outputMap: { OUT: 'Y' } },
+        ],
+      },
+    },
+  });
+  await triton.run();
+  const inputs = { ABSENT: undefined, X: fp32(2) } as unknown as Record<string, NDArray>;
+  const got: number[] = [];
+  for await (const r of triton.model('fan_out').inferStream(inputs)) got.push(valueOf(r.Y));
+  expect(got.sort((a, b) => a - b)).toEqual([30, 40, 50]);
+  expect(valueOf((await triton.model('pipe').infer(inputs)).Y)).toBe(30);
+  for (const name of ['fan_out', 'pipe']) {
+    const stats = triton.model(name).stats();
+    expect({ name, success: stats.success.count, inferenceCount: stats.inferenceCount, batchSizes: stats.batchStats.map((b) => b.batchSize) })
+      .toEqual({ name, success: 1, inferenceCount: 1, batchSizes: [1] });
+  }
+});

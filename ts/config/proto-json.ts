@@ -24,6 +24,12 @@ function show(value: unknown): string {
   return describeValue(value, 40);
 }
 
+/**
+ * The longest decimal string read as an integer: 20 digits hold every 64-bit value, the rest is
+ * room for a sign, leading zeros and spaces (protobuf reads them too).
+ */
+const MAX_INTEGER_TEXT = 100;
+
 class JsonValidator {
   readonly #where: string;
 
@@ -107,7 +113,14 @@ class JsonValidator {
     let exact: bigint | null = null;
     if (typeof value === 'bigint') exact = value;
     else if (typeof value === 'number' && Number.isInteger(value)) exact = BigInt(value);
-    else if (typeof value === 'string' && /^-?[0-9]+$/.test(value.trim())) exact = BigInt(value.trim());
+    else if (typeof value === 'string') {
+      const text = value.trim();
+      // Past MAX_INTEGER_TEXT no 64-bit value; BigInt() of millions of digits held the event loop.
+      if (text.length > MAX_INTEGER_TEXT) {
+        throw this.#error(path, `expected an integer (${kind}), got a string of ${text.length} characters: ${show(value)}`);
+      }
+      if (/^-?[0-9]+$/.test(text)) exact = BigInt(text);
+    }
     if (exact === null) throw this.#error(path, `expected an integer (${kind}), got ${show(value)}`);
     const problem = integerProblem(kind, exact);
     if (problem) throw this.#error(path, problem);

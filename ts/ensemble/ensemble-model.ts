@@ -98,6 +98,11 @@ interface RequestRecord {
    * per-request context stats aggregator, the steps' secondary aggregator.
    */
   steps: RequestTimes;
+  /**
+   * Its batch size (inference_count, batch_stats), taken when it arrived: the caller's inputs
+   * object is read no later (it may change it once infer() returned).
+   */
+  rows: number;
 }
 
 function add(counter: Counter, ns: number): void {
@@ -105,9 +110,9 @@ function add(counter: Counter, ns: number): void {
   counter.ns += ns;
 }
 
-function newRecord(): RequestRecord {
+function newRecord(rows: number): RequestRecord {
   const now = performance.now();
-  return { started: now, computeStarted: now, steps: { queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 } };
+  return { started: now, computeStarted: now, steps: { queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 }, rows };
 }
 
 const toNs = (ms: number): number => Math.max(0, Math.round(ms * 1e6));
@@ -296,7 +301,7 @@ export class EnsembleModel extends BoundModel {
     }
     const held = this.#holdSteps();
     const unhook = forwardAbort(options.signal, signal);
-    const record = newRecord();
+    const record = newRecord(this.#rows(inputs));
     this.#pending++;
     // The first failure ends the request at once, as Triton's ensemble_status_ does: the steps
     // in flight are cancelled, none starts, and no later response is sent.
@@ -318,7 +323,7 @@ export class EnsembleModel extends BoundModel {
       run = this.#flow(prepared.tensors, this.#prunedSteps(prepared.wanted), flow);
     }
     run.then(() => {
-      this.#succeeded(record, inputs, options);
+      this.#succeeded(record, options);
       stream.end();
     }, (err: unknown) => {
       this.#failed(record);
@@ -441,10 +446,10 @@ export class EnsembleModel extends BoundModel {
     if (this.#stopped) {
       return Promise.reject(new InferenceServerError('UNAVAILABLE', `model '${this.name}' is not ready: it was stopped`));
     }
-    const record = newRecord();
+    const record = newRecord(this.#rows(inputs));
     this.#pending++;
     return this.#run(inputs, options, record).then((outputs) => {
-      this.#succeeded(record, inputs, options);
+      this.#succeeded(record, options);
       return outputs;
     }, (err: unknown) => {
       this.#failed(record);
@@ -463,7 +468,7 @@ export class EnsembleModel extends BoundModel {
    * its step requests' own summed; inference_count by its rows, one execution, and a batch_stats
    * entry of its batch size with the same sums. A nested ensemble's are its caller's step times.
    */
-  #succeeded(record: RequestRecord, inputs: Record<string, NDArray>, options: InferOptions): void {
+  #succeeded(record: RequestRecord, options: InferOptions): void {
     const steps = record.steps;
     const queueNs = toNs(record.computeStarted - record.started);
     this.#success.count++;
@@ -472,7 +477,7 @@ export class EnsembleModel extends BoundModel {
     add(this.#computeInput, steps.computeInputNs);
     add(this.#computeInfer, steps.computeInferNs);
     add(this.#computeOutput, steps.computeOutputNs);
-    const rows = this.#rows(inputs);
+    const rows = record.rows;
     this.#inferenceCount += rows;
     const batchSize = Math.max(1, rows);
     let batch = this.#batchStats.get(batchSize);
@@ -495,9 +500,19 @@ export class EnsembleModel extends BoundModel {
     add(this.#fail, toNs(performance.now() - record.started));
   }
 
+  /**
+   * A request's batch size: its first input's rows. An entry set to undefined counts as absent
+   * (checkEnsembleRequest), and this may run before the inputs were checked: only an NDArray
+   * counts. (Reading `.rows` of an undefined entry threw when the request succeeded: infer()
+   * rejected with a TypeError, and inferStream() left an unhandled rejection that ended the
+   * process, its stream never ending.)
+   */
   #rows(inputs: Record<string, NDArray>): number {
     if (this.config.maxBatchSize === 0) return 1;
-    for (const name in inputs) return inputs[name].rows;
+    for (const name in inputs) {
+      const arr: unknown = inputs[name];
+      if (arr instanceof NDArray) return arr.rows;
+    }
     return 1;
   }
 

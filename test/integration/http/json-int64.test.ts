@@ -56,3 +56,22 @@ test('long literals elsewhere keep their JSON value; strings keep their digits',
   expect(wrong.status).toBe(400);
   expect(JSON.parse(wrong.text).error).toContain('element 0 is 12345678901234567000, expected a string for BYTES');
 });
+
+test('a literal of millions of digits is refused at once with a short error, not read exactly', async () => {
+  // No 64-bit value has more than 20 digits. Read as a BigInt, 4M digits took ~3 s (and the
+  // error echoed them all); from ~6M digits the marking regex overflowed its stack and the
+  // request got "Maximum call stack size exceeded"; a shared-memory offset went the same way.
+  const digits = '9'.repeat(8_000_000);
+  const started = performance.now();
+  const r = await postText('echo_INT64', request('INT64', `1,${digits}`));
+  const shm = await postText('echo_INT64', `{"inputs":[{"name":"IN","datatype":"INT64","shape":[1,1],` +
+    `"parameters":{"shared_memory_region":"r","shared_memory_byte_size":8,"shared_memory_offset":${digits}}}]}`);
+  const elapsed = performance.now() - started;
+  expect({ status: r.status, error: JSON.parse(r.text).error })
+    .toEqual({ status: 400, error: "input 'IN' for model 'echo_INT64': element 1 (Infinity) is not an exact integer for datatype INT64" });
+  expect(shm.status).toBe(400);
+  expect(shm.text.length).toBeLessThan(400);
+  expect(JSON.parse(shm.text).error).toContain('shared_memory_offset must be a non-negative integer below 2^64, got Infinity');
+  // 16 MB of digits take well under a second to scan here; exactly, the first alone took ~3 s.
+  expect(elapsed).toBeLessThan(5000);
+});

@@ -234,6 +234,37 @@ describe('64-bit config fields, exact as in Triton (qa/L0_config_json max_priori
     }
   });
 
+  test('an overlong integer (millions of digits) is refused at once, as a number or a string, without holding the event loop', async () => {
+    // Read as BigInts, such literals cost seconds each (BigInt() and printing one back grow faster
+    // than the digits): one 57 MiB load request held every other request for 62 s.
+    const digits = '9'.repeat(4_000_000);
+    const cfg = (batch: string): string => `{"backend":"js","max_batch_size":${batch},` +
+      '"input":[{"name":"IN","data_type":"TYPE_FP32","dims":[3]}],"output":[{"name":"OUT","data_type":"TYPE_FP32","dims":[3]}]}';
+    let longest = 0;
+    let last = performance.now();
+    const ticker = setInterval(() => {
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+    }, 5);
+    try {
+      for (const [batch, message] of [
+        [digits, "field 'max_batch_size': expected an integer (int32), got Infinity"],
+        [`"${digits}"`, "field 'max_batch_size': expected an integer (int32), got a string of 4000000 characters"],
+        [`[${Array(10).fill(digits).join(',')}]`, "field 'max_batch_size': expected an integer (int32), got [Infinity,Infinity"],
+      ]) {
+        const r = await post(s.port, '/v2/repository/models/simple/load', { parameters: { config: cfg(batch) } });
+        expect(r.status).toBe(400);
+        expect(r.error).toContain(`failed to load 'simple', the config parameter: ${message}`);
+        expect(r.error.length).toBeLessThan(300);
+      }
+    } finally {
+      clearInterval(ticker);
+    }
+    // Reading 40 MB of digits takes about a second here; as BigInts, 10 s and more.
+    expect(longest).toBeLessThan(5000);
+  }, 60_000);
+
   const DEVICE = (id: string): string => `"instance_group":[{"kind":"KIND_CPU","secondary_devices":[{"kind":"KIND_NVDLA","device_id":${id}}]}]`;
   test.each([
     ['a uint64 one past 2^64 - 1', `"dynamic_batching":{"priority_levels":${MAX_UINT64},"default_priority_level":1}`,
