@@ -7,6 +7,7 @@ import {
   binaryBody, closeAgent, get, post, rawExchange, rawPost, serve, type Reply, type Served,
 } from './http-helpers';
 import { bindInferModels } from './models';
+import { MAX_JSON_OBJECT_ENTRIES } from '../../../ts/server/http/json-objects';
 
 const MAX = 1 << 20;  // a small --http-max-input-size keeps the limit cases cheap
 let s: Served;
@@ -36,6 +37,12 @@ async function stillServing(): Promise<void> {
   const r = await json(FP32, { inputs: [fp32Input()] });
   expect(r.status).toBe(200);
   expect((r.json().outputs as { data: number[] }[])[0].data).toEqual([1, 2]);
+}
+
+/** An infer body for echo_FP32 with `n` distinct request parameters. */
+function manyParameters(n: number): string {
+  const parameters = Array.from({ length: n }, (_, i) => `"p${i}":1`).join(',');
+  return `{"inputs":[${JSON.stringify(fp32Input())}],"parameters":{${parameters}}}`;
 }
 
 interface Case {
@@ -101,6 +108,11 @@ const CASES: Case[] = [
   { name: 'gzip bomb', send: () => post(s.port, FP32, zlib.gzipSync(Buffer.alloc(MAX * 4)), { 'Content-Encoding': 'gzip' }), status: 400, message: `Decompressed data size exceeds the maximum allowed value of ${MAX} bytes` },
   { name: 'corrupt gzip body', send: () => post(s.port, FP32, Buffer.from('not gzip at all'), { 'Content-Encoding': 'gzip' }), status: 400, message: 'unable to decompress the request body (gzip)' },
   { name: 'unknown Content-Encoding', send: () => post(s.port, FP32, '{}', { 'Content-Encoding': 'br' }), status: 400, message: "unsupported Content-Encoding 'br'" },
+  // JSON objects cost V8 300-700 ns and tens of bytes each: a body may hold 65,536 objects and members (json-objects.ts).
+  { name: 'more than 65,536 JSON objects and members: request parameters', send: () => post(s.port, FP32, manyParameters(70_000), {}), status: 400, message: `the inference request for model 'echo_FP32' holds more than ${MAX_JSON_OBJECT_ENTRIES} JSON objects and object members together` },
+  { name: 'more than 65,536 JSON objects: empty objects in a field the server ignores', send: () => post(s.port, FP32, `{"inputs":[${JSON.stringify(fp32Input())}],"x":[${new Array(70_000).fill('{}').join(',')}]}`, {}), status: 400, message: `holds more than ${MAX_JSON_OBJECT_ENTRIES} JSON objects` },
+  { name: 'more than 65,536 JSON objects and members: a generate request', send: () => post(s.port, '/v2/models/echo_FP32/generate', manyParameters(70_000), {}), status: 400, message: `the generate request for model 'echo_FP32' holds more than ${MAX_JSON_OBJECT_ENTRIES}` },
+  { name: 'more than 65,536 JSON objects: a management body', send: () => post(s.port, '/v2/repository/index', `{"x":[${new Array(70_000).fill('{}').join(',')}]}`, {}), status: 400, message: `the request holds more than ${MAX_JSON_OBJECT_ENTRIES} JSON objects` },
   { name: 'malformed HTTP request line', send: () => rawExchange(s.port, 'BREW /coffee HTCPCP/1.0\r\n\r\n'), status: 400, message: 'malformed HTTP request' },
   { name: 'invalid Content-Length header', send: () => rawExchange(s.port, rawPost(FP32, '{}', { 'Content-Length': '12abc' })), status: 400, message: 'malformed HTTP request' },
 ];
@@ -117,6 +129,11 @@ describe('hostile inputs', () => {
     if (typeof c.message === 'string') expect(r!.error).toContain(c.message);
     else expect(r!.error).toMatch(c.message);
     await stillServing();
+  });
+
+  test('60,000 request parameters, under the bound on JSON objects and members, are still served', async () => {
+    const r = await post(s.port, FP32, manyParameters(60_000), {});
+    expect(r.status).toBe(200);
   });
 
   test('a refused oversized upload closes its connection instead of reading it', async () => {

@@ -6,7 +6,8 @@
  * frontend's JSON path does.
  */
 import { clipShape, invalidArg } from '../../errors';
-import { NDArray, elementCount, type DataType, type TypedArray } from '../../tensor';
+import { PackedBytes } from '../../packed-bytes';
+import { NDArray, elementCount, packedBytesTensor, type DataType, type TypedArray } from '../../tensor';
 import type { TensorContents } from './infer-codec';
 
 type ContentsField = keyof TensorContents;
@@ -62,12 +63,13 @@ export function tensorFromContents(what: string, dtype: DataType, shape: number[
     throw invalidArg(`${what}: datatype ${dtype} has no typed contents field; send it in raw_input_contents`);
   }
   const values = contents[expected];
-  const got = values?.length ?? 0;
+  const got = values instanceof PackedBytes ? values.count : values?.length ?? 0;
   // The codec keeps only the count of a field that does not match the shape (Miscounted).
   if (got !== count || (values !== undefined && 'miscounted' in values)) {
     throw invalidArg(`${what}: shape ${clipShape(shape)} holds ${count} elements, ${expected} has ${got}`);
   }
-  if (dtype === 'BYTES') return new NDArray('BYTES', shape, (values as Buffer[] | undefined) ?? []);
+  // bytes_contents arrive in wire form (the codec packs them): no Buffer per element.
+  if (dtype === 'BYTES') return values instanceof PackedBytes ? packedBytesTensor(shape, values.bytes, what) : new NDArray('BYTES', shape, []);
   if (!values) return new NDArray(dtype, shape, new (NARROW[dtype]?.Ctor ?? emptyCtor(dtype))(0));
   if (dtype === 'BOOL') return new NDArray('BOOL', shape, values as Uint8Array);
   return new NDArray(dtype, shape, narrow(values as Int32Array, dtype, what));

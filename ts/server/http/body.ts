@@ -14,6 +14,7 @@
 import type { IncomingMessage } from 'node:http';
 import * as zlib from 'node:zlib';
 import { invalidArg, InferenceServerError } from '../../errors';
+import { checkJsonObjects } from './json-objects';
 
 /** Triton's --http-max-input-size default: 64 MiB. */
 export const DEFAULT_MAX_INPUT_SIZE = 1 << 26;
@@ -219,6 +220,7 @@ function collect(req: IncomingMessage, max: number, declared: number | null, ali
 export async function readJsonObject(req: IncomingMessage, max: number): Promise<Record<string, unknown>> {
   const body = await readBody(req, max);
   if (body.length === 0) return {};
+  checkJsonObjects(body, 0, body.length, 'the request');
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));

@@ -18,6 +18,7 @@ import { dataTypeByteSize, type NDArray, type DataType } from '../../tensor';
 import type { DeviceTensor } from '../../device-tensor';
 import type { InferenceCall, OutputRequest } from '../inference-service';
 import { markBigIntegers, unmarkOutside } from '../big-integers';
+import { checkJsonObjects } from './json-objects';
 import { checkForwardedHeader, compileHeaderForwardPattern, exactSequenceId, splitRequestParameters } from '../parameters';
 import { shmRefFromParameters, type ShmRef } from '../shared-memory';
 import { tensorFromBytes, tensorFromJson, wireDataType, wireShape } from '../tensor-codec';
@@ -87,6 +88,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 function parseHeader(body: Buffer, length: number, model: string): Record<string, unknown> {
+  checkJsonObjects(body, 0, length, `the inference request for model '${clip(model)}'`);
   let header: unknown;
   try {
     const text = body.toString('utf8', 0, length);
