@@ -146,7 +146,7 @@ describe("Triton's output rules (code, not docs)", () => {
     expect(binary.equals(bytesTensor(['3.000000:5000000', '2.000000:123', '2.000000:11999999', '1.000000:42']))).toBe(true);
     // The same request without classification is the yardstick (it carries the 48 MB back):
     // the top 4 cost well under a second more here; sorting the row with a comparator cost 16-24 s more.
-    expect(top.ms - plain.ms).toBeLessThan(5_000);
+    expect(top.ms - plain.ms).toBeLessThan(10_000);
   }, 90_000);
 });
 
