@@ -71,12 +71,19 @@ export function exactSequenceId(jsonText: string, parsed: unknown): unknown {
   return spellings.size === 1 ? BigInt([...spellings][0]) : parsed;
 }
 
+/**
+ * `priority` or `timeout`: uint64 in Triton, which takes any value of that range. Past 2^53 the
+ * value goes on as the nearest double (over HTTP, JSON.parse has already made it one, and 2^64 - 1
+ * reads as 2^64): for a priority that is beyond any model's levels short of 2^53 of them (the
+ * default level), for a timeout 285 years (never, natively).
+ */
 function unsigned(key: string, value: unknown): number {
-  const n = typeof value === 'bigint' ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
-    throw invalidArg(`parameter '${key}' must be a non-negative integer, got ${JSON.stringify(describeText(value))}`);
+  const inRange = typeof value === 'bigint' ? value >= 0n && value <= UINT64_MAX
+    : typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 2 ** 64;
+  if (!inRange) {
+    throw invalidArg(`parameter '${key}' must be a non-negative integer below 2^64, got ${JSON.stringify(describeText(value))}`);
   }
-  return n;
+  return Number(value);
 }
 
 /** Sets a key as an own property: an assignment to `__proto__` would set the prototype (and a scalar is dropped). */

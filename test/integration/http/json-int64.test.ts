@@ -98,3 +98,18 @@ describe('marks are taken back in one step per JSON value, whatever the nesting'
     expect(ms).toBeLessThan(8_000);
   }, 60_000);
 });
+
+describe('priority and timeout take the whole uint64 range, as Triton', () => {
+  test.each(['priority', 'timeout'])('%s 2^64 - 1 is served (the default level; no timeout in any lifetime)', async (key) => {
+    const r = await postText('echo_FP64', request('FP64', '1.5', `,"parameters":{"${key}":18446744073709551615}`));
+    expect({ key, status: r.status, text: r.text }).toEqual({ key, status: 200, text: expect.stringContaining('"data":[1.5]') });
+  });
+
+  test.each(['priority', 'timeout'])('%s beyond 2^64, negative or fractional is refused', async (key) => {
+    for (const value of ['36893488147419103232', '-1', '1.5']) {
+      const r = await postText('echo_FP64', request('FP64', '1.5', `,"parameters":{"${key}":${value}}`));
+      expect({ value, status: r.status }).toEqual({ value, status: 400 });
+      expect(JSON.parse(r.text).error).toContain(`parameter '${key}' must be a non-negative integer below 2^64`);
+    }
+  });
+});
