@@ -23,6 +23,15 @@ const traceDir = mkdtempSync(path.join(os.tmpdir(), 'infernode-trace-'));
 const traceFile = path.join(traceDir, 'trace.json');
 let s: Served;
 
+/** A server of its own with client shared memory on and one model, 'held', whose batches `recorder` holds. */
+function serveHeld(recorder: Recorder): Promise<Served> {
+  return serve((t) => t.bind({
+    modelName: 'held', inferFunc: recorder.func,
+    inputs: [{ name: 'IN', dtype: 'FP32', shape: [-1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [-1] }],
+    config: { maxBatchSize: 4 },
+  }), { allowClientShm: true });
+}
+
 /** Every entry of the indexed trace files (`<file>.<index>`, each one JSON array, as Triton writes them). */
 function indexedTraceEntries<T>(): T[] {
   const indexed = readdirSync(traceDir).filter((f) => /^trace\.json\.[0-9]+$/.test(f));
@@ -258,11 +267,7 @@ describe('system shared memory', () => {
 
   test('unregistering a region a request still writes into waits for that request, as Triton', async () => {
     const recorder = new Recorder();
-    const own = await serve((t) => t.bind({
-      modelName: 'held', inferFunc: recorder.func,
-      inputs: [{ name: 'IN', dtype: 'FP32', shape: [-1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [-1] }],
-      config: { maxBatchSize: 4 },
-    }), { allowClientShm: true });
+    const own = await serveHeld(recorder);
     let opened: ReturnType<Recorder['hold']> | undefined;
     try {
       expect((await post(own.port, '/v2/systemsharedmemory/region/rh/register', { key, offset: 0, byte_size: 64 })).status).toBe(200);
@@ -294,11 +299,7 @@ describe('system shared memory', () => {
   // TestSharedMemoryUnregister._test_shm_found: status lists all of them during the inference).
   test('unregistering all regions while a request reads its input from one keeps it listed until the request is answered', async () => {
     const recorder = new Recorder();
-    const own = await serve((t) => t.bind({
-      modelName: 'held', inferFunc: recorder.func,
-      inputs: [{ name: 'IN', dtype: 'FP32', shape: [-1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [-1] }],
-      config: { maxBatchSize: 4 },
-    }), { allowClientShm: true });
+    const own = await serveHeld(recorder);
     let opened: ReturnType<Recorder['hold']> | undefined;
     try {
       expect((await post(own.port, '/v2/systemsharedmemory/region/input0_data/register', { key, offset: 0, byte_size: 16 })).status).toBe(200);
