@@ -61,21 +61,17 @@ Status ModelScheduler::Enqueue(std::unique_ptr<InferenceRequest>& request) {
   Status valid = ValidateRequest(config_, request.get());
   bool wake = false;
   {
+    // A request refused here (invalid, the model stopping, a full queue, a sequence request the
+    // batcher refuses) counts in no statistics: Triton refuses it before its scheduler holds it
+    // (PrepareForInference, or the scheduler's Enqueue returning the error to
+    // TRITONSERVER_ServerInferAsync), and counts failures only of requests it accepted.
     std::lock_guard<std::mutex> lock(mu_);
-    if (!valid.IsOk()) {
-      stats_.Failed(FailureReason::kOther, 0);
-      return valid;
-    }
+    if (!valid.IsOk()) return valid;
     if (stopping_ || draining_) {
-      stats_.Failed(FailureReason::kOther, 0);
       return Unavailable("model '" + config_.name + "' is not accepting requests: it is shutting down");
     }
     Status status = source_->Enqueue(request, SteadyNowNs());
-    if (!status.IsOk()) {
-      // A full queue is a rejection; a sequence request the batcher refuses is invalid.
-      stats_.Failed(status.Code() == StatusCode::kUnavailable ? FailureReason::kRejected : FailureReason::kOther, 0);
-      return status;
-    }
+    if (!status.IsOk()) return status;
     ++stats_.pending;
     const bool pump_promised = PumpPromised(CalledOn::kCallerThread);
     pump_pending_ = pump_pending_ || pump_promised;

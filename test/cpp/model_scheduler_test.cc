@@ -283,9 +283,10 @@ TEST(SchedulerQueueFullIsUnavailable) {
   EXPECT_EQ(status.Code(), StatusCode::kUnavailable);
   EXPECT_EQ(status.Message(), std::string("Exceeds maximum queue size"));
   EXPECT_TRUE(third != nullptr);  // the caller keeps it
+  // Never held, so counted nowhere: Triton's PriorityQueue refuses it back to the caller.
   const ModelStats stats = scheduler.Stats();
-  EXPECT_EQ(stats.Failures(FailureReason::kRejected), 1u);
-  EXPECT_EQ(stats.fail.count, 1u);
+  EXPECT_EQ(stats.Failures(FailureReason::kRejected), 0u);
+  EXPECT_EQ(stats.fail.count, 0u);
   EXPECT_EQ(stats.pending, 2u);
   EXPECT_EQ(Ids(scheduler.Stop()), (Order{1, 2}));
 }
@@ -310,9 +311,10 @@ TEST(SchedulerRejectsInvalidRequestsWithoutQueueing) {
   EXPECT_EQ(status.Code(), StatusCode::kInvalidArg);
   EXPECT_TRUE(request != nullptr);
   EXPECT_EQ(scheduler.Stats().pending, 0u);
-  // Counted as a failure of reason OTHER (nv_inference_request_failure), never queued.
-  EXPECT_EQ(scheduler.Stats().fail.count, 1u);
-  EXPECT_EQ(scheduler.Stats().Failures(FailureReason::kOther), 1u);
+  // Never queued and counted nowhere: Triton refuses it in PrepareForInference, before any
+  // statistics (nv_inference_request_failure counts only requests it accepted).
+  EXPECT_EQ(scheduler.Stats().fail.count, 0u);
+  EXPECT_EQ(scheduler.Stats().Failures(FailureReason::kOther), 0u);
   EXPECT_TRUE(scheduler.Stop().empty());
 }
 
@@ -524,18 +526,20 @@ TEST(SchedulerStatsTellFailureReasons) {
   EXPECT_TRUE(recorder.WaitFor(1));
   Enqueue(&scheduler, 2);  // queued
   auto full = Req(3);
-  EXPECT_EQ(scheduler.Enqueue(full).Code(), StatusCode::kUnavailable);  // REJECTED
+  EXPECT_EQ(scheduler.Enqueue(full).Code(), StatusCode::kUnavailable);  // refused: not counted
   auto invalid = Req(4);
   invalid->inputs[0].name = "NOPE";
-  EXPECT_EQ(scheduler.Enqueue(invalid).Code(), StatusCode::kInvalidArg);  // OTHER
+  EXPECT_EQ(scheduler.Enqueue(invalid).Code(), StatusCode::kInvalidArg);  // refused: not counted
   EXPECT_EQ(Ids(scheduler.Cancel(2)), (Order{2}));                        // CANCELED
   EXPECT_EQ(Ids(scheduler.CompleteBatch(0, recorder.On(0).token, {Internal("engine failed")})), (Order{1}));  // BACKEND
   const ModelStats stats = scheduler.Stats();
-  EXPECT_EQ(stats.Failures(FailureReason::kRejected), 1u);
-  EXPECT_EQ(stats.Failures(FailureReason::kOther), 1u);
+  // Only requests the scheduler held count, as in Triton (REJECTED is a queued request's
+  // timeout: SchedulerQueueTimeoutRejectsThroughTheSink).
+  EXPECT_EQ(stats.Failures(FailureReason::kRejected), 0u);
+  EXPECT_EQ(stats.Failures(FailureReason::kOther), 0u);
   EXPECT_EQ(stats.Failures(FailureReason::kCanceled), 1u);
   EXPECT_EQ(stats.Failures(FailureReason::kBackend), 1u);
-  EXPECT_EQ(stats.fail.count, 4u);
+  EXPECT_EQ(stats.fail.count, 2u);
   EXPECT_EQ(stats.success.count, 0u);
   EXPECT_EQ(stats.pending, 0u);
   EXPECT_EQ(stats.queued, 0u);

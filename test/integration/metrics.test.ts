@@ -6,7 +6,7 @@
 import { Recorder, waitFor } from './helpers';
 import { native } from '../../ts/native';
 import { Triton } from '../../ts/triton';
-import type { TritonConfig } from '../../ts/config/types';
+import { TimeoutAction, type TritonConfig } from '../../ts/config/types';
 import { closeAgent, echo, get, post, RawConnection, rawPost, serve, type Served } from './http/http-helpers';
 
 let s: Served;
@@ -27,7 +27,10 @@ function bindModels(t: Triton): void {
   t.bind({
     modelName: 'held', modelVersion: 2, inferFunc: held.func,
     inputs: [{ name: 'IN', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [1] }],
-    config: { maxBatchSize: 1, batcher: { defaultQueuePolicy: { maxQueueSize: 2 } } },
+    config: {
+      maxBatchSize: 1,
+      batcher: { defaultQueuePolicy: { maxQueueSize: 2, defaultTimeoutMicroseconds: 60_000_000, timeoutAction: TimeoutAction.REJECT, allowTimeoutOverride: true } },
+    },
   });
 }
 
@@ -117,11 +120,16 @@ test('failures by reason: BACKEND, REJECTED, CANCELED; the pending gauge is the 
   await waitFor(() => s.triton.model('held').stats().queued === 2, 'two queued requests');
   text = await scrape(s.metricsPort);
   expect(value(text, 'nv_inference_pending_request_count', H)).toBe(2);
-  const rejected = await post(s.port, '/v2/models/held/infer', tagged(4));
-  expect(rejected.status).toBe(503);
-  expect(rejected.error).toContain('Exceeds maximum queue size');
+  // A full queue refuses before queueing: counted nowhere, as in Triton.
+  const refused = await post(s.port, '/v2/models/held/infer', tagged(4));
+  expect(refused.status).toBe(503);
+  expect(refused.error).toContain('Exceeds maximum queue size');
   conn.destroy();
   await waitFor(() => s.triton.model('held').stats().failures.CANCELED === 1, 'the cancellation');
+  // A queued request whose timeout passes is a REJECTED failure.
+  const expired = await post(s.port, '/v2/models/held/infer', { ...tagged(5), parameters: { timeout: 1000 } });
+  expect(expired.status).toBe(503);
+  expect(expired.error).toContain('Request timeout expired');
   gate.open();
   expect((await first).status).toBe(200);
   expect((await queued).status).toBe(200);
