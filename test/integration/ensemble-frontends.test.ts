@@ -9,6 +9,7 @@ import { status } from '@grpc/grpc-js';
 import type { Request } from '../../ts/request';
 import { NDArray } from '../../ts/tensor';
 import { Triton } from '../../ts/triton';
+import { GrpcInferenceServerClient } from '../../ts/client/grpc';
 import { expectRejects, expectThrows, waitFor } from './helpers';
 import { fails, fp32Bytes, ok, rawStub } from './grpc/helpers';
 import { closeAgent, get, post } from './http/http-helpers';
@@ -66,7 +67,8 @@ test('in process: a bound ensemble over bound callables; statistics per ensemble
   await expectRejects(triton.infer('pipe', {}), 'INVALID_ARG',
     "expected 1 inputs but got 0 inputs for model 'pipe'. Got input(s) [], but missing required input(s) ['X']. Please provide all required input(s).");
   await expectRejects(triton.infer('pipe', { X: row(0, 0), W: row(0, 0) }), 'INVALID_ARG', "unexpected inference input 'W' for model 'pipe'");
-  expect(triton.model('pipe').stats()).toMatchObject({ success: { count: 2 }, fail: { count: 3 }, inferenceCount: 2 });
+  // The three refused requests count nowhere, as in Triton (its checks run before any statistics).
+  expect(triton.model('pipe').stats()).toMatchObject({ success: { count: 2 }, fail: { count: 0 }, inferenceCount: 2 });
   expect(triton.model('times3').stats().success.count).toBe(2);
   await expectRejects(triton.infer('broken', { X: row(0, 0) }), 'INTERNAL', /in ensemble 'broken', step 1 \(model 'boom'\) failed: .*the device caught fire/);
 });
@@ -352,6 +354,73 @@ test("a failed ensemble request counts with Triton's reason OTHER, in statistics
   const failures = text.split('\n').filter((line) => line.startsWith('nv_inference_request_failure{model="broken"'));
   expect(failures).toContainEqual(expect.stringMatching(/reason="OTHER".* 2$/));
   expect(failures).toContainEqual(expect.stringMatching(/reason="BACKEND".* 0$/));
+});
+
+/**
+ * The failure counts of a model: its statistics' reasons and its nv_inference_request_failure
+ * lines (reason and value).
+ */
+async function failureCounts(model: string): Promise<{ stats: Record<string, number>; metrics: string[] }> {
+  const text = (await get(triton.ports.metrics!, '/metrics')).body.toString();
+  const metrics = text.split('\n').filter((line) => line.startsWith(`nv_inference_request_failure{model="${model}"`))
+    .map((line) => `${/reason="(\w+)"/.exec(line)![1]} ${line.split(' ').pop()}`).sort();
+  return { stats: { ...triton.model(model).stats().failures }, metrics };
+}
+
+test('a request refused at its checks counts nowhere, infer() and inferStream() alike, in process and over gRPC, as in Triton; ' +
+  'one failing in a step counts once on either path', async () => {
+  triton = new Triton({ config: {
+    allowHttp: false, grpcAddress: '127.0.0.1', grpcPort: 0, metricsPort: 0, metricsAddress: '127.0.0.1', logInfo: false,
+  } });
+  bindPipeline(triton);
+  // `repeat` (decoupled) answers its input twice, and fails on a negative one; `echoes` streams it.
+  async function* repeat(requests: Request[]): AsyncGenerator<{ OUT: NDArray }[]> {
+    const input = requests[0].data.IN;
+    if ((input.data as Float32Array)[0] < 0) throw new Error('a negative input');
+    for (let k = 0; k < 2; k++) yield [{ OUT: input }];
+  }
+  triton.bind({ modelName: 'repeat', inferFunc: repeat as never, inputs: [T('IN')], outputs: [T('OUT')], config: { maxBatchSize: 1, decoupled: true } });
+  triton.bind({
+    modelName: 'echoes', inputs: [T('X')], outputs: [T('Y')],
+    config: { maxBatchSize: 1, ensembleScheduling: { step: [{ modelName: 'repeat', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }] } },
+  });
+  await triton.run();
+  const client = new GrpcInferenceServerClient(`127.0.0.1:${triton.ports.grpc}`);
+  const drain = async (responses: AsyncIterable<unknown>): Promise<number> => {
+    let n = 0;
+    for await (const _ of responses) n++;
+    return n;
+  };
+  try {
+    const refused: [string, Record<string, NDArray>, RegExp][] = [
+      ['missing', {}, /missing required input\(s\) \['X'\]/],
+      ['datatype', { X: new NDArray('INT32', [1, 2], new Int32Array(2)) }, /unexpected datatype INT32 for input 'X'/],
+      ['shape', { X: row(1, 2, 3) }, /unexpected shape for input 'X'/],
+      ['unexpected', { X: row(1, 2), W: row(1, 2) }, /unexpected inference input 'W'/],
+    ];
+    for (const [, inputs, message] of refused) {
+      await expectRejects(triton.infer('pipe', inputs), 'INVALID_ARG', message);
+      await expectRejects(drain(triton.inferStream('echoes', inputs)), 'INVALID_ARG', message);
+      await expectRejects(client.infer({ modelName: 'pipe', inputs }), 'INVALID_ARG', message);
+      await expectRejects(drain(client.streamInfer({ modelName: 'pipe', inputs })), 'INVALID_ARG', message);
+      await expectRejects(drain(client.streamInfer({ modelName: 'echoes', inputs })), 'INVALID_ARG', message);
+    }
+    const none = { stats: { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 0 }, metrics: ['BACKEND 0', 'CANCELED 0', 'OTHER 0', 'REJECTED 0'] };
+    expect(await failureCounts('pipe')).toEqual(none);
+    expect(await failureCounts('echoes')).toEqual(none);
+    // Past the checks, a failing step fails the request: counted once (reason OTHER), whichever path.
+    expect(await drain(triton.inferStream('echoes', { X: row(1, 2) }))).toBe(2);
+    await expectRejects(triton.infer('broken', { X: row(1, 2) }), 'INTERNAL', /step 1 \(model 'boom'\) failed/);
+    await expectRejects(client.infer({ modelName: 'broken', inputs: { X: row(1, 2) } }), 'INTERNAL', /step 1 \(model 'boom'\) failed/);
+    await expectRejects(drain(triton.inferStream('echoes', { X: row(-1, 2) })), 'INTERNAL', /step 1 \(model 'repeat'\) failed/);
+    await expectRejects(drain(client.streamInfer({ modelName: 'echoes', inputs: { X: row(-1, 2) } })), 'INTERNAL', /step 1 \(model 'repeat'\) failed/);
+    const two = { stats: { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 2 }, metrics: ['BACKEND 0', 'CANCELED 0', 'OTHER 2', 'REJECTED 0'] };
+    expect(await failureCounts('broken')).toEqual(two);
+    expect(await failureCounts('echoes')).toEqual(two);
+    expect(triton.model('echoes').stats().success.count).toBe(1);
+  } finally {
+    await client.close();
+  }
 });
 
 test("HTTP and gRPC: an ensemble's step request batches with a direct request to the step model", async () => {

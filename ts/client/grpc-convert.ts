@@ -6,7 +6,7 @@
 import { status as Status, type ServiceError } from '@grpc/grpc-js';
 import { InferenceServerError, type StatusCodeName } from '../errors';
 import { MODEL_CONFIG } from '../config/model-config-schema';
-import { is64BitKind, type FieldSpec, type MessageSpec, type ProtoJsonObject, type ProtoJsonValue } from '../config/proto-schema';
+import { exactInteger, is64BitKind, type FieldSpec, type MessageSpec, type ProtoJsonObject, type ProtoJsonValue } from '../config/proto-schema';
 import type { InferRequestFields, TensorHeader } from '../server/grpc/infer-encode';
 import { paramRecord, type InferParam, type InferResponseMessage, type ParamMap } from '../server/grpc/infer-codec';
 import { tensorFromContents } from '../server/grpc/typed-contents';
@@ -208,8 +208,13 @@ function longMapKey(key: string): string {
 function jsonValue(field: FieldSpec, value: unknown): ProtoJsonValue {
   const type = field.type;
   if (type.kind === 'message') return tritonJson(type.message, value as Record<string, unknown>);
-  // Decoders may hand 64-bit values over as numbers or as strings; Triton prints some as numbers.
-  if (type.kind === 'scalar' && is64BitKind(type.scalar)) return field.jsonNumber ? Number(value) : String(value);
+  // 64-bit values arrive as exact digit strings (clientServiceDefinition; a number from another
+  // decoder is taken as it is). Triton prints the listed ones as JSON numbers: a number, or a
+  // bigint where a number would round, as the HTTP client's parseJsonExact reads them.
+  if (type.kind === 'scalar' && is64BitKind(type.scalar)) {
+    if (!field.jsonNumber) return String(value);
+    return typeof value === 'number' ? value : exactInteger(BigInt(String(value)));
+  }
   if (typeof value === 'number' && !Number.isFinite(value)) return Number.isNaN(value) ? 'NaN' : value > 0 ? 'Infinity' : '-Infinity';
   return value as ProtoJsonValue;
 }
@@ -217,7 +222,7 @@ function jsonValue(field: FieldSpec, value: unknown): ProtoJsonValue {
 /**
  * A decoded message (defaults filled, unset sub-messages null) in Triton's JSON form: proto
  * field names, every primitive field, 64-bit fields as strings except those Triton prints as
- * numbers, unset sub-messages and oneof members left out.
+ * numbers (bigints beyond 2^53 - 1), unset sub-messages and oneof members left out.
  */
 export function tritonJson(spec: MessageSpec, message: Record<string, unknown>): ProtoJsonObject {
   const out: ProtoJsonObject = {};

@@ -21,7 +21,7 @@ import {
   type CallOptions, type ChannelCredentials, type ChannelOptions, type ClientDuplexStream, type ServiceError,
 } from '@grpc/grpc-js';
 import { InferenceServerError } from '../errors';
-import { CLIENT_OPTIONS, inferenceServiceDefinition } from '../server/grpc/protos';
+import { clientServiceDefinition } from '../server/grpc/protos';
 import type { InferResponseMessage, StreamResponseMessage } from '../server/grpc/infer-codec';
 import { encodeInferRequest } from '../server/grpc/infer-encode';
 import { ClientClosedError, ClientInvalidUrlError, ClientTimeoutError, ClientValueError, StreamResponseError } from './errors';
@@ -171,7 +171,7 @@ export class GrpcInferenceServerClient extends TritonClientBase implements Infer
       'grpc.enable_channelz': 0,
       ...options.channelOptions,
     });
-    this.#methods = inferenceServiceDefinition(CLIENT_OPTIONS) as unknown as Record<string, Method>;
+    this.#methods = clientServiceDefinition() as unknown as Record<string, Method>;
   }
 
   #metadata(extra?: Record<string, string>): Metadata {

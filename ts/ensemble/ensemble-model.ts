@@ -129,6 +129,12 @@ const zeroBatchStats = (batchSize: number): NativeBatchStats => ({
  */
 type Tensors = Map<string, NDArray | undefined>;
 
+/** A request that passed its checks: its tensors and the ensemble outputs it asked for. */
+interface PreparedRequest {
+  tensors: Tensors;
+  wanted: string[];
+}
+
 /** What every continuation of one decoupled ensemble request shares. */
 interface Flow {
   options: InferOptions;
@@ -296,7 +302,7 @@ export class EnsembleModel extends BoundModel {
     }
     const prepared = this.#prepare(inputs, options);
     if (prepared instanceof InferenceServerError) {
-      stream.fail(prepared);
+      stream.fail(prepared);  // refused at its checks: not counted (#prepare)
       return stream;
     }
     const held = this.#holdSteps();
@@ -447,8 +453,11 @@ export class EnsembleModel extends BoundModel {
       return Promise.reject(new InferenceServerError('UNAVAILABLE', `model '${this.name}' is not ready: it was stopped`));
     }
     const record = newRecord(this.#rows(inputs));
+    const prepared = this.#prepare(inputs, options);
+    // Refused at its checks: not counted, as inferStream() and Triton (see #prepare).
+    if (prepared instanceof InferenceServerError) return Promise.reject(prepared);
     this.#pending++;
-    return this.#run(inputs, options, record).then((outputs) => {
+    return this.#run(prepared, options, record).then((outputs) => {
       this.#succeeded(record, options);
       return outputs;
     }, (err: unknown) => {
@@ -518,9 +527,13 @@ export class EnsembleModel extends BoundModel {
 
   /**
    * The request's tensors (a caller's arrays copied once: steps may run after infer() returned)
-   * and the outputs it wants, or the error that refuses it.
+   * and the outputs it wants, or the error that refuses it. A refused request (an input missing,
+   * unexpected, of another datatype or shape, too many rows, an unknown output) is counted
+   * nowhere, by infer() and inferStream() alike: Triton refuses it in InferenceRequest::Normalize,
+   * which TRITONSERVER_ServerInferAsync runs before the request reaches any scheduler or its
+   * statistics (no inference_stats.fail, no nv_inference_request_failure).
    */
-  #prepare(given: Record<string, NDArray>, options: InferOptions): { tensors: Tensors; wanted: string[] } | InferenceServerError {
+  #prepare(given: Record<string, NDArray>, options: InferOptions): PreparedRequest | InferenceServerError {
     const config = this.config;
     const refused = checkEnsembleRequest(config, given);
     if (refused) return refused;
@@ -538,11 +551,9 @@ export class EnsembleModel extends BoundModel {
     return { tensors, wanted };
   }
 
-  /** One request through the DAG; rejects with the failing step named. */
-  #run(given: Record<string, NDArray>, options: InferOptions, record: RequestRecord): Promise<Record<string, NDArray>> {
+  /** One checked request through the DAG; rejects with the failing step named. */
+  #run(prepared: PreparedRequest, options: InferOptions, record: RequestRecord): Promise<Record<string, NDArray>> {
     const steps = this.config.ensembleScheduling!.steps;
-    const prepared = this.#prepare(given, options);
-    if (prepared instanceof InferenceServerError) return Promise.reject(prepared);
     const { tensors, wanted } = prepared;
     const held = this.#holdSteps();
     if (held instanceof InferenceServerError) return Promise.reject(held);

@@ -29,7 +29,8 @@ export function protoDirectory(): string {
 
 /**
  * How decoded messages look. The server reads 64-bit integers as strings (exact; its checks
- * accept digit strings); the client reads them as numbers, as the HTTP client's JSON does.
+ * accept digit strings); the client reads them as numbers, as the HTTP client's JSON does,
+ * except in ModelConfig (`clientServiceDefinition`).
  */
 const COMMON: Options = { keepCase: true, enums: String, defaults: true, arrays: true, objects: true, oneofs: true };
 export const SERVER_OPTIONS: Options = { ...COMMON, longs: String };
@@ -78,6 +79,22 @@ export function inferenceServiceDefinition(options: Options): ServiceDefinition 
     responseSerialize: encodeStreamResponse as (value: unknown) => Buffer,
     responseDeserialize: decodeStreamResponse,
   };
+  return methods as ServiceDefinition;
+}
+
+/**
+ * The inference service as the client decodes it: 64-bit integers as numbers (CLIENT_OPTIONS),
+ * but ModelConfig's as exact digit strings (SERVER_OPTIONS): a config's uint64 fields take any
+ * value up to 2^64 - 1 (Triton's qa/L0_config_json `priority_levels: 18446744073709551615`),
+ * which a number rounds; grpc-convert's `modelConfigJson` makes them numbers or BigInts, as the
+ * HTTP client's getModelConfig gives them. The other 64-bit values stay numbers, as the HTTP
+ * client's JSON.parse gives them: metadata shapes and shared-memory sizes cannot pass 2^53 (no
+ * tensor or region is that large), and the statistics are measured totals (counts, ns), where
+ * rounding past 2^53 (104 days of summed ns) is off by less than one part in 2^53.
+ */
+export function clientServiceDefinition(): ServiceDefinition {
+  const methods = inferenceServiceDefinition(CLIENT_OPTIONS) as Record<string, AnyMethod>;
+  methods.ModelConfig = service(packageDefinition(SERVER_OPTIONS), INFERENCE_SERVICE).ModelConfig;
   return methods as ServiceDefinition;
 }
 
