@@ -29,7 +29,9 @@ function bindModels(t: Triton): void {
     inputs: [{ name: 'IN', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [1] }],
     config: {
       maxBatchSize: 1,
-      batcher: { defaultQueuePolicy: { maxQueueSize: 2, defaultTimeoutMicroseconds: 60_000_000, timeoutAction: TimeoutAction.REJECT, allowTimeoutOverride: true } },
+      batcher: {
+        defaultQueuePolicy: { maxQueueSize: 2, defaultTimeoutMicroseconds: 60_000_000, timeoutAction: TimeoutAction.REJECT, allowTimeoutOverride: true },
+      },
     },
   });
 }
