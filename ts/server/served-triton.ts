@@ -5,7 +5,7 @@
  * repository manager.
  */
 import type { TritonConfig } from '../config/types';
-import type { BoundModel } from '../model';
+import type { BoundModel, RequestSink } from '../model';
 import type { IndexEntry, LoadOverride } from '../repository/manager';
 
 /**
@@ -28,4 +28,9 @@ export interface ServedTriton {
   repositoryIndex(readyOnly?: boolean): IndexEntry[];
   loadModel(name: string, override?: LoadOverride): Promise<void>;
   unloadModel(name: string): Promise<void>;
+  /**
+   * Has every serving model, and each one published later, report its successful requests to
+   * the sink `sinkFor` gives it (the metrics frontend's); null: to none.
+   */
+  reportRequestsTo(sinkFor: ((model: BoundModel) => RequestSink | null) | null): void;
 }
