@@ -288,13 +288,14 @@ describe('opt-in latency metrics and configuration', () => {
         expect(sum).toBe(value(text, `nv_inference_${phase}_duration_us`, M));
         expect(sum).toBe(counted.us);
         // Triton's default quantiles, in order; the median at most twice the mean (as any
-        // median of non-negative durations), the 99.9th at least the mean, both at most the sum.
+        // median of non-negative durations), the 99.9th at least the mean, both at most the sum
+        // (give or take the summary's 0.4 %).
         const quantiles = ['0.5', '0.9', '0.95', '0.99', '0.999'].map((quantile) => value(text, summary, { ...M, quantile })!);
         for (let i = 1; i < quantiles.length; i++) expect(quantiles[i]).toBeGreaterThanOrEqual(quantiles[i - 1]);
         const mean = counted.ns / counted.count / 1000;
-        expect(quantiles[0]).toBeLessThanOrEqual(2 * mean + 1);
-        expect(quantiles[4]).toBeGreaterThanOrEqual(Math.floor(mean) - 1);
-        expect(quantiles[4]).toBeLessThanOrEqual(sum);
+        expect(quantiles[0]).toBeLessThanOrEqual((2 * mean + 1) * 1.004);
+        expect(quantiles[4]).toBeGreaterThanOrEqual((Math.floor(mean) - 1) / 1.004);
+        expect(quantiles[4]).toBeLessThanOrEqual(sum * 1.004);
       }
       expect(value(text, 'nv_inference_request_summary_us', { ...M, quantile: '0.5' })).toBeGreaterThan(0);
       // The response cache's summaries belong to models that enable it (cache-frontends.test.ts).

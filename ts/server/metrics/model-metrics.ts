@@ -15,16 +15,17 @@
  * labels.
  *
  * The text of these families is written by exposition.ts, not a prom-client Registry: their
- * series differ per model in labels and buckets. prom-client's Summary and Histogram still
- * observe, one unlabelled metric per model and family, in no registry.
+ * series differ per model in labels and buckets. The summaries are summary.ts's; prom-client's
+ * Histogram observes the first responses, one unlabelled metric per model, in no registry.
  */
-import { Histogram, Summary } from 'prom-client';
+import { Histogram } from 'prom-client';
 import type { BoundModel, RequestSink } from '../../model';
 import type { ModelStats } from '../../cache/model-cache';
 import { histogramBuckets } from '../../config/metric-settings';
 import type { ServedTriton } from '../served-triton';
 import type { MetricsSettings } from './config';
 import { familyText, type FamilyType, type Labels, type Sample } from './exposition';
+import { WindowedSummary } from './summary';
 
 /** Triton's default buckets of nv_inference_first_response_histogram_ms. */
 export const FIRST_RESPONSE_BUCKETS_MS = [100, 500, 2000, 5000];
@@ -62,7 +63,7 @@ function labelsOf(model: BoundModel): Labels {
  * first-response histogram with the model's buckets.
  */
 class ModelSeries implements RequestSink {
-  readonly summaries: Partial<Record<SummaryKind, Summary>> = {};
+  readonly summaries: Partial<Record<SummaryKind, WindowedSummary>> = {};
   readonly firstResponseMs: Histogram | null = null;
   readonly #decoupled: boolean;
 
@@ -73,14 +74,8 @@ class ModelSeries implements RequestSink {
       const kinds: SummaryKind[] = cached
         ? ['queue', 'computeInput', 'computeInfer', 'computeOutput', 'cacheHit', 'cacheMiss']
         : ['request', 'queue', 'computeInput', 'computeInfer', 'computeOutput'];
-      for (const kind of kinds) {
-        this.summaries[kind] = new Summary({
-          name: SUMMARIES[kind][0], help: SUMMARIES[kind][1], registers: [],
-          percentiles: settings.summaryQuantiles.map(([q]) => q),
-          // Triton's summaries (prometheus-cpp) look at the last minute in 5 age buckets.
-          maxAgeSeconds: 60, ageBuckets: 5,
-        });
-      }
+      const quantiles = settings.summaryQuantiles.map(([q]) => q);
+      for (const kind of kinds) this.summaries[kind] = new WindowedSummary(quantiles);
     }
     if (settings.histogramLatencies) {
       this.firstResponseMs = new Histogram({ name: FIRST_RESPONSE, help: FIRST_RESPONSE_HELP, registers: [], buckets });
@@ -123,14 +118,23 @@ interface Snapshot {
   responseCache: boolean;
 }
 
-/** The samples of an observing prom-client metric, with its series' labels. */
-async function observedSamples(metric: Summary | Histogram, labels: Labels): Promise<Sample[]> {
-  const { name, values } = await metric.get();
+/** A histogram's samples (prom-client's), with its series' labels. */
+async function histogramSamples(histogram: Histogram, labels: Labels): Promise<Sample[]> {
+  const { values } = await histogram.get();
   return values.map((v): Sample => {
-    const own = v.labels as Record<string, string | number>;
-    const last = own.quantile !== undefined ? 'quantile' : own.le !== undefined ? 'le' : null;
-    return { name: v.metricName ?? name, labels, last: last ? [last, own[last]] : undefined, value: v.value };
+    const le = (v.labels as { le?: string | number }).le;
+    return { name: v.metricName ?? FIRST_RESPONSE, labels, last: le === undefined ? undefined : ['le', le], value: v.value };
   });
+}
+
+/** A summary's samples as prometheus-cpp writes them: _count, _sum, then each quantile. */
+function summarySamples(name: string, summary: WindowedSummary, labels: Labels): Sample[] {
+  const values = summary.values();
+  return [
+    { name: `${name}_count`, labels, value: summary.count },
+    { name: `${name}_sum`, labels, value: summary.sum },
+    ...summary.quantiles.map((q, i): Sample => ({ name, labels, last: ['quantile', q], value: values[i] })),
+  ];
 }
 
 export class ModelMetrics {
@@ -219,14 +223,15 @@ export class ModelMetrics {
   /** The first-response histogram and the summaries, each family with every series that has it. */
   async #observedText(snapshot: Snapshot[]): Promise<string> {
     const out: string[] = [];
-    const histograms = snapshot.flatMap(({ series }) => series.firstResponseMs ? [observedSamples(series.firstResponseMs, series.labels)] : []);
+    const histograms = snapshot.flatMap(({ series }) => series.firstResponseMs ? [histogramSamples(series.firstResponseMs, series.labels)] : []);
     out.push(familyText(FIRST_RESPONSE, FIRST_RESPONSE_HELP, 'histogram', (await Promise.all(histograms)).flat()));
     for (const kind of Object.keys(SUMMARIES) as SummaryKind[]) {
-      const summaries = snapshot.flatMap(({ series }) => {
+      const [name, help] = SUMMARIES[kind];
+      const samples = snapshot.flatMap(({ series }) => {
         const summary = series.summaries[kind];
-        return summary ? [observedSamples(summary, series.labels)] : [];
+        return summary ? summarySamples(name, summary, series.labels) : [];
       });
-      out.push(familyText(SUMMARIES[kind][0], SUMMARIES[kind][1], 'summary', (await Promise.all(summaries)).flat()));
+      out.push(familyText(name, help, 'summary', samples));
     }
     return out.join('');
   }
