@@ -19,7 +19,7 @@ import {
   DEFAULT_MAX_QUEUED_RESPONSES, ResponseSender, ResponseStream, driveDecoupled, type DecoupledSink,
 } from './decoupled';
 import { collectOutputs } from './outputs';
-import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelStats } from './cache/model-cache';
+import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelStats, type RequestSink } from './cache/model-cache';
 import type { ResponseCache } from './cache/response-cache';
 import { Request, type InferFunc, type Parameters, type TritonContext } from './request';
 import { PendingTable } from './pending-table';
@@ -50,24 +50,6 @@ export interface RequestTimes {
   computeInputNs: number;
   computeInferNs: number;
   computeOutputNs: number;
-}
-
-/**
- * Told of each request of one model that succeeded, with the durations the model's statistics
- * counted (ns): the metrics frontend's per-request latency summaries and first-response
- * histogram, as Triton's metric reporter observes them (core src/infer_stats.cc). A model
- * without one pays nothing per request.
- * @internal
- */
-export interface RequestSink {
-  /** A request the model executed (an ensemble's: its steps did). */
-  executed(requestNs: number, queueNs: number, computeInputNs: number, computeInferNs: number, computeOutputNs: number): void;
-  /** A request answered from the response cache: its whole time, the part before the lookup, the lookup. */
-  cacheHit(requestNs: number, queueNs: number, hitNs: number): void;
-  /** A request whose answer was computed and inserted into the response cache: lookup + insert. */
-  cacheMiss(missNs: number): void;
-  /** A decoupled model's request sent its first response, `ms` after it was queued. */
-  firstResponse(ms: number): void;
 }
 
 /** Options of one in-process inference. */

@@ -12,10 +12,10 @@
  *  - failed requests are not cached and count no miss.
  * Each duration also goes into the `us` sums in whole microseconds (NativeDuration.us), and to
  * the model's RequestSink when it has one.
- * Runs on the main JS thread only (see response-cache.ts).
+ * Runs on the main JS thread only (see response-cache.ts). The statistics types a model reports
+ * (ModelStats, RequestSink) live here too, below model.ts (docs/architecture.md, "Layers of ts/").
  */
 import type { NormalizedModelConfig } from '../config/normalize';
-import type { RequestSink } from '../model';
 import type { NativeDuration, NativeModelStats } from '../native';
 import type { Parameters } from '../request';
 import type { NDArray } from '../tensor';
@@ -26,6 +26,24 @@ import type { ResponseCache } from './response-cache';
 export interface ModelStats extends NativeModelStats {
   cacheHit: NativeDuration;
   cacheMiss: NativeDuration;
+}
+
+/**
+ * Told of each request of one model that succeeded, with the durations the model's statistics
+ * counted (ns): the metrics frontend's per-request latency summaries and first-response
+ * histogram, as Triton's metric reporter observes them (core src/infer_stats.cc). A model
+ * without one pays nothing per request.
+ * @internal
+ */
+export interface RequestSink {
+  /** A request the model executed (an ensemble's: its steps did). */
+  executed(requestNs: number, queueNs: number, computeInputNs: number, computeInferNs: number, computeOutputNs: number): void;
+  /** A request answered from the response cache: its whole time, the part before the lookup, the lookup. */
+  cacheHit(requestNs: number, queueNs: number, hitNs: number): void;
+  /** A request whose answer was computed and inserted into the response cache: lookup + insert. */
+  cacheMiss(missNs: number): void;
+  /** A decoupled model's request sent its first response, `ms` after it was queued. */
+  firstResponse(ms: number): void;
 }
 
 /** What the cache reads of a request's options (BoundModel's InferOptions). */

@@ -5,7 +5,8 @@
  * repository manager.
  */
 import type { TritonConfig } from '../config/types';
-import type { BoundModel, RequestSink } from '../model';
+import type { BoundModel } from '../model';
+import type { RequestSink } from '../cache/model-cache';
 import type { IndexEntry, LoadOverride } from '../repository/manager';
 
 /**

@@ -19,8 +19,8 @@
  * Histogram observes the first responses, one unlabelled metric per model, in no registry.
  */
 import { Histogram } from 'prom-client';
-import type { BoundModel, RequestSink } from '../../model';
-import type { ModelStats } from '../../cache/model-cache';
+import type { BoundModel } from '../../model';
+import type { ModelStats, RequestSink } from '../../cache/model-cache';
 import { histogramBuckets } from '../../config/metric-settings';
 import type { ServedTriton } from '../served-triton';
 import type { MetricsSettings } from './config';
