@@ -19,7 +19,7 @@ import {
   DEFAULT_MAX_QUEUED_RESPONSES, ResponseSender, ResponseStream, driveDecoupled, type DecoupledSink,
 } from './decoupled';
 import { collectOutputs } from './outputs';
-import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelStats } from './cache/model-cache';
+import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelStats, type RequestSink } from './cache/model-cache';
 import type { ResponseCache } from './cache/response-cache';
 import { Request, type InferFunc, type Parameters, type TritonContext } from './request';
 import { PendingTable } from './pending-table';
@@ -148,6 +148,8 @@ interface PendingRequest {
   unwatch?: () => void;
   /** InferOptions.addTimesTo. */
   addTimesTo?: RequestTimes;
+  /** Decoupled models with a RequestSink: when it was queued (performance.now()), until its first response. */
+  queuedAt?: number;
 }
 
 const SEQUENCE_START = 1;
@@ -224,6 +226,8 @@ export class BoundModel {
   loadDurationSeconds = 0;
   /** The server's response cache as this model uses it; null when it uses none (ts/cache/). */
   #responseCache: ModelResponseCache | null = null;
+  /** Where each successful request is reported (reportRequestsTo); null: nowhere. */
+  protected requestSink: RequestSink | null = null;
 
   /** `rateLimiter`: the Triton's (when its rateLimit is 'execution_count'). */
   constructor(config: NormalizedModelConfig, engine: ModelEngine, rateLimiter?: RateLimiter) {
@@ -273,13 +277,24 @@ export class BoundModel {
   }
 
   /**
+   * Reports each successful request to `sink` from now on (null: to nothing). Called by the
+   * Triton that serves the model, for its metrics frontend.
+   * @internal
+   */
+  reportRequestsTo(sink: RequestSink | null): void {
+    this.requestSink = sink;
+  }
+
+  /**
    * Queues one request; resolves with its outputs or rejects with an InferenceServerError. With
    * a response cache, a hit answers without entering the queue.
    */
   infer(inputs: ModelInputs, options: InferOptions = {}): Promise<Record<string, NDArray>> {
     const cache = this.#responseCache;
     // No DeviceTensor with a cache (acceptsDeviceInputs): the cache hashes the bytes.
-    if (cache && !this.#stopped) return cache.infer(inputs as Record<string, NDArray>, options, () => this.#inferQueued(inputs, options));
+    if (cache && !this.#stopped) {
+      return cache.infer(inputs as Record<string, NDArray>, options, () => this.#inferQueued(inputs, options), this.requestSink);
+    }
     return this.#inferQueued(inputs, options);
   }
 
@@ -338,6 +353,7 @@ export class BoundModel {
         sequence: this.#sequencing ? nativeSequence(options, this.config.name) : undefined,
         executions: 0,
         addTimesTo: options.addTimesTo,
+        queuedAt: stream && this.requestSink ? performance.now() : undefined,
       };
       // Stored before enqueue: the scheduler may dispatch this request within the call.
       this.#pending.set(id, entry);
@@ -737,6 +753,10 @@ export class BoundModel {
       this.#cancel(entry.id, toInferenceServerError(err));
       return;
     }
+    if (entry.queuedAt !== undefined) {
+      this.requestSink?.firstResponse(performance.now() - entry.queuedAt);
+      entry.queuedAt = undefined;
+    }
     if (!entry.stream!.push(this.#pick(entry, outputs))) {
       this.#cancel(entry.id, new InferenceServerError('UNAVAILABLE', `request for model '${this.config.name}' was cancelled: ` +
         `its reader fell more than ${entry.stream!.maxQueued} responses behind (maxQueuedResponses)`));
@@ -772,9 +792,14 @@ export class BoundModel {
       entry.settled = true;
       const native = outputs?.[i];
       if (native) entry.outputs = nativeOutputsToArrays(native, this.config.name);
-      if (codes[i] === 0 && entry.addTimesTo) addTimings(entry.addTimesTo, timings, i * TIMING_FIELDS);
-      if (codes[i] === 0) entry.resolve(this.#selectOutputs(entry));
-      else entry.reject(error ?? new InferenceServerError(codes[i], messages?.[i] ?? 'inference failed'));
+      if (codes[i] === 0) {
+        const at = i * TIMING_FIELDS;
+        if (entry.addTimesTo) addTimings(entry.addTimesTo, timings, at);
+        this.requestSink?.executed(timings[at + 4], timings[at], timings[at + 1], timings[at + 2], timings[at + 3]);
+        entry.resolve(this.#selectOutputs(entry));
+      } else {
+        entry.reject(error ?? new InferenceServerError(codes[i], messages?.[i] ?? 'inference failed'));
+      }
     }
     if (this.#drained && this.#pending.size === 0) this.#drained();
   }

@@ -29,9 +29,9 @@ export type NativeResponses = [
 /**
  * A handed-back request's timings, in the model's timings view or NativeResponses' own (ns, as
  * its model's statistics counted them; all 0 for a failed request): queue, compute input,
- * compute infer, compute output (cpp/core/request.h RequestTimings).
+ * compute infer, compute output, request (enqueue to completion; cpp/core/request.h RequestTimings).
  */
-export const TIMING_FIELDS = 4;
+export const TIMING_FIELDS = 5;
 
 /** An output of a native engine: `data` is an external ArrayBuffer over native memory. */
 export interface NativeOutput {
@@ -92,6 +92,11 @@ export type Dispatch = number | Float64Array;
 export interface NativeDuration {
   count: number;
   ns: number;
+  /**
+   * The same durations in whole microseconds, each rounded down before it was added, as
+   * Triton's `nv_inference_*_duration_us` counters add them (not in the statistics API).
+   */
+  us: number;
 }
 
 /** Why requests failed, as Triton's `nv_inference_request_failure{reason}` labels them. */

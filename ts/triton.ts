@@ -10,6 +10,7 @@ import { DEFAULT_EXIT_TIMEOUT_SECS } from './config/defaults';
 import { ResponseStream } from './decoupled';
 import { InferenceServerError, clip, notFound, toInferenceServerError } from './errors';
 import { BoundModel, type InferOptions, type StreamOptions } from './model';
+import type { RequestSink } from './cache/model-cache';
 import type { InferFunc, InferFuncResult, Request, ResponseOutputs, TritonContext } from './request';
 import { NDArray, ndarray, typedArrayFor, type DataType, type TensorData } from './tensor';
 import type { NormalizedModelConfig, NormalizedTensor } from './config/normalize';
@@ -195,6 +196,8 @@ export class Triton implements ServedTriton {
    */
   #servedAtStop: Set<string> | null = null;
   #exitTimeoutExpired = false;
+  /** What each published model reports its successful requests to (reportRequestsTo). */
+  #sinkFor: ((model: BoundModel) => RequestSink | null) | null = null;
   /** The server's log (Triton's logging extension). */
   readonly logger: Logger;
   /**
@@ -295,7 +298,7 @@ export class Triton implements ServedTriton {
   }
 
   #register(model: BoundModel): void {
-    model.useResponseCache(this.responseCache);
+    this.#publish(model);
     const key = model.name.toLowerCase();
     const versions = this.#models.get(key) ?? new Map<number, BoundModel>();
     versions.set(model.version, model);
@@ -319,6 +322,22 @@ export class Triton implements ServedTriton {
     return this.#repository;
   }
 
+  /** What a model gets from this Triton when it is published: its response cache and request sink. */
+  #publish(model: BoundModel): void {
+    model.useResponseCache(this.responseCache);
+    model.reportRequestsTo(this.#sinkFor?.(model) ?? null);
+  }
+
+  /**
+   * Has every serving model, and each one published later, report its successful requests to
+   * the sink `sinkFor` gives it (the metrics frontend's); null: to none.
+   * @internal
+   */
+  reportRequestsTo(sinkFor: ((model: BoundModel) => RequestSink | null) | null): void {
+    this.#sinkFor = sinkFor;
+    for (const model of this.models()) model.reportRequestsTo(sinkFor?.(model) ?? null);
+  }
+
   /**
    * Publishes (or, with null, withdraws) the versions of a repository model. Requests already
    * queued on withdrawn versions finish there.
@@ -326,7 +345,7 @@ export class Triton implements ServedTriton {
    */
   setModelVersions(name: string, versions: Map<number, BoundModel> | null): void {
     const key = name.toLowerCase();
-    for (const model of versions?.values() ?? []) model.useResponseCache(this.responseCache);
+    for (const model of versions?.values() ?? []) this.#publish(model);
     if (versions && versions.size > 0) this.#models.set(key, versions);
     else this.#models.delete(key);
     this.#latest.clear();

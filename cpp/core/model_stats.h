@@ -11,9 +11,14 @@ namespace infernode {
 struct DurationStat {
   uint64_t count = 0;
   uint64_t ns = 0;
+  // The same durations in whole microseconds, each rounded down before it is added: Triton's
+  // nv_inference_*_duration_us counters add duration_ns / 1000 per request (infer_stats.cc),
+  // which is less than the total's ns / 1000 by the sum of the dropped remainders.
+  uint64_t us = 0;
   void Add(uint64_t duration_ns) {
     ++count;
     ns += duration_ns;
+    us += duration_ns / 1000;
   }
 };
 

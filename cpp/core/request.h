@@ -104,8 +104,10 @@ struct OutputTensor {
 // What a successful request counted in its model's statistics (ModelScheduler::RecordRequest):
 // its wait in the queue and its batch's phases. Its caller may fold them into statistics of its
 // own, as Triton's ensemble sums its step requests' compute times into the ensemble's (the step
-// request's secondary stats aggregator). All zero for a failed request.
+// request's secondary stats aggregator), and the metrics' per-request latency summaries observe
+// them. All zero for a failed request.
 struct RequestTimings {
+  uint64_t request_ns = 0;  // enqueue to completion: what the success duration counted
   uint64_t queue_ns = 0;
   uint64_t compute_input_ns = 0;
   uint64_t compute_infer_ns = 0;

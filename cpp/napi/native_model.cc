@@ -150,8 +150,9 @@ InputTensor InputFromJs(Napi::Env env, const Napi::Array& args, uint32_t at) {
 // without calling into native code. Larger ones get buffers of their own.
 constexpr size_t kScratchElements = 1024;
 
-// Per handed-back request, its RequestTimings as doubles: queue, compute input, infer, output (ns).
-constexpr size_t kTimingFields = 4;
+// Per handed-back request, its RequestTimings as doubles: queue, compute input, infer, output,
+// request (ns).
+constexpr size_t kTimingFields = 5;
 
 template <typename T>
 T* ScratchData(const Napi::Reference<Napi::ArrayBuffer>& scratch) {
@@ -664,6 +665,7 @@ Napi::Value NativeModel::ResponsesToJs(Napi::Env env, std::vector<InferenceRespo
     at[1] = static_cast<double>(t.compute_input_ns);
     at[2] = static_cast<double>(t.compute_infer_ns);
     at[3] = static_cast<double>(t.compute_output_ns);
+    at[4] = static_cast<double>(t.request_ns);
   }
   if (plain) return Napi::Number::New(env, static_cast<double>(n));
   Napi::Value messages = env.Undefined();
@@ -712,6 +714,7 @@ Napi::Object DurationToJs(Napi::Env env, const DurationStat& d) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("count", static_cast<double>(d.count));
   o.Set("ns", static_cast<double>(d.ns));
+  o.Set("us", static_cast<double>(d.us));
   return o;
 }
 

@@ -303,11 +303,12 @@ RequestTimings ModelScheduler::RecordRequest(const InferenceRequest& request, co
     stats_.Failed(cancelled ? FailureReason::kCanceled : failure_reason, now_ns - request.enqueue_ns);
     return counted;
   }
+  counted.request_ns = now_ns - request.enqueue_ns;
   counted.queue_ns = dispatch_ns - request.enqueue_ns;
   counted.compute_input_ns = t.input_ns;
   counted.compute_infer_ns = t.infer_ns;
   counted.compute_output_ns = t.output_ns;
-  stats_.success.Add(now_ns - request.enqueue_ns);
+  stats_.success.Add(counted.request_ns);
   stats_.queue.Add(counted.queue_ns);
   stats_.compute_input.Add(counted.compute_input_ns);
   stats_.compute_infer.Add(counted.compute_infer_ns);

@@ -570,6 +570,10 @@ TEST(SchedulerStatsUseTheInstancesTimings) {
   EXPECT_EQ(stats.compute_input.ns, 2000u);  // counted per request, as Triton's inference_stats
   EXPECT_EQ(stats.compute_infer.ns, 40000u);
   EXPECT_EQ(stats.compute_output.ns, 600u);
+  // Whole microseconds per request, as Triton's duration counters add them: 2 x 300 ns is 0 us.
+  EXPECT_EQ(stats.compute_input.us, 2u);
+  EXPECT_EQ(stats.compute_infer.us, 40u);
+  EXPECT_EQ(stats.compute_output.us, 0u);
   const BatchStat& by_size = stats.batch_stats.at(rows);
   EXPECT_EQ(by_size.compute_input.ns, 1000u * static_cast<uint64_t>(2 / rows));
   EXPECT_EQ(by_size.compute_infer.count, static_cast<uint64_t>(2 / rows));
@@ -614,6 +618,8 @@ TEST(SchedulerResponsesCarryWhatTheirRequestsCounted) {
   // The queue time the statistics counted is the sum of what the successful responses carried.
   if (released.size() == 2 && !three.empty()) {
     EXPECT_EQ(stats.queue.ns, released[0].timings.queue_ns + three[0].timings.queue_ns);
+    EXPECT_EQ(stats.success.ns, released[0].timings.request_ns + three[0].timings.request_ns);
+    EXPECT_EQ(stats.success.us, released[0].timings.request_ns / 1000 + three[0].timings.request_ns / 1000);
   }
   scheduler.Stop();
 }

@@ -135,7 +135,8 @@ test("metrics: nv_cache_* per model with Triton's names and values; hits count a
   expect(metric(text, 'nv_cache_num_hits_per_model', 'plain')).toBeUndefined();
 });
 
-test('with summary_latencies, a model that enables the cache gets no request summary (as Triton)', async () => {
+test('with summary_latencies, a model that enables the cache gets no request summary but cache hit and miss ' +
+  'summaries; hits observe their queue time, misses their compute (as Triton)', async () => {
   const t = new Triton({
     config: {
       httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: false, metricsPort: 0, logInfo: false,
@@ -146,12 +147,25 @@ test('with summary_latencies, a model that enables the cache gets no request sum
   bind(t, 'sum_plain', false);
   await t.run();
   try {
-    for (const model of ['sum_cached', 'sum_plain']) {
-      expect((await post(t.ports.http!, `/v2/models/${model}/infer`, jsonBody([1]))).status).toBe(200);
+    for (const values of [[1], [1], [1], [2]]) {
+      expect((await post(t.ports.http!, '/v2/models/sum_cached/infer', jsonBody(values))).status).toBe(200);
     }
+    expect((await post(t.ports.http!, '/v2/models/sum_plain/infer', jsonBody([1]))).status).toBe(200);
     const text = (await get(t.ports.metrics!, '/metrics')).body.toString();
     expect(metric(text, 'nv_inference_request_summary_us_count', 'sum_plain')).toBe(1);
+    expect(metric(text, 'nv_cache_hit_summary_per_model_count', 'sum_plain')).toBeUndefined();
     expect(metric(text, 'nv_inference_request_summary_us_count', 'sum_cached')).toBeUndefined();
+    // 2 misses (computed), 2 hits: each summary's sum is what its counter added.
+    for (const [summary, count, counter] of [
+      ['nv_cache_hit_summary_per_model', 2, 'nv_cache_hit_duration_per_model'],
+      ['nv_cache_miss_summary_per_model', 2, 'nv_cache_miss_duration_per_model'],
+      ['nv_inference_queue_summary_us', 4, 'nv_inference_queue_duration_us'],
+      ['nv_inference_compute_infer_summary_us', 2, 'nv_inference_compute_infer_duration_us'],
+    ] as const) {
+      expect(metric(text, `${summary}_count`, 'sum_cached')).toBe(count);
+      expect(metric(text, `${summary}_sum`, 'sum_cached')).toBe(metric(text, counter, 'sum_cached'));
+    }
+    expect(text).toContain('# TYPE nv_cache_miss_summary_per_model summary');
   } finally {
     await t.stop();
   }

@@ -94,7 +94,7 @@ function napChain(): void {
 const SERVER = {
   allowHttp: true, httpAddress: '127.0.0.1', httpPort: 0,
   allowGrpc: true, grpcAddress: '127.0.0.1', grpcPort: 0,
-  allowMetrics: true, metricsAddress: '127.0.0.1', metricsPort: 0,
+  allowMetrics: true, metricsAddress: '127.0.0.1', metricsPort: 0, metricsConfig: ['summary_latencies=true'],
   logInfo: false,
 };
 
@@ -172,13 +172,25 @@ test("an ensemble's compute times are its step requests' own, summed per request
     const viaGrpc = await ok(stub, 'ModelStatistics', { name: 'chain', version: '1' });
     expect(numeric((viaGrpc.model_stats as unknown[])[0])).toMatchObject(numeric(chain) as Record<string, unknown>);
 
-    // So do the metrics (whole microseconds of the same counters).
+    // So do the metrics: the same counters, each request's duration in whole microseconds (3
+    // requests: up to 2 µs under the total's).
     const text = (await get(served.triton.ports.metrics!, '/metrics')).body.toString();
-    const us = (d: Duration): number => Math.floor(d.ns / 1000);
-    expect(metric(text, 'nv_inference_queue_duration_us', 'chain')).toBe(us(chain.inference_stats.queue));
-    expect(metric(text, 'nv_inference_compute_input_duration_us', 'chain')).toBe(us(chain.inference_stats.compute_input));
-    expect(metric(text, 'nv_inference_compute_infer_duration_us', 'chain')).toBe(us(chain.inference_stats.compute_infer));
-    expect(metric(text, 'nv_inference_compute_output_duration_us', 'chain')).toBe(us(chain.inference_stats.compute_output));
+    const own = served.triton.model('chain').stats();
+    for (const [phase, counted] of [['queue', own.queue], ['compute_input', own.computeInput],
+      ['compute_infer', own.computeInfer], ['compute_output', own.computeOutput]] as const) {
+      const us = metric(text, `nv_inference_${phase}_duration_us`, 'chain')!;
+      expect(us).toBe(counted.us);
+      expect(us).toBeLessThanOrEqual(Math.floor(chain.inference_stats[phase].ns / 1000));
+      expect(us).toBeGreaterThanOrEqual(Math.floor(chain.inference_stats[phase].ns / 1000) - 2);
+      // Its summary observed each request's own (whole-microsecond) duration.
+      expect(metric(text, `nv_inference_${phase}_summary_us_sum`, 'chain')).toBe(us);
+      expect(metric(text, `nv_inference_${phase}_summary_us_count`, 'chain')).toBe(3);
+    }
+    // A step model's summaries observe its step requests, as Triton's reporter of that model does.
+    for (const step of ['add1', 'nap20', 'nap30']) {
+      expect(metric(text, 'nv_inference_compute_infer_summary_us_count', step)).toBe(3);
+      expect(metric(text, 'nv_inference_compute_infer_summary_us_sum', step)).toBe(metric(text, 'nv_inference_compute_infer_duration_us', step));
+    }
     expect(metric(text, 'nv_inference_compute_infer_duration_us', 'chain')).toBeGreaterThanOrEqual((3 * 50 * MS - 6 * SLEEP_SLACK) / 1000);
     expect(metric(text, 'nv_inference_exec_count', 'chain')).toBe(3);
 
@@ -242,5 +254,5 @@ test("an ensemble that is a step of another: the outer one's compute times are t
   expect(outer.inference_stats.compute_infer.ns).toBeGreaterThanOrEqual(50 * MS - 2 * SLEEP_SLACK);
   expect(outer.inference_stats.queue.count).toBe(1);
   // In process too: the same counters.
-  expect(served.triton.model('outer').stats().computeInfer).toEqual(outer.inference_stats.compute_infer);
+  expect(served.triton.model('outer').stats().computeInfer).toMatchObject(outer.inference_stats.compute_infer);
 });

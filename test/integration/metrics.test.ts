@@ -3,7 +3,11 @@
  * requests (successes, each failure reason, counts, queue depth), CPU and process metrics, the
  * opt-in summaries and histogram, and one registry per Triton.
  */
-import { Recorder, waitFor } from './helpers';
+import { readFileSync } from 'node:fs';
+import { gate, Recorder, waitFor } from './helpers';
+import { TempRepo, startRepoTriton } from './repository/repo-helpers';
+import { NDArray } from '../../ts/tensor';
+import type { Request } from '../../ts/request';
 import { native } from '../../ts/native';
 import { Triton } from '../../ts/triton';
 import { TimeoutAction, type TritonConfig } from '../../ts/config/types';
@@ -54,6 +58,47 @@ function value(text: string, name: string, labels: Record<string, string> = {}):
   return undefined;
 }
 
+/** The `le` values of a histogram's bucket lines whose labels include `labels`, in order. */
+function bucketBounds(text: string, name: string, labels: Record<string, string>): string[] {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  return text.split('\n').filter((line) => line.startsWith(`${name}_bucket{`) && want.every((w) => line.includes(w)))
+    .map((line) => /le="([^"]*)"/.exec(line)![1]);
+}
+
+const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*",?)*)\})? (\S+)$/;
+
+/**
+ * Checks Prometheus text as a text-format parser reads it: one HELP and one TYPE per family,
+ * each before its samples; every sample well formed, in the family declared last (with the
+ * `_bucket`/`_sum`/`_count` suffixes of a histogram or summary), with a number as its value.
+ */
+function checkExposition(text: string): void {
+  const declared = new Map<string, string>();
+  const helped = new Set<string>();
+  let family = '';
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const comment = /^# (HELP|TYPE) (\S+) (.*)$/.exec(line);
+    if (comment) {
+      const [, kind, name, rest] = comment;
+      const seen = kind === 'HELP' ? helped : declared;
+      if (seen.has(name)) throw new Error(`second # ${kind} for ${name}`);
+      if (kind === 'HELP') helped.add(name);
+      else declared.set(name, rest);
+      family = name;
+      continue;
+    }
+    const sample = SAMPLE.exec(line);
+    if (!sample) throw new Error(`not a sample line: ${line}`);
+    const suffixes = ['histogram', 'summary'].includes(declared.get(family) ?? '') ? ['', '_bucket', '_sum', '_count'] : [''];
+    if (!suffixes.some((x) => sample[1] === family + x)) throw new Error(`${sample[1]} is not in family ${family}: ${line}`);
+    // Prometheus reads values with Go's ParseFloat: NaN in any case (prom-client writes Nan).
+    if (Number.isNaN(Number(sample[3].replace(/^\+Inf$/, 'Infinity').replace(/^-Inf$/, '-Infinity'))) && !/^nan$/i.test(sample[3])) {
+      throw new Error(`not a value: ${line}`);
+    }
+  }
+}
+
 const body = (rows: number, tag = 1): object => ({ inputs: [{ name: 'IN', datatype: 'FP32', shape: [rows, 2], data: new Array(rows * 2).fill(tag) }] });
 const M = { model: 'm', version: '1' };
 
@@ -86,11 +131,16 @@ test('request counters follow requests exactly', async () => {
   for (const reason of ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER']) {
     expect(value(after, 'nv_inference_request_failure', { ...M, reason })).toBe(0);
   }
+  // Each request's duration in whole microseconds, added up (as Triton adds duration_ns / 1000
+  // per request): under the total's whole microseconds by less than one per request. (The
+  // summary test checks the per-request rounding itself.)
   const stats = s.triton.model('m').stats();
-  for (const [metric, ns] of [['nv_inference_request_duration_us', stats.success.ns], ['nv_inference_queue_duration_us', stats.queue.ns],
-    ['nv_inference_compute_input_duration_us', stats.computeInput.ns], ['nv_inference_compute_infer_duration_us', stats.computeInfer.ns],
-    ['nv_inference_compute_output_duration_us', stats.computeOutput.ns]] as const) {
-    expect(value(after, metric, M)).toBe(Math.floor(ns / 1000));
+  for (const [metric, d] of [['nv_inference_request_duration_us', stats.success], ['nv_inference_queue_duration_us', stats.queue],
+    ['nv_inference_compute_input_duration_us', stats.computeInput], ['nv_inference_compute_infer_duration_us', stats.computeInfer],
+    ['nv_inference_compute_output_duration_us', stats.computeOutput]] as const) {
+    expect(value(after, metric, M)).toBe(d.us);
+    expect(d.us).toBeLessThanOrEqual(Math.floor(d.ns / 1000));
+    expect(d.us).toBeGreaterThan(Math.floor(d.ns / 1000) - d.count);
   }
   expect(value(after, 'nv_inference_request_duration_us', M)).toBeGreaterThan(0);
 });
@@ -221,8 +271,73 @@ describe('opt-in latency metrics and configuration', () => {
       expect(value(text, 'nv_inference_request_summary_us', { ...M, quantile: '0.9' })).toBeUndefined();
       expect(value(text, 'nv_inference_first_response_histogram_ms_count', M)).toBe(2);
       expect(value(text, 'nv_inference_first_response_histogram_ms_bucket', { ...M, le: '5000' })).toBe(2);
-      expect(value(text, 'nv_inference_request_summary_us_count', { model: 'fails', version: '1' })).toBeUndefined();
+      // Triton makes a model's series when it loads: a model with no success has them, at 0.
+      expect(value(text, 'nv_inference_request_summary_us_count', { model: 'fails', version: '1' })).toBe(0);
     });
+  });
+
+  test("summary_latencies: Triton's five summaries per model, each successful request observed once in whole " +
+    'microseconds: _count is the successes, _sum the duration counter, the quantiles within the statistics', async () => {
+    await withServer({ metricsConfig: ['summary_latencies=true'] }, async (x) => {
+      const N = 12;
+      for (let i = 0; i < N; i++) expect((await post(x.port, '/v2/models/m/infer', body(1))).status).toBe(200);
+      expect((await post(x.port, '/v2/models/fails/infer', body(1))).status).toBe(500);
+      const text = await scrape(x.metricsPort);
+      checkExposition(text);
+      const stats = x.triton.model('m').stats();
+      expect(value(text, 'nv_inference_request_success', M)).toBe(N);
+      for (const [phase, counted] of [['request', stats.success], ['queue', stats.queue], ['compute_input', stats.computeInput],
+        ['compute_infer', stats.computeInfer], ['compute_output', stats.computeOutput]] as const) {
+        const summary = `nv_inference_${phase}_summary_us`;
+        expect(text).toContain(`# TYPE ${summary} summary`);
+        expect(value(text, `${summary}_count`, M)).toBe(N);
+        expect(value(text, `${summary}_count`, { model: 'fails', version: '1' })).toBe(0);
+        // Each request's whole microseconds, observed: their sum is exactly what the counter
+        // added (a counter of the total's whole microseconds would be more by the remainders).
+        const sum = value(text, `${summary}_sum`, M)!;
+        expect(sum).toBe(value(text, `nv_inference_${phase}_duration_us`, M));
+        expect(sum).toBe(counted.us);
+        // Triton's default quantiles, in order; the median at most twice the mean (as any
+        // median of non-negative durations), the 99.9th at least the mean, both at most the sum
+        // (give or take the summary's 0.4 %).
+        const quantiles = ['0.5', '0.9', '0.95', '0.99', '0.999'].map((quantile) => value(text, summary, { ...M, quantile })!);
+        for (let i = 1; i < quantiles.length; i++) expect(quantiles[i]).toBeGreaterThanOrEqual(quantiles[i - 1]);
+        const mean = counted.ns / counted.count / 1000;
+        expect(quantiles[0]).toBeLessThanOrEqual((2 * mean + 1) * 1.004);
+        expect(quantiles[4]).toBeGreaterThanOrEqual((Math.floor(mean) - 1) / 1.004);
+        expect(quantiles[4]).toBeLessThanOrEqual(sum * 1.004);
+      }
+      expect(value(text, 'nv_inference_request_summary_us', { ...M, quantile: '0.5' })).toBeGreaterThan(0);
+      // The response cache's summaries belong to models that enable it (cache-frontends.test.ts).
+      expect(text).not.toContain('nv_cache_hit_summary_per_model');
+    });
+  });
+
+  test("histogram_latencies: a decoupled model's request is observed when its first response is sent, once", async () => {
+    const t = new Triton({ config: { allowHttp: false, allowGrpc: false, metricsAddress: '127.0.0.1', metricsPort: 0, metricsConfig: ['histogram_latencies=true'] } });
+    const release = gate();
+    t.bind({
+      modelName: 'streamer', inputs: [{ name: 'IN', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [1] }],
+      config: { decoupled: true, maxBatchSize: 8 },
+      inferFunc: (async function* (requests: Request[]) {
+        yield requests.map((r) => ({ OUT: r.data.IN }));
+        await release.promise;
+        yield requests.map((r) => ({ OUT: r.data.IN }));
+      }) as never,
+    });
+    await t.run();
+    try {
+      const S = { model: 'streamer', version: '1' };
+      const stream = t.inferStream('streamer', { IN: new NDArray('FP32', [1, 1], new Float32Array([1])) });
+      expect((await stream.next()).done).toBe(false);
+      // The request is still running: its first response was observed when it was sent.
+      expect(value(await scrape(t.ports.metrics!), 'nv_inference_first_response_histogram_ms_count', S)).toBe(1);
+      release.open();
+      for await (const _ of stream) { /* the second response, then the end */ }
+      expect(value(await scrape(t.ports.metrics!), 'nv_inference_first_response_histogram_ms_count', S)).toBe(1);
+    } finally {
+      await t.stop();
+    }
   });
 
   test("summary_quantiles as Triton reads them: '0.0.1' is 0.0, an unreadable pair is skipped, start-up goes on (qa/L0_metrics' value)", async () => {
@@ -262,6 +377,110 @@ describe('opt-in latency metrics and configuration', () => {
       expect(theirs).not.toContain('model="m"');
     } finally {
       await other.stop();
+    }
+  });
+});
+
+describe("a model config's metric_tags and model_metrics (repository models)", () => {
+  let repo: TempRepo;
+
+  beforeEach(() => {
+    repo = new TempRepo('metrics');
+  });
+
+  afterEach(() => {
+    repo.cleanup();
+  });
+
+  const ECHO = 'exports.execute = async (requests) => requests.map((r) => ({ OUT: r.data.IN.data }));';
+
+  function writeModel(name: string, extra = ''): void {
+    repo.config(name, `
+      backend: "js"
+      max_batch_size: 4
+      input [ { name: "IN", data_type: TYPE_FP32, dims: [ 2 ] } ]
+      output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 2 ] } ]
+      ${extra}`);
+    repo.write(`${name}/1/model.js`, ECHO);
+  }
+
+  const buckets = (family: string, list: string): string =>
+    `metric_control [ { metric_identifier { family: "${family}" } histogram_options { buckets: [ ${list} ] } } ]`;
+
+  test("each model's own buckets for the first-response histogram (one family, valid text), and its tags as " +
+    "'_<key>' labels on every per-model series, in Triton's label order", async () => {
+    writeModel('tagged', `metric_tags { key: "team" value: "a \\"b\\"" } metric_tags { key: "tier" value: "gold" }
+      model_metrics { ${buckets('nv_inference_first_response_histogram_ms', '-1, 0.0, 2.5, 10000')} }`);
+    writeModel('plain');
+    const logFile = repo.path('server.log');
+    const served = await startRepoTriton(repo.root, {
+      config: {
+        allowMetrics: true, metricsAddress: '127.0.0.1', metricsPort: 0, logFile,
+        metricsConfig: ['histogram_latencies=true', 'summary_latencies=true'],
+      },
+    });
+    try {
+      const input = { IN: new NDArray('FP32', [1, 2], new Float32Array([1, 2])) };
+      for (let i = 0; i < 3; i++) await served.triton.infer('tagged', input);
+      await served.triton.infer('plain', input);
+      const text = await scrape(served.triton.ports.metrics!);
+      checkExposition(text);
+      const T = { _team: 'a \\"b\\"', _tier: 'gold', model: 'tagged', version: '1' };
+      const P = { model: 'plain', version: '1' };
+      const H = 'nv_inference_first_response_histogram_ms';
+      expect(bucketBounds(text, H, T)).toEqual(['-1', '0', '2.5', '10000', '+Inf']);
+      expect(bucketBounds(text, H, P)).toEqual(['100', '500', '2000', '5000', '+Inf']);
+      expect(value(text, `${H}_bucket`, { ...T, le: '10000' })).toBe(3);
+      expect(value(text, `${H}_count`, T)).toBe(3);
+      expect(value(text, `${H}_count`, P)).toBe(1);
+      // Whole milliseconds, as Triton's (now - start) / NANOS_PER_MILLIS.
+      expect(Number.isInteger(value(text, `${H}_sum`, T))).toBe(true);
+      // Labels sorted by name as Triton's std::map writes them; `le`/`quantile` last.
+      expect(text).toContain('nv_inference_request_failure{_team="a \\"b\\"",_tier="gold",model="tagged",reason="BACKEND",version="1"} 0\n');
+      expect(text).toContain('nv_inference_request_failure{model="plain",reason="BACKEND",version="1"} 0\n');
+      expect(text).toContain(`${H}_bucket{_team="a \\"b\\"",_tier="gold",model="tagged",version="1",le="2.5"} `);
+      const tagged = text.split('\n').filter((line) => line.includes('model="tagged"'));
+      expect(tagged.length).toBeGreaterThan(20);
+      for (const line of tagged) expect(line).toContain('_team="a \\"b\\"",_tier="gold",');
+      expect(value(text, 'nv_inference_request_success', T)).toBe(3);
+      expect(value(text, 'nv_inference_queue_summary_us_count', T)).toBe(3);
+    } finally {
+      await served.triton.stop();
+    }
+  });
+
+  test("a family model_metrics cannot set loads with Triton's warning; invalid model_metrics or metric_tags " +
+    "fail the load naming the model and field, with Triton's texts", async () => {
+    writeModel('other_family', `model_metrics { ${buckets('nv_inference_request_success', '1, 2')} }`);
+    const refused: [string, string, string][] = [
+      ['no_identifier', 'model_metrics { metric_control [ { histogram_options { buckets: [ 1 ] } } ] }',
+        "model 'no_identifier': model_metrics.metric_control[0]: metric control must specify 'metric_identifier'"],
+      ['no_family', 'model_metrics { metric_control [ { metric_identifier { } histogram_options { buckets: [ 1 ] } } ] }',
+        "metric identifier must specify non-empty 'family'"],
+      ['empty_family', `model_metrics { ${buckets('', '1')} }`, "metric identifier must specify non-empty 'family'"],
+      ['no_options', 'model_metrics { metric_control [ { metric_identifier { family: "nv_inference_first_response_histogram_ms" } } ] }',
+        "metric control must specify 'histogram_options'"],
+      ['no_buckets', 'model_metrics { metric_control [ { metric_identifier { family: "f" } histogram_options { } } ] }',
+        "histogram options must specify non-empty 'buckets'"],
+      ['unordered', `model_metrics { ${buckets('nv_inference_first_response_histogram_ms', '1, 5, 5')} }`,
+        "model 'unordered': model_metrics.metric_control[0]: histogram_options.buckets must be finite numbers in strictly " +
+        'increasing order, got [1, 5, 5]'],
+      ['bad_tag', 'metric_tags { key: "team-a" value: "x" }',
+        "model 'bad_tag': metric_tags key 'team-a' makes the label '_team-a', which is not a valid Prometheus label name"],
+      ['reserved_tag', 'metric_tags { key: "_x" value: "x" }', "metric_tags key '_x' makes the label '__x'"],
+    ];
+    for (const [name, extra] of refused) writeModel(name, extra);
+    const logFile = repo.path('server.log');
+    const served = await startRepoTriton(repo.root, {
+      controlMode: 'explicit', config: { allowMetrics: true, metricsAddress: '127.0.0.1', metricsPort: 0, logFile },
+    });
+    try {
+      await served.triton.loadModel('other_family');
+      const warning = "Metric family 'nv_inference_request_success' in 'metric_identifier' is not a customizable metric in Triton core.";
+      await waitFor(() => readFileSync(logFile, 'utf8').includes(warning), 'the warning in the log');
+      for (const [name, , text] of refused) await expect(served.triton.loadModel(name)).rejects.toThrow(text);
+    } finally {
+      await served.triton.stop();
     }
   });
 });

@@ -10,7 +10,10 @@
  *    lookup + insert duration, also added to the request's success duration; one whose key was
  *    inserted meanwhile by an identical request counts neither (Triton's ALREADY_EXISTS);
  *  - failed requests are not cached and count no miss.
- * Runs on the main JS thread only (see response-cache.ts).
+ * Each duration also goes into the `us` sums in whole microseconds (NativeDuration.us), and to
+ * the model's RequestSink when it has one.
+ * Runs on the main JS thread only (see response-cache.ts). The statistics types a model reports
+ * (ModelStats, RequestSink) live here too, below model.ts (docs/architecture.md, "Layers of ts/").
  */
 import type { NormalizedModelConfig } from '../config/normalize';
 import type { NativeDuration, NativeModelStats } from '../native';
@@ -23,6 +26,24 @@ import type { ResponseCache } from './response-cache';
 export interface ModelStats extends NativeModelStats {
   cacheHit: NativeDuration;
   cacheMiss: NativeDuration;
+}
+
+/**
+ * Told of each request of one model that succeeded, with the durations the model's statistics
+ * counted (ns): the metrics frontend's per-request latency summaries and first-response
+ * histogram, as Triton's metric reporter observes them (core src/infer_stats.cc). A model
+ * without one pays nothing per request.
+ * @internal
+ */
+export interface RequestSink {
+  /** A request the model executed (an ensemble's: its steps did). */
+  executed(requestNs: number, queueNs: number, computeInputNs: number, computeInferNs: number, computeOutputNs: number): void;
+  /** A request answered from the response cache: its whole time, the part before the lookup, the lookup. */
+  cacheHit(requestNs: number, queueNs: number, hitNs: number): void;
+  /** A request whose answer was computed and inserted into the response cache: lookup + insert. */
+  cacheMiss(missNs: number): void;
+  /** A decoupled model's request sent its first response, `ms` after it was queued. */
+  firstResponse(ms: number): void;
 }
 
 /** What the cache reads of a request's options (BoundModel's InferOptions). */
@@ -38,6 +59,19 @@ let nextGeneration = 1;
 
 const nsSince = (startMs: number, endMs: number): number => Math.max(0, Math.round((endMs - startMs) * 1e6));
 
+/** Counts one request's `ns` in `to` (its whole microseconds too, as native statistics do). */
+export function addDuration(to: NativeDuration, ns: number): void {
+  to.count++;
+  to.ns += ns;
+  to.us += Math.floor(ns / 1000);
+}
+
+export const zeroDuration = (): NativeDuration => ({ count: 0, ns: 0, us: 0 });
+
+/** `a` with `b`'s durations added, and `count` (default `b.count`) requests. */
+const plus = (a: NativeDuration, b: NativeDuration, count = b.count): NativeDuration =>
+  ({ count: a.count + count, ns: a.ns + b.ns, us: a.us + b.us });
+
 export class ModelResponseCache {
   /**
    * Part of every key of this model: a model loaded again (the same name and version with new
@@ -45,19 +79,20 @@ export class ModelResponseCache {
    * out of the LRU instead. (Triton's key has no such part.)
    */
   readonly #generation = nextGeneration++;
-  readonly #hit: NativeDuration = { count: 0, ns: 0 };
-  readonly #miss: NativeDuration = { count: 0, ns: 0 };
+  readonly #hit = zeroDuration();
+  readonly #miss = zeroDuration();
   /** Request and queue durations of the hits, which native statistics never see. */
-  #hitRequestNs = 0;
-  #hitQueueNs = 0;
+  readonly #hitRequest = zeroDuration();
+  readonly #hitQueue = zeroDuration();
 
   constructor(private readonly config: NormalizedModelConfig, readonly cache: ResponseCache) {}
 
   /**
    * Answers from the cache, or through `compute` (the model's scheduler) and caches the
-   * answer. The answer is the caller's to keep and change.
+   * answer. The answer is the caller's to keep and change. `sink`: the model's, told of each
+   * hit and counted miss.
    */
-  infer(inputs: Outputs, options: CachedRequestOptions, compute: () => Promise<Outputs>): Promise<Outputs> {
+  infer(inputs: Outputs, options: CachedRequestOptions, compute: () => Promise<Outputs>, sink: RequestSink | null): Promise<Outputs> {
     const started = performance.now();
     let key: string;
     try {
@@ -72,10 +107,13 @@ export class ModelResponseCache {
     const cached = this.cache.lookup(key);
     const lookupEnded = performance.now();
     if (cached) {
-      this.#hit.count++;
-      this.#hit.ns += nsSince(lookupStarted, lookupEnded);
-      this.#hitQueueNs += nsSince(started, lookupStarted);
-      this.#hitRequestNs += nsSince(started, lookupEnded);  // the answer is ready when the lookup ends
+      const hitNs = nsSince(lookupStarted, lookupEnded);
+      const queueNs = nsSince(started, lookupStarted);
+      const requestNs = nsSince(started, lookupEnded);  // the answer is ready when the lookup ends
+      addDuration(this.#hit, hitNs);
+      addDuration(this.#hitQueue, queueNs);
+      addDuration(this.#hitRequest, requestNs);
+      sink?.cacheHit(requestNs, queueNs, hitNs);
       return Promise.resolve(cached);
     }
     const lookupNs = nsSince(lookupStarted, lookupEnded);
@@ -83,8 +121,9 @@ export class ModelResponseCache {
       const insertStarted = performance.now();
       const result = this.cache.insert(key, outputs);
       if (result !== 'exists') {
-        this.#miss.count++;
-        this.#miss.ns += lookupNs + nsSince(insertStarted, performance.now());
+        const missNs = lookupNs + nsSince(insertStarted, performance.now());
+        addDuration(this.#miss, missNs);
+        sink?.cacheMiss(missNs);
       }
       return outputs;
     });
@@ -94,8 +133,9 @@ export class ModelResponseCache {
   addTo(stats: NativeModelStats): ModelStats {
     return {
       ...stats,
-      success: { count: stats.success.count + this.#hit.count, ns: stats.success.ns + this.#hitRequestNs + this.#miss.ns },
-      queue: { count: stats.queue.count + this.#hit.count, ns: stats.queue.ns + this.#hitQueueNs },
+      // A miss's lookup + insert lengthens its request, already counted.
+      success: plus(plus(stats.success, this.#hitRequest), this.#miss, 0),
+      queue: plus(stats.queue, this.#hitQueue),
       cacheHit: { ...this.#hit },
       cacheMiss: { ...this.#miss },
     };
@@ -104,7 +144,7 @@ export class ModelResponseCache {
 
 /** Statistics of a model without a response cache: Triton's zeros for cache_hit and cache_miss. */
 export function withoutCacheStats(stats: NativeModelStats): ModelStats {
-  return { ...stats, cacheHit: { count: 0, ns: 0 }, cacheMiss: { count: 0, ns: 0 } };
+  return { ...stats, cacheHit: zeroDuration(), cacheMiss: zeroDuration() };
 }
 
 /**

@@ -14,9 +14,11 @@ import { InferenceServerError, toInferenceServerError } from '../errors';
 import type { NormalizedModelConfig } from '../config/normalize';
 import { DEFAULT_EXIT_TIMEOUT_MS } from '../config/defaults';
 import { BoundModel, type CancelSignal, type InferOptions, type RequestTimes, type StreamOptions } from '../model';
-import { modelCacheFor, withoutCacheStats, type ModelResponseCache, type ModelStats } from '../cache/model-cache';
+import {
+  addDuration as add, modelCacheFor, withoutCacheStats, zeroDuration, type ModelResponseCache, type ModelStats,
+} from '../cache/model-cache';
 import type { ResponseCache } from '../cache/response-cache';
-import type { NativeBatchStats } from '../native';
+import type { NativeBatchStats, NativeDuration } from '../native';
 import { DEFAULT_MAX_QUEUED_RESPONSES, ResponseStream } from '../decoupled';
 import { NDArray, copyNDArray } from '../tensor';
 import { holdModel } from './holds';
@@ -82,8 +84,6 @@ class StepGate {
   }
 }
 
-interface Counter { count: number; ns: number }
-
 /**
  * What one ensemble request's statistics are made of, as Triton's RequestTracker keeps them
  * (core src/ensemble_scheduler/ensemble_scheduler.cc): its own times, and its step requests'.
@@ -105,11 +105,6 @@ interface RequestRecord {
   rows: number;
 }
 
-function add(counter: Counter, ns: number): void {
-  counter.count++;
-  counter.ns += ns;
-}
-
 function newRecord(rows: number): RequestRecord {
   const now = performance.now();
   return { started: now, computeStarted: now, steps: { queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 }, rows };
@@ -118,7 +113,7 @@ function newRecord(rows: number): RequestRecord {
 const toNs = (ms: number): number => Math.max(0, Math.round(ms * 1e6));
 
 const zeroBatchStats = (batchSize: number): NativeBatchStats => ({
-  batchSize, computeInput: { count: 0, ns: 0 }, computeInfer: { count: 0, ns: 0 }, computeOutput: { count: 0, ns: 0 },
+  batchSize, computeInput: zeroDuration(), computeInfer: zeroDuration(), computeOutput: zeroDuration(),
 });
 
 /**
@@ -187,14 +182,14 @@ export class EnsembleModel extends BoundModel {
   #pending = 0;
   #stopped = false;
   #drained: (() => void) | null = null;
-  readonly #success: Counter = { count: 0, ns: 0 };
-  readonly #fail: Counter = { count: 0, ns: 0 };
+  readonly #success: NativeDuration = zeroDuration();
+  readonly #fail: NativeDuration = zeroDuration();
   /** The ensemble's own queue time per successful request (before its steps were sent). */
-  readonly #queue: Counter = { count: 0, ns: 0 };
+  readonly #queue: NativeDuration = zeroDuration();
   /** Per successful request, its step requests' compute times summed (Triton's ensemble statistics). */
-  readonly #computeInput: Counter = { count: 0, ns: 0 };
-  readonly #computeInfer: Counter = { count: 0, ns: 0 };
-  readonly #computeOutput: Counter = { count: 0, ns: 0 };
+  readonly #computeInput: NativeDuration = zeroDuration();
+  readonly #computeInfer: NativeDuration = zeroDuration();
+  readonly #computeOutput: NativeDuration = zeroDuration();
   /** By the request's batch size: one execution per successful request, with those sums. */
   readonly #batchStats = new Map<number, NativeBatchStats>();
   #inferenceCount = 0;
@@ -315,7 +310,10 @@ export class EnsembleModel extends BoundModel {
       signal.abort();
       stream.fail(toInferenceServerError(err));
     };
+    let first = true;
     const emit = (outputs: Record<string, NDArray>): void => {
+      if (first) this.requestSink?.firstResponse(performance.now() - record.started);
+      first = false;
       if (stream.push(outputs)) return;
       fail(new InferenceServerError('UNAVAILABLE', `request for model '${this.name}' was cancelled: its reader fell ` +
         `more than ${stream.maxQueued} responses behind (maxQueuedResponses)`));
@@ -439,7 +437,7 @@ export class EnsembleModel extends BoundModel {
 
   override infer(inputs: Record<string, NDArray>, options: InferOptions = {}): Promise<Record<string, NDArray>> {
     const cache = this.#responseCache;
-    if (cache && !this.#stopped) return cache.infer(inputs, options, () => this.#inferUncached(inputs, options));
+    if (cache && !this.#stopped) return cache.infer(inputs, options, () => this.#inferUncached(inputs, options), this.requestSink);
     return this.#inferUncached(inputs, options);
   }
 
@@ -480,8 +478,8 @@ export class EnsembleModel extends BoundModel {
   #succeeded(record: RequestRecord, options: InferOptions): void {
     const steps = record.steps;
     const queueNs = toNs(record.computeStarted - record.started);
-    this.#success.count++;
-    this.#success.ns += toNs(performance.now() - record.started);
+    const requestNs = toNs(performance.now() - record.started);
+    add(this.#success, requestNs);
     add(this.#queue, queueNs);
     add(this.#computeInput, steps.computeInputNs);
     add(this.#computeInfer, steps.computeInferNs);
@@ -495,6 +493,7 @@ export class EnsembleModel extends BoundModel {
     add(batch.computeInfer, steps.computeInferNs);
     add(batch.computeOutput, steps.computeOutputNs);
     this.#lastInferenceMs = Date.now();
+    this.requestSink?.executed(requestNs, queueNs, steps.computeInputNs, steps.computeInferNs, steps.computeOutputNs);
     const caller = options.addTimesTo;
     if (caller) {
       caller.queueNs += queueNs;

@@ -12,8 +12,10 @@
  * - a group's count < 1 means 1 (Triton's normalization).
  * - features infernode does not implement fail the load with UNSUPPORTED; tuning hints that do
  *   not change results (optimization, model_operations, rate_limiter, profile, passive,
- *   host_policy, metric_tags, model_metrics, model_repository_agents, cc_model_filenames,
- *   runtime) are accepted and carried so the config prints back complete.
+ *   host_policy, model_repository_agents, cc_model_filenames, runtime) are accepted and
+ *   carried so the config prints back complete.
+ * - metric_tags and model_metrics are checked here (ts/config/metric-settings.ts) and used by
+ *   the metrics frontend.
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -39,6 +41,7 @@ import { checkRawEnsemble, isEnsembleConfig } from '../ensemble/repository';
 import { normalizeRawEnsembleScheduling } from '../ensemble/validate';
 import { normalizeRateLimiter } from '../config/rate-limiter';
 import { refuseUnservableInt64 } from '../config/int64-fields';
+import { checkMetricTags, checkModelMetrics } from '../config/metric-settings';
 import type { ProtoJsonObject } from '../config/proto-schema';
 
 /** What `normalizeRawConfig` needs besides the config. */
@@ -296,6 +299,8 @@ export function normalizeRawConfig(raw: RawModelConfig, options: NormalizeRawOpt
   const model = options.name;
   const cfg = checkedConfig(raw, options);
   rejectUnsupported(model, cfg);
+  checkMetricTags(model, cfg.metric_tags);
+  checkModelMetrics(model, cfg.model_metrics);
   const maxBatchSize = cfg.max_batch_size ?? 0;
   if (maxBatchSize < 0) throw invalidArg(`model '${model}': max_batch_size must be >= 0, got ${maxBatchSize}`);
   const { backend, platform } = backendAndPlatform(model, cfg);

@@ -74,12 +74,6 @@ export function resolveModel(triton: ServedTriton, name: string, version?: strin
 }
 
 export class InferenceService {
-  /**
-   * Told of every successful inference and how long it took (ms): the metrics frontend sets it
-   * when its opt-in latency summaries or histograms are on; null costs nothing per request.
-   */
-  onSuccess: ((model: BoundModel, durationMs: number) => void) | null = null;
-
   constructor(private readonly triton: ServedTriton, private readonly sharedMemory: SharedMemoryManager) {}
 
   /**
@@ -138,10 +132,8 @@ export class InferenceService {
       call.trace.tensors('TENSOR_BACKEND_INPUT', tensors);
     }
     const queued = model.infer(inputs, this.#optionsOf(call, requested, model));
-    if (!this.onSuccess && !call.trace) return queued;
-    const started = this.onSuccess ? performance.now() : 0;
+    if (!call.trace) return queued;
     return queued.then((results) => {
-      if (this.onSuccess) this.onSuccess(model, performance.now() - started);
       call.trace?.tensors('TENSOR_BACKEND_OUTPUT', Object.entries(results).map(([name, tensor]) => ({ name, tensor })));
       return results;
     });

@@ -6,6 +6,7 @@
  */
 import type { TritonConfig } from '../config/types';
 import type { BoundModel } from '../model';
+import type { RequestSink } from '../cache/model-cache';
 import type { IndexEntry, LoadOverride } from '../repository/manager';
 
 /**
@@ -28,4 +29,9 @@ export interface ServedTriton {
   repositoryIndex(readyOnly?: boolean): IndexEntry[];
   loadModel(name: string, override?: LoadOverride): Promise<void>;
   unloadModel(name: string): Promise<void>;
+  /**
+   * Has every serving model, and each one published later, report its successful requests to
+   * the sink `sinkFor` gives it (the metrics frontend's); null: to none.
+   */
+  reportRequestsTo(sinkFor: ((model: BoundModel) => RequestSink | null) | null): void;
 }

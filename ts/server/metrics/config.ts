@@ -16,8 +16,8 @@ export interface MetricsSettings {
   histogramLatencies: boolean;
 }
 
-/** Triton's default summary quantiles. */
-export const DEFAULT_QUANTILES: [number, number][] = [[0.5, 0.05], [0.9, 0.01], [0.95, 0.001], [0.99, 0.001]];
+/** Triton's default summary quantiles (metric_model_reporter.h MetricReporterConfig::quantiles_). */
+export const DEFAULT_QUANTILES: [number, number][] = [[0.5, 0.05], [0.9, 0.01], [0.95, 0.001], [0.99, 0.001], [0.999, 0.001]];
 
 function bool(key: string, value: string): boolean {
   if (value === 'true') return true;

@@ -1,22 +1,116 @@
 /**
- * Triton's per-model inference metrics (triton-protocol.md §4), labelled `model` and `version`
- * (and `reason` on failures). The counters and the pending gauge are read from the native
- * statistics at scrape time, in one snapshot per scrape, so the request path pays nothing for
- * them. The opt-in summaries and the first-response histogram need one observation per
- * request: InferenceService reports each successful request to `observe` only when one of
- * them is enabled.
+ * Triton's per-model inference metrics (triton-protocol.md §4), as Triton's core reports them
+ * (src/metric_model_reporter.cc, src/infer_stats.cc). Labels: `model`, `version`, and `_<key>`
+ * for each `metric_tags` entry of the model's config (`reason` on failures).
+ *
+ * The counters and gauges are read from the models' statistics at scrape time, in one snapshot
+ * per scrape, so the request path pays nothing for them; the duration counters are the
+ * statistics' whole-microsecond sums (NativeDuration.us), which add each request's duration
+ * rounded down, as Triton adds `duration_ns / 1000` per request.
+ *
+ * The opt-in summaries and first-response histogram are observed per request: each model's
+ * successful requests go to its ModelSeries (a RequestSink, handed to the model when it is
+ * published) only when one of them is enabled. Models with the same labels share one series,
+ * as Triton's reporters are shared by label set; a series goes when no served model has its
+ * labels.
+ *
+ * The text of these families is written by exposition.ts, not a prom-client Registry: their
+ * series differ per model in labels and buckets. The summaries are summary.ts's; prom-client's
+ * Histogram observes the first responses, one unlabelled metric per model, in no registry.
  */
-import { Counter, Gauge, Histogram, Summary, type Registry } from 'prom-client';
+import { Histogram } from 'prom-client';
 import type { BoundModel } from '../../model';
-import type { ModelStats } from '../../cache/model-cache';
+import type { ModelStats, RequestSink } from '../../cache/model-cache';
+import { histogramBuckets } from '../../config/metric-settings';
 import type { ServedTriton } from '../served-triton';
 import type { MetricsSettings } from './config';
+import { familyText, type FamilyType, type Labels, type Sample } from './exposition';
+import { WindowedSummary } from './summary';
 
-const LABELS = ['model', 'version'] as const;
-type Labels = { model: string; version: string };
+/** Triton's default buckets of nv_inference_first_response_histogram_ms. */
+export const FIRST_RESPONSE_BUCKETS_MS = [100, 500, 2000, 5000];
+const FIRST_RESPONSE = 'nv_inference_first_response_histogram_ms';
+const FIRST_RESPONSE_HELP = 'Duration from request to first response in milliseconds';
+
+const FAILURE_REASONS = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'] as const;
+
+/** Triton's summary families (metrics.cc), by what they observe. */
+const SUMMARIES = {
+  request: ['nv_inference_request_summary_us', 'Summary of inference request duration in microseconds (includes cached requests)'],
+  queue: ['nv_inference_queue_summary_us', 'Summary of inference queuing duration in microseconds (includes cached requests)'],
+  computeInput: ['nv_inference_compute_input_summary_us', 'Cumulative compute input duration in microseconds (does not include cached requests)'],
+  computeInfer: ['nv_inference_compute_infer_summary_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)'],
+  computeOutput: ['nv_inference_compute_output_summary_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)'],
+  cacheHit: ['nv_cache_hit_summary_per_model', 'Summary of cache hit counts/durations per model, in microseconds.'],
+  cacheMiss: ['nv_cache_miss_summary_per_model', 'Summary of cache miss counts/durations per model, in microseconds.'],
+} as const;
+type SummaryKind = keyof typeof SUMMARIES;
+
+/** Whole microseconds of a duration, as Triton observes it (`duration_ns / 1000`). */
+const us = (ns: number): number => Math.floor(ns / 1000);
+
+/** Triton's labels of a model's series (GetMetricLabels). */
+function labelsOf(model: BoundModel): Labels {
+  const labels: Labels = { model: model.name, version: String(model.version) };
+  for (const [key, value] of Object.entries(model.config.metricTags ?? {})) labels[`_${key}`] = value;
+  return labels;
+}
+
+/**
+ * The observed series of one label set (Triton's MetricModelReporter): the summaries Triton
+ * creates for it (no request summary when the model's config enables the response cache: hits
+ * and misses would make it misleading; cache hit and miss summaries only then) and the
+ * first-response histogram with the model's buckets.
+ */
+class ModelSeries implements RequestSink {
+  readonly summaries: Partial<Record<SummaryKind, WindowedSummary>> = {};
+  readonly firstResponseMs: Histogram | null = null;
+  readonly #decoupled: boolean;
+
+  constructor(readonly labels: Labels, model: BoundModel, settings: MetricsSettings, buckets: number[]) {
+    this.#decoupled = model.config.decoupled;
+    if (settings.summaryLatencies) {
+      const cached = model.config.responseCache;
+      const kinds: SummaryKind[] = cached
+        ? ['queue', 'computeInput', 'computeInfer', 'computeOutput', 'cacheHit', 'cacheMiss']
+        : ['request', 'queue', 'computeInput', 'computeInfer', 'computeOutput'];
+      const quantiles = settings.summaryQuantiles.map(([q]) => q);
+      for (const kind of kinds) this.summaries[kind] = new WindowedSummary(quantiles);
+    }
+    if (settings.histogramLatencies) {
+      this.firstResponseMs = new Histogram({ name: FIRST_RESPONSE, help: FIRST_RESPONSE_HELP, registers: [], buckets });
+    }
+  }
+
+  executed(requestNs: number, queueNs: number, computeInputNs: number, computeInferNs: number, computeOutputNs: number): void {
+    const s = this.summaries;
+    s.request?.observe(us(requestNs));
+    s.queue?.observe(us(queueNs));
+    s.computeInput?.observe(us(computeInputNs));
+    s.computeInfer?.observe(us(computeInferNs));
+    s.computeOutput?.observe(us(computeOutputNs));
+    // Whole milliseconds, as Triton's (now_ns - infer_start_ns) / NANOS_PER_MILLIS. A decoupled
+    // model's first response came earlier (firstResponse).
+    if (!this.#decoupled) this.firstResponseMs?.observe(Math.floor(requestNs / 1e6));
+  }
+
+  cacheHit(requestNs: number, queueNs: number, hitNs: number): void {
+    this.summaries.queue?.observe(us(queueNs));
+    this.summaries.cacheHit?.observe(us(hitNs));
+    this.firstResponseMs?.observe(Math.floor(requestNs / 1e6));
+  }
+
+  cacheMiss(missNs: number): void {
+    this.summaries.cacheMiss?.observe(us(missNs));
+  }
+
+  firstResponse(ms: number): void {
+    this.firstResponseMs?.observe(Math.floor(ms));
+  }
+}
 
 interface Snapshot {
-  labels: Labels;
+  series: ModelSeries;
   stats: ModelStats;
   /** BoundModel.loadDurationSeconds. */
   loadSeconds: number;
@@ -24,122 +118,121 @@ interface Snapshot {
   responseCache: boolean;
 }
 
-/** Triton's default buckets of nv_inference_first_response_histogram_ms. */
-export const FIRST_RESPONSE_BUCKETS_MS = [100, 500, 2000, 5000];
+/** A histogram's samples (prom-client's), with its series' labels. */
+async function histogramSamples(histogram: Histogram, labels: Labels): Promise<Sample[]> {
+  const { values } = await histogram.get();
+  return values.map((v): Sample => {
+    const le = (v.labels as { le?: string | number }).le;
+    return { name: v.metricName ?? FIRST_RESPONSE, labels, last: le === undefined ? undefined : ['le', le], value: v.value };
+  });
+}
 
-const FAILURE_REASONS = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'] as const;
+/** A summary's samples as prometheus-cpp writes them: _count, _sum, then each quantile. */
+function summarySamples(name: string, summary: WindowedSummary, labels: Labels): Sample[] {
+  const values = summary.values();
+  return [
+    { name: `${name}_count`, labels, value: summary.count },
+    { name: `${name}_sum`, labels, value: summary.sum },
+    ...summary.quantiles.map((q, i): Sample => ({ name, labels, last: ['quantile', q], value: values[i] })),
+  ];
+}
 
 export class ModelMetrics {
   #snapshot: Snapshot[] = [];
-  readonly #requestSummary: Summary<'model' | 'version'> | null = null;
-  readonly #firstResponse: Histogram<'model' | 'version'> | null = null;
+  readonly #series = new Map<string, ModelSeries>();
 
-  constructor(private readonly triton: ServedTriton, registry: Registry, settings: MetricsSettings) {
-    const counter = (
-      name: string, help: string, value: (s: ModelStats) => number, only: (s: Snapshot) => boolean = () => true,
-    ): void => {
-      const read = (): Snapshot[] => this.#snapshot.filter(only);
-      new Counter({
-        name, help, labelNames: LABELS, registers: [registry],
-        collect() {
-          this.reset();
-          for (const { labels, stats } of read()) this.inc(labels, value(stats));
-        },
-      });
-    };
-    counter('nv_inference_request_success', 'Number of successful inference requests, all batch sizes', (s) => s.success.count);
-    this.#failureCounter(registry);
-    counter('nv_inference_count', 'Number of inferences performed (does not include cached requests)', (s) => s.inferenceCount);
-    counter('nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)', (s) => s.executionCount);
-    if (settings.counterLatencies) {
-      // Whole microseconds, as Triton's reporter counts them.
-      const us = (ns: number): number => Math.floor(ns / 1000);
-      counter('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)', (s) => us(s.success.ns));
-      counter('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)', (s) => us(s.queue.ns));
-      counter('nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)', (s) => us(s.computeInput.ns));
-      counter('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)', (s) => us(s.computeInfer.ns));
-      counter('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)', (s) => us(s.computeOutput.ns));
-      // Triton reports these for the models whose config enables the cache, with the latency counters.
-      const cached = (s: Snapshot): boolean => s.responseCache;
-      counter('nv_cache_num_hits_per_model', 'Number of cache hits per model', (s) => s.cacheHit.count, cached);
-      counter('nv_cache_hit_duration_per_model', 'Total cache hit duration per model, in microseconds', (s) => us(s.cacheHit.ns), cached);
-      counter('nv_cache_num_misses_per_model', 'Number of cache misses per model', (s) => s.cacheMiss.count, cached);
-      counter('nv_cache_miss_duration_per_model', 'Total cache miss (insert+lookup) duration per model, in microseconds', (s) => us(s.cacheMiss.ns), cached);
-    }
-    const read = (): Snapshot[] => this.#snapshot;
-    new Gauge({
-      name: 'nv_inference_pending_request_count',
-      help: 'Instantaneous number of pending requests awaiting execution per-model.',
-      labelNames: LABELS, registers: [registry],
-      collect() {
-        this.reset();
-        for (const { labels, stats } of read()) this.set(labels, stats.queued);
-      },
-    });
-    new Gauge({
-      name: 'nv_model_load_duration_secs',
-      help: 'Model load time in seconds',
-      labelNames: LABELS, registers: [registry],
-      collect() {
-        this.reset();
-        for (const { labels, loadSeconds } of read()) this.set(labels, loadSeconds);
-      },
-    });
-    if (settings.summaryLatencies) {
-      this.#requestSummary = new Summary({
-        name: 'nv_inference_request_summary_us',
-        help: 'Summary of inference request duration in microseconds (includes cached requests)',
-        labelNames: LABELS, registers: [registry],
-        percentiles: settings.summaryQuantiles.map(([q]) => q),
-        // Triton's summaries (prometheus-cpp) look at the last minute in 5 age buckets.
-        maxAgeSeconds: 60, ageBuckets: 5,
-      });
-    }
-    if (settings.histogramLatencies) {
-      this.#firstResponse = new Histogram({
-        name: 'nv_inference_first_response_histogram_ms',
-        help: 'Duration from request to first response in milliseconds',
-        labelNames: LABELS, registers: [registry], buckets: FIRST_RESPONSE_BUCKETS_MS,
-      });
-    }
-  }
-
-  #failureCounter(registry: Registry): void {
-    const read = (): Snapshot[] => this.#snapshot;
-    new Counter({
-      name: 'nv_inference_request_failure',
-      help: 'Number of failed inference requests, all batch sizes',
-      labelNames: [...LABELS, 'reason'], registers: [registry],
-      collect() {
-        this.reset();
-        for (const { labels, stats } of read()) {
-          for (const reason of FAILURE_REASONS) this.inc({ ...labels, reason }, stats.failures[reason]);
-        }
-      },
-    });
-  }
+  constructor(
+    private readonly triton: ServedTriton, private readonly settings: MetricsSettings,
+    private readonly logWarning: (line: string) => void,
+  ) {}
 
   /** True when per-request observations are wanted (an opt-in summary or histogram is on). */
   get observing(): boolean {
-    return this.#requestSummary !== null || this.#firstResponse !== null;
+    return this.settings.summaryLatencies || this.settings.histogramLatencies;
   }
 
-  /** One successful request of `model` that took `durationMs` from receipt to response. */
-  observe(model: BoundModel, durationMs: number): void {
-    const labels = { model: model.name, version: String(model.version) };
-    // Triton publishes no request summary for a model whose config enables the response cache
-    // (metric_model_reporter.cc: hits and misses would make it misleading).
-    if (!model.config.responseCache) this.#requestSummary?.observe(labels, durationMs * 1000);
-    this.#firstResponse?.observe(labels, durationMs);
+  /** Where `model` reports its successful requests: its series when observing, else nowhere. */
+  sinkFor(model: BoundModel): RequestSink | null {
+    const series = this.#seriesOf(model);
+    return this.observing ? series : null;
   }
 
-  /** Reads every model's statistics once; the next collection reports them. */
+  /** The series of `model`'s labels, made on first use (with Triton's warning for an unknown model_metrics family). */
+  #seriesOf(model: BoundModel): ModelSeries {
+    const labels = labelsOf(model);
+    const key = JSON.stringify(Object.entries(labels).sort());
+    let series = this.#series.get(key);
+    if (!series) {
+      const { buckets, unknown } = histogramBuckets(model.config.modelMetrics);
+      for (const family of unknown) {
+        this.logWarning(`Metric family '${family}' in 'metric_identifier' is not a customizable metric in Triton core.`);
+      }
+      series = new ModelSeries(labels, model, this.settings, buckets.get(FIRST_RESPONSE) ?? FIRST_RESPONSE_BUCKETS_MS);
+      this.#series.set(key, series);
+    }
+    return series;
+  }
+
+  /** Reads every model's statistics once, for the next `text()`; series no served model has any more go. */
   refresh(): void {
     this.#snapshot = this.triton.models().map((m) => ({
-      labels: { model: m.name, version: String(m.version) },
+      series: this.#seriesOf(m),
       stats: m.stats(),
       loadSeconds: m.loadDurationSeconds,
       responseCache: m.config.responseCache,
     }));
+    const kept = new Set(this.#snapshot.map((s) => s.series));
+    for (const [key, series] of this.#series) if (!kept.has(series)) this.#series.delete(key);
+  }
+
+  /** The text of the per-model families, from the last `refresh()`. */
+  async text(): Promise<string> {
+    const snapshot = this.#snapshot;
+    const out: string[] = [];
+    const family = (
+      name: string, help: string, type: FamilyType, value: (s: ModelStats, m: Snapshot) => number, only = (_: Snapshot): boolean => true,
+    ): void => {
+      out.push(familyText(name, help, type, snapshot.filter(only).map((m) => ({ name, labels: m.series.labels, value: value(m.stats, m) }))));
+    };
+    family('nv_inference_request_success', 'Number of successful inference requests, all batch sizes', 'counter', (s) => s.success.count);
+    out.push(familyText('nv_inference_request_failure', 'Number of failed inference requests, all batch sizes', 'counter',
+      snapshot.flatMap(({ series, stats }) => FAILURE_REASONS.map((reason) => ({
+        name: 'nv_inference_request_failure', labels: { ...series.labels, reason }, value: stats.failures[reason],
+      })))));
+    family('nv_inference_count', 'Number of inferences performed (does not include cached requests)', 'counter', (s) => s.inferenceCount);
+    family('nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)', 'counter', (s) => s.executionCount);
+    if (this.settings.counterLatencies) {
+      family('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)', 'counter', (s) => s.success.us);
+      family('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)', 'counter', (s) => s.queue.us);
+      family('nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)', 'counter', (s) => s.computeInput.us);
+      family('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)', 'counter', (s) => s.computeInfer.us);
+      family('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)', 'counter', (s) => s.computeOutput.us);
+      // Triton reports these for the models whose config enables the cache, with the latency counters.
+      const cached = (s: Snapshot): boolean => s.responseCache;
+      family('nv_cache_num_hits_per_model', 'Number of cache hits per model', 'counter', (s) => s.cacheHit.count, cached);
+      family('nv_cache_hit_duration_per_model', 'Total cache hit duration per model, in microseconds', 'counter', (s) => s.cacheHit.us, cached);
+      family('nv_cache_num_misses_per_model', 'Number of cache misses per model', 'counter', (s) => s.cacheMiss.count, cached);
+      family('nv_cache_miss_duration_per_model', 'Total cache miss (insert+lookup) duration per model, in microseconds', 'counter', (s) => s.cacheMiss.us, cached);
+    }
+    family('nv_inference_pending_request_count', 'Instantaneous number of pending requests awaiting execution per-model.', 'gauge', (s) => s.queued);
+    family('nv_model_load_duration_secs', 'Model load time in seconds', 'gauge', (_, m) => m.loadSeconds);
+    out.push(await this.#observedText(snapshot));
+    return out.join('');
+  }
+
+  /** The first-response histogram and the summaries, each family with every series that has it. */
+  async #observedText(snapshot: Snapshot[]): Promise<string> {
+    const out: string[] = [];
+    const histograms = snapshot.flatMap(({ series }) => series.firstResponseMs ? [histogramSamples(series.firstResponseMs, series.labels)] : []);
+    out.push(familyText(FIRST_RESPONSE, FIRST_RESPONSE_HELP, 'histogram', (await Promise.all(histograms)).flat()));
+    for (const kind of Object.keys(SUMMARIES) as SummaryKind[]) {
+      const [name, help] = SUMMARIES[kind];
+      const samples = snapshot.flatMap(({ series }) => {
+        const summary = series.summaries[kind];
+        return summary ? summarySamples(name, summary, series.labels) : [];
+      });
+      out.push(familyText(name, help, 'summary', samples));
+    }
+    return out.join('');
   }
 }

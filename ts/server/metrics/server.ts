@@ -1,8 +1,9 @@
 /**
  * The metrics frontend on `metricsPort` (default 8002): `GET /metrics` (a trailing slash is
- * allowed) answers Prometheus text with Triton's metric names, from a prom-client Registry of
- * this Triton's own (several servers can share a process, as the test suites do), followed by
- * the process metrics (prom-client's default metrics: CPU time, memory, event-loop lag, GC).
+ * allowed) answers Prometheus text with Triton's metric names: the per-model families
+ * (model-metrics.ts, which writes their text), then a prom-client Registry of this Triton's own
+ * (several servers can share a process, as the test suites do), then the process metrics
+ * (prom-client's default metrics: CPU time, memory, event-loop lag, GC).
  *
  * The process metrics live in one registry per process, created by the first metrics frontend:
  * they describe the process, and prom-client's collectors for them (a GC observer, an
@@ -44,7 +45,8 @@ export interface TritonMetrics {
 }
 
 /**
- * Builds the registry of `ctx`'s Triton and hooks the per-request observations if enabled.
+ * Builds the registry of `ctx`'s Triton and has its models report their requests to the
+ * per-model metrics (which observe them only when summaries or the histogram are on).
  * Resolves once the GPUs were read the first time, so the first scrape has the GPU families.
  */
 export async function createTritonMetrics(ctx: ServerContext): Promise<TritonMetrics> {
@@ -53,14 +55,14 @@ export async function createTritonMetrics(ctx: ServerContext): Promise<TritonMet
   const interval = config.metricsIntervalMs ?? 2000;
   if (!Number.isSafeInteger(interval) || interval <= 0) throw invalidArg(`metricsIntervalMs must be a positive integer, got ${interval}`);
   const registry = new Registry();
-  const models = new ModelMetrics(ctx.triton, registry, settings);
+  const models = new ModelMetrics(ctx.triton, settings, (line) => ctx.logger.warning(line));
   const stopSystem = startSystemMetrics(registry, interval);
   const stopPinned = startPinnedMetrics(registry, interval);
-  if (models.observing) ctx.inference.onSuccess = (model, ms) => models.observe(model, ms);
+  ctx.triton.reportRequestsTo((model) => models.sinkFor(model));
   const stopOwn = (): void => {
     stopSystem();
     stopPinned();
-    if (models.observing) ctx.inference.onSuccess = null;
+    ctx.triton.reportRequestsTo(null);
   };
   let stopGpu: () => void = () => undefined;
   try {
@@ -75,8 +77,8 @@ export async function createTritonMetrics(ctx: ServerContext): Promise<TritonMet
     models,
     scrape: async () => {
       models.refresh();
-      const [own, shared] = await Promise.all([registry.metrics(), process.metrics()]);
-      return `${own}\n${shared}`;
+      const [perModel, own, shared] = await Promise.all([models.text(), registry.metrics(), process.metrics()]);
+      return `${perModel}${own}\n${shared}`;
     },
     stop: () => {
       stopGpu();
