@@ -32,8 +32,7 @@ export interface ModelStats extends NativeModelStats {
  * Told of each request of one model that succeeded, with the durations the model's statistics
  * counted (ns): the metrics frontend's per-request latency summaries and first-response
  * histogram, as Triton's metric reporter observes them (core src/infer_stats.cc). A model
- * without one pays nothing per request.
- * @internal
+ * without one pays nothing per request. Public in the declarations: BoundModel names it.
  */
 export interface RequestSink {
   /** A request the model executed (an ensemble's: its steps did). */

@@ -32,6 +32,7 @@ export interface ServedTriton {
   /**
    * Has every serving model, and each one published later, report its successful requests to
    * the sink `sinkFor` gives it (the metrics frontend's); null: to none.
+   * @internal
    */
   reportRequestsTo(sinkFor: ((model: BoundModel) => RequestSink | null) | null): void;
 }
