@@ -7,7 +7,7 @@ import {
   binaryBody, closeAgent, get, post, rawExchange, rawPost, serve, type Reply, type Served,
 } from './http-helpers';
 import { bindInferModels } from './models';
-import { MAX_JSON_ARRAYS, MAX_JSON_OBJECT_ENTRIES } from '../../../ts/server/http/json-objects';
+import { MAX_JSON_ARRAYS, MAX_JSON_OBJECT_ENTRIES } from '../../../ts/json-bounds';
 
 const MAX = 1 << 20;  // a small --http-max-input-size keeps the limit cases cheap
 let s: Served;
@@ -115,12 +115,12 @@ const CASES: Case[] = [
   { name: 'gzip bomb', send: () => post(s.port, FP32, zlib.gzipSync(Buffer.alloc(MAX * 4)), { 'Content-Encoding': 'gzip' }), status: 400, message: `Decompressed data size exceeds the maximum allowed value of ${MAX} bytes` },
   { name: 'corrupt gzip body', send: () => post(s.port, FP32, Buffer.from('not gzip at all'), { 'Content-Encoding': 'gzip' }), status: 400, message: 'unable to decompress the request body (gzip)' },
   { name: 'unknown Content-Encoding', send: () => post(s.port, FP32, '{}', { 'Content-Encoding': 'br' }), status: 400, message: "unsupported Content-Encoding 'br'" },
-  // JSON objects cost V8 300-700 ns and tens of bytes each: a body may hold 65,536 objects and members (json-objects.ts).
+  // JSON objects cost V8 300-700 ns and tens of bytes each: a body may hold 65,536 objects and members (ts/json-bounds.ts).
   { name: 'more than 65,536 JSON objects and members: request parameters', send: () => post(s.port, FP32, manyParameters(70_000), {}), status: 400, message: `the inference request for model 'echo_FP32' holds more than ${MAX_JSON_OBJECT_ENTRIES} JSON objects and object members together` },
   { name: 'more than 65,536 JSON objects: empty objects in a field the server ignores', send: () => post(s.port, FP32, `{"inputs":[${JSON.stringify(fp32Input())}],"x":[${new Array(70_000).fill('{}').join(',')}]}`, {}), status: 400, message: `holds more than ${MAX_JSON_OBJECT_ENTRIES} JSON objects` },
   { name: 'more than 65,536 JSON objects and members: a generate request', send: () => post(s.port, '/v2/models/echo_FP32/generate', manyParameters(70_000), {}), status: 400, message: `the generate request for model 'echo_FP32' holds more than ${MAX_JSON_OBJECT_ENTRIES}` },
   { name: 'more than 65,536 JSON objects: a management body', send: () => post(s.port, '/v2/repository/index', `{"x":[${new Array(70_000).fill('{}').join(',')}]}`, {}), status: 400, message: `the request holds more than ${MAX_JSON_OBJECT_ENTRIES} JSON objects` },
-  // JSON arrays cost V8 ~1 µs and ~80 bytes each: outside tensor data a body may hold 65,536 (json-objects.ts).
+  // JSON arrays cost V8 ~1 µs and ~80 bytes each: outside tensor data a body may hold 65,536 (ts/json-bounds.ts).
   { name: 'more than 65,536 JSON arrays outside tensor data: in a field the server ignores', send: () => post(s.port, FP32, `{"inputs":[${JSON.stringify(fp32Input())}],"x":${rows(70_000)}}`, {}), status: 400, message: `the inference request for model 'echo_FP32' holds more than ${MAX_JSON_ARRAYS} JSON arrays outside its inputs' 'data'` },
   { name: 'more than 65,536 JSON arrays outside tensor data: in an input\'s parameters', send: () => post(s.port, FP32, `{"inputs":[{"name":"IN","datatype":"FP32","shape":[1,2],"data":[1,2],"parameters":{"p":${rows(70_000)}}}]}`, {}), status: 400, message: `holds more than ${MAX_JSON_ARRAYS} JSON arrays outside its inputs' 'data'` },
   { name: 'more than 65,536 JSON arrays: a generate request', send: () => post(s.port, '/v2/models/echo_FP32/generate', `{"IN":[1,2],"x":${rows(70_000)}}`, {}), status: 400, message: `the generate request for model 'echo_FP32' holds more than ${MAX_JSON_ARRAYS} JSON arrays; at most ${MAX_JSON_ARRAYS} are supported` },

@@ -14,7 +14,7 @@
 import type { IncomingMessage } from 'node:http';
 import * as zlib from 'node:zlib';
 import { invalidArg, InferenceServerError } from '../../errors';
-import { checkJsonArrays, checkJsonObjects } from './json-objects';
+import { checkJsonArrays, checkJsonObjects } from '../../json-bounds';
 
 /** Triton's --http-max-input-size default: 64 MiB. */
 export const DEFAULT_MAX_INPUT_SIZE = 1 << 26;

@@ -20,7 +20,7 @@ import type { Parameters } from '../../request';
 import { dataTypeByteSize, type DataType, type NDArray } from '../../tensor';
 import type { InferenceCall } from '../inference-service';
 import { tensorFromJson, tensorToJsonText } from '../tensor-codec';
-import { checkJsonArrays, checkJsonObjects } from './json-objects';
+import { checkJsonArrays, checkJsonObjects } from '../../json-bounds';
 
 /** The nested object whose keys map like top-level keys (Triton's reserved `parameters` schema). */
 const PARAMETERS_KEY = 'parameters';

@@ -19,7 +19,7 @@ import { dataTypeByteSize, type NDArray, type DataType } from '../../tensor';
 import type { DeviceTensor } from '../../device-tensor';
 import type { InferenceCall, OutputRequest } from '../inference-service';
 import { markBigIntegers, unmarkOutside } from '../big-integers';
-import { checkJsonObjects } from './json-objects';
+import { checkJsonObjects } from '../../json-bounds';
 import { needsScan, placeholderData, scanInferJson, type ScannedInfer } from './json-scan';
 import { JsonTensorData, tensorFromJsonData } from './json-tensor-data';
 import { checkForwardedHeader, compileHeaderForwardPattern, exactSequenceId, splitRequestParameters } from '../parameters';

@@ -17,7 +17,7 @@
  * the placeholders that JSON.parse leaves at inputs[i].data are all the scanner's own.
  */
 import { JsonTensorData } from './json-tensor-data';
-import { MAX_JSON_ARRAYS, tooManyArrays } from './json-objects';
+import { MAX_JSON_ARRAYS, tooManyArrays } from '../../json-bounds';
 import { MAX_JSON_NESTING_DEPTH } from '../tensor-codec';
 import { jsonError, scalarEnd, skipSpace, stringEnd } from './json-tokens';
 

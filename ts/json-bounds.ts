@@ -1,22 +1,23 @@
 /**
- * Bounds on the objects and arrays in a JSON request body, checked on its bytes before JSON.parse.
+ * Bounds on the objects and arrays of JSON text from a client (an HTTP request body, the load
+ * API's `config`), checked on its bytes before JSON.parse.
  *
  * V8 makes every JSON object a JS object (a hidden class, then a dictionary past a few keys), at
  * 300-700 ns and tens of bytes of heap per key or empty object: on this project's 2-vCPU VM a
  * 64 MiB infer body of `{},` in a field the server ignores held the event loop for 40 s and took
  * 2.2 GB of RSS, and a 56 MiB body of six million request parameters 53 s (three such requests at
  * once: 140 s without an answer to anything, health checks included). Arrays cost the same way
- * (~1 µs and ~80 bytes each: 64 MiB of `[0],`, 16 s and 1.3 GB in JSON.parse alone). Triton
- * parses with RapidJSON in a fraction of a second. No real request needs many objects: tensor
- * data are arrays, and an infer request's objects are the request, its inputs and outputs and
- * their parameters. So, as the gRPC frontend bounds a message's repeated entries
- * (MAX_MESSAGE_ENTRIES), a JSON body may hold at most MAX_JSON_OBJECT_ENTRIES objects and object
- * members together, counted on the bytes (`{`, `:`, `[`, `"` and `\` are ASCII, never part of a
- * multi-byte UTF-8 character), and at most MAX_JSON_ARRAYS arrays outside tensor data. Nested
- * tensor data (KServe v2 allows them row-major, Triton takes shape [N,1] as `[[1],[2],...]`) are
- * not bounded: a large infer body is read without JSON.parse making them (json-scan.ts).
+ * (~1 µs and ~80 bytes each: 64 MiB of `[0],`, 11-16 s and 1.9 GB). Triton parses with RapidJSON
+ * in a fraction of a second. No real request needs many objects: tensor data are arrays, and an
+ * infer request's objects are the request, its inputs and outputs and their parameters. So, as
+ * the gRPC frontend bounds a message's repeated entries (MAX_MESSAGE_ENTRIES), JSON text may hold
+ * at most MAX_JSON_OBJECT_ENTRIES objects and object members together, counted on the bytes (`{`,
+ * `:`, `[`, `"` and `\` are ASCII, never part of a multi-byte UTF-8 character), and at most
+ * MAX_JSON_ARRAYS arrays outside tensor data. Nested tensor data (KServe v2 allows them row-major,
+ * Triton takes shape [N,1] as `[[1],[2],...]`) are not bounded: a large infer body is read
+ * without JSON.parse making them (ts/server/http/json-scan.ts).
  */
-import { invalidArg } from '../../errors';
+import { invalidArg } from './errors';
 
 /** Objects and object members (keys) one JSON request body may hold together. */
 export const MAX_JSON_OBJECT_ENTRIES = 65_536;
@@ -58,12 +59,16 @@ function holdsMore(body: Uint8Array, start: number, end: number, a: number, b: n
 
 /**
  * INVALID_ARG naming `what` ("the inference request for model 'm'") when bytes [start, end) of
- * `body` hold more than MAX_JSON_OBJECT_ENTRIES objects and members (counted outside strings).
+ * `body` hold more than MAX_JSON_OBJECT_ENTRIES objects and members (counted outside strings);
+ * `hint` ends the message.
  */
-export function checkJsonObjects(body: Uint8Array, start: number, end: number, what: string): void {
+export function checkJsonObjects(
+  body: Uint8Array, start: number, end: number, what: string,
+  hint = "tensor data belong in 'data' arrays or in the binary tensor extension",
+): void {
   if (holdsMore(body, start, end, OPEN_BRACE, COLON, MAX_JSON_OBJECT_ENTRIES)) {
     throw invalidArg(`${what} holds more than ${MAX_JSON_OBJECT_ENTRIES} JSON objects and object members together; ` +
-      `at most ${MAX_JSON_OBJECT_ENTRIES} are supported (tensor data belong in 'data' arrays or in the binary tensor extension)`);
+      `at most ${MAX_JSON_OBJECT_ENTRIES} are supported (${hint})`);
   }
 }
 
