@@ -17,7 +17,7 @@
  * Triton takes shape [N,1] as `[[1],[2],...]`) are not bounded: a large infer body is read
  * without JSON.parse making them (ts/server/http/json-scan.ts).
  */
-import { invalidArg } from './errors';
+import { invalidArg, type InferenceServerError } from './errors';
 
 /** Objects and object members (keys) one JSON request body may hold together. */
 export const MAX_JSON_OBJECT_ENTRIES = 65_536;
@@ -80,7 +80,7 @@ export function checkJsonArrays(body: Uint8Array, start: number, end: number, wh
 }
 
 /** The error for an infer body with more than MAX_JSON_ARRAYS arrays outside its inputs' data. */
-export function tooManyArrays(what: string): Error {
+export function tooManyArrays(what: string): InferenceServerError {
   return invalidArg(`${what} holds more than ${MAX_JSON_ARRAYS} JSON arrays outside its inputs' 'data'; at most ` +
     `${MAX_JSON_ARRAYS} are supported (nested tensor data belong in an input's 'data', or in the binary tensor extension)`);
 }
