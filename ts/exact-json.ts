@@ -70,6 +70,14 @@ export function markBigIntegers(text: string): string {
   return out + text.slice(from);
 }
 
+/**
+ * What JSON.parse gives number literal `literal` of a marked text (markBigIntegers): its mark when
+ * it is a long integer, else its number. For readers that take a number out of the text themselves.
+ */
+export function markedNumberLiteral(literal: string): string | number {
+  return isLongInteger(literal, 0, literal.length) ? MARK + literal : Number(literal);
+}
+
 /** The literal a mark holds, or null when `v` is not a mark. */
 export function markedInteger(v: unknown): string | null {
   return typeof v === 'string' && v.startsWith(MARK) ? v.slice(MARK.length) : null;

@@ -4,6 +4,8 @@
  * Inference-Header-Content-Length values, binary_data_size mismatches, nesting 100k levels deep
  * — produce either a decoded call or an InferenceServerError with a 4xx status, never another
  * exception. Valid requests encoded by infernode's own HTTP client decode to the same tensors.
+ * A body of more arrays than JSON.parse may be given (json-scan.ts) decodes to the same call or
+ * error as the same body without them, nested, ragged and malformed data included.
  * A smaller number of the hostile bodies go through a real server on loopback (a bound
  * identity model): every answer is a well-formed HTTP response, 200 or 4xx with a JSON error,
  * and the server keeps serving.
@@ -163,6 +165,101 @@ describe('HTTP infer decoding: hostile bodies are decoded or refused with a 4xx'
         expect(tensorBytes(tensor as NDArray).equals(tensorBytes(inputs[name]))).toBe(true);
       }
     }), settings(800));
+  });
+});
+
+// ---- the linear reader of bodies of many arrays (ts/server/http/json-scan.ts) ----
+
+/** Number literals as clients write them, and at the edges of exactness: 17-digit doubles, exponents, -0, long integers. */
+const numberText = fc.oneof(
+  fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => JSON.stringify(d)),
+  fc.integer().map(String),
+  fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String),
+  fc.tuple(fc.boolean(), fc.stringMatching(/^(0|[1-9][0-9]{0,19})$/), fc.option(fc.stringMatching(/^[0-9]{1,19}$/)),
+    fc.option(fc.tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), fc.stringMatching(/^[0-9]{1,4}$/))))
+    .map(([minus, int, frac, exp]) => `${minus ? '-' : ''}${int}${frac ? `.${frac}` : ''}${exp ? exp.join('') : ''}`),
+  fc.constantFrom('-0', '-0.0', '1e22', '1e23', '9.999999999999999e22', '0.30000001192092896', '255', '256', '-129', '4294967296',
+    '9007199254740993', '18446744073709551615', '18446744073709551616', '-9223372036854775809', '1e400', `1${'0'.repeat(120)}`),
+);
+const stringText = fc.oneof(fc.string({ maxLength: 4 }).map((t) => JSON.stringify(t)),
+  fc.constantFrom('"\\u00e9"', '"a\\"b"', '"\\u0000int:5"', '"\\u0000int:12345678901234567890"', '"\\ud800"', '"[1,[2]]"', '"\x7f"', '"\\/\\b\\f\\n\\r\\t"', '"\x1f"'));
+const leafText = fc.oneof({ weight: 6, arbitrary: numberText }, { weight: 2, arbitrary: stringText },
+  { weight: 1, arbitrary: fc.constantFrom('true', 'false', 'null', '{}', '{"a":[1,[2]]}', '{"a":12345678901234567890}') });
+const space = fc.constantFrom('', '', ' ', '\n ');
+
+/** Data as JSON text: any nesting (ragged, mixed, empty arrays, over 100 deep), or rows of one datatype that fill the shape. */
+const { dataText } = fc.letrec((tie) => ({
+  dataText: fc.oneof({ depthSize: 'small' }, leafText,
+    fc.tuple(fc.array(tie('dataText'), { maxLength: 4 }), space).map(([items, w]) => `[${w}${items.join(`${w},${w}`)}${w}]`)),
+}));
+const tooDeep = fc.integer({ min: 98, max: 102 }).map((n) => `${'['.repeat(n)}1${']'.repeat(n)}`);
+const RANGE: Record<string, [number, number]> = {
+  UINT8: [0, 255], INT8: [-128, 127], UINT16: [0, 65535], INT16: [-32768, 32767], UINT32: [0, 2 ** 32 - 1], INT32: [-(2 ** 31), 2 ** 31 - 1],
+};
+function elementOf(dtype: string): fc.Arbitrary<string> {
+  if (dtype === 'BOOL') return fc.constantFrom('true', 'false');
+  if (dtype === 'BYTES') return stringText;
+  if (dtype === 'FP32' || dtype === 'FP64') return numberText;
+  if (dtype === 'INT64') return fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }).map(String);
+  if (dtype === 'UINT64') return fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }).map(String);
+  return fc.integer({ min: RANGE[dtype][0], max: RANGE[dtype][1] }).map(String);
+}
+const JSON_TYPES = DATA_TYPES.filter((d) => d !== 'FP16' && d !== 'BF16');
+const fittingInput = fc.constantFrom(...JSON_TYPES).chain((dtype) =>
+  fc.tuple(fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 3 }), fc.boolean(), space).chain(([dims, flat, w]) => {
+    const n = dims.reduce((a, b) => a * b, 1);
+    // Now and then an element of another kind: refused in the element's words.
+    const element = fc.oneof({ weight: 30, arbitrary: elementOf(dtype) }, { weight: 1, arbitrary: leafText });
+    return fc.array(element, { minLength: n, maxLength: n }).map((items) => {
+      let k = 0;
+      const nest = (d: number): string => (d === dims.length ? items[k++] : `[${w}${Array.from({ length: dims[d] }, () => nest(d + 1)).join(`,${w}`)}]`);
+      return `{"name":"IN${dims.join('')}","datatype":"${dtype}","shape":${JSON.stringify(dims)},"data":${flat ? `[${items.join(',')}]` : nest(0)}}`;
+    });
+  }));
+const anyInput = fc.record({
+  dtype: fc.constantFrom(...DATA_TYPES, 'FP33'),
+  shape: fc.oneof({ weight: 4, arbitrary: smallShape.map((d) => JSON.stringify(d)) }, fc.constantFrom('[1,-1]', '["x"]', '[4096]')),
+  member: fc.constantFrom('"data":', '"data":', '"d\\u0061ta":', '"data":[1],"data":', 'none'),
+  data: fc.oneof(dataText, tooDeep),
+  extra: fc.constantFrom('', ',"parameters":{"binary_data_size":4}', ',"x":[1,[2]]', ',"x":12345678901234567890', ',"inputs":[{"data":[[1]]}]'),
+}).map(({ dtype, shape, member, data, extra }) =>
+  `{"name":"IN","datatype":"${dtype}","shape":${shape}${member === 'none' ? '' : `,${member}${data}`}${extra}}`);
+const scanBody = fc.record({
+  inputs: fc.array(fc.oneof(fittingInput, fittingInput, anyInput), { minLength: 1, maxLength: 3 }),
+  inputsKey: fc.constantFrom('"inputs"', '"inputs"', '"\\u0069nputs"', '"inputs":[{"name":"Z","datatype":"FP32","shape":[1],"data":[[5]]}],"inputs"'),
+  before: fc.constantFrom('', '"id":"r",', '"parameters":{"k":12345678901234567890,"sequence_id":18446744073709551615},', '"x":[[1],[2]],',
+    '"parameters":{"data":[[1]]},', '"parameters":{"inputs":[{"data":[[1]]}]},', '"outputs":[{"name":"O","data":[[1]],"parameters":{"binary_data":true}}],'),
+  // Now and then one character gone or one put in (never before the opening brace): mostly no longer JSON.
+  edit: rarely(fc.tuple(fc.nat(), fc.constantFrom('', '', '[', ']', '{', '}', ',', ':', '"', '\\', '0', '-', '.', 'e', 'u', '\x1f', 'é'))),
+}).map(({ inputs, inputsKey, before, edit }) => {
+  const text = `{${before}${inputsKey}:[${inputs.join(',')}]}`;
+  if (edit === null) return text;
+  const at = 1 + (edit[0] % (text.length - 1));
+  return text.slice(0, at) + edit[1] + text.slice(edit[1] === '' ? at + 1 : at);
+});
+
+/** What decoding a body gives: its call with tensors as bytes, or its error. */
+function decodeOutcome(body: Buffer): unknown {
+  const decoded = decodedOr4xx(() => decodeInferRequest(body, null, decodeOptions('m')));
+  if (decoded instanceof InferenceServerError) return { code: decoded.code, message: decoded.message };
+  const { inputs, ...rest } = decoded.call;
+  return { ...rest, binaryByDefault: decoded.binaryByDefault, inputs: inputs.map(({ name, tensor }) => ({
+    name, dtype: tensor.dtype, shape: tensor.shape, bytes: tensorBytes(tensor as NDArray).toString('hex'),
+  })) };
+}
+
+describe('HTTP infer decoding: a body of many arrays is read by the scan exactly as JSON.parse reads it', () => {
+  test('the same call or the same error, but for a body that is not JSON (refused by both)', () => {
+    fc.assert(fc.property(scanBody, (text) => {
+      // More `[` than MAX_JSON_ARRAYS, in a string of a member the decoder ignores, send the body to the scan.
+      const open = /^\{\s*/.exec(text)![0].length;
+      const member = `"pad":"${'['.repeat(70_000)}"${text[open] === '}' ? '' : ','}`;
+      const parsed = decodeOutcome(Buffer.from(text));
+      const scanned = decodeOutcome(Buffer.from(text.slice(0, open) + member + text.slice(open)));
+      const notJson = { code: 'INVALID_ARG', message: expect.stringContaining("failed to parse the request JSON buffer for model 'm': ") };
+      if (/failed to parse the request JSON buffer/.test((parsed as { message?: string }).message ?? '')) expect(scanned).toEqual(notJson);
+      else expect(scanned).toEqual(parsed);
+    }), settings(1000));
   });
 });
 

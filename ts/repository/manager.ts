@@ -24,6 +24,7 @@ import { hasVersionDirectory, loadModel, noVersionDirectory, type LoadedVersion 
 import { removeOverrideDirectory, writeOverrideDirectory } from './override';
 import { validateModelConfigJson } from '../config/pbtxt';
 import { parseJsonExact, stringifyExactJson } from '../exact-json';
+import { checkJsonArrays, checkJsonObjects } from '../json-bounds';
 import { DEFAULT_EXIT_TIMEOUT_MS } from '../config/defaults';
 import { readRawConfig } from './config-source';
 import { EnsembleModel } from '../ensemble/ensemble-model';
@@ -515,6 +516,12 @@ async function retire(versions: Map<number, LoadedVersion>, log: (line: string) 
  * 18446744073709551615`): JSON.parse alone would round one beyond 2^53.
  */
 function parseConfigOverride(name: string, text: string): RawModelConfig {
+  // Bounded as request bodies are: the text can be as large as a request (64 MiB of `[0],` held
+  // the event loop for ~13 s in JSON.parse), and a configuration holds a few hundred at most.
+  const bytes = Buffer.from(text);
+  const what = `failed to load '${name}', the config parameter`;
+  checkJsonObjects(bytes, 0, bytes.length, what, 'a model configuration needs far fewer');
+  checkJsonArrays(bytes, 0, bytes.length, what);
   let parsed: unknown;
   try {
     parsed = parseJsonExact(text);

@@ -100,9 +100,12 @@ export function wireByteSize(arr: NDArray): number {
   return arr.dtype === 'BYTES' ? bytesTensorSize(arr) : (arr.data as TypedArray).byteLength;
 }
 
-/** Flattens nested JSON arrays row-major, refusing more than `limit` elements. */
 /** Triton's HTTP_MAX_JSON_NESTING_DEPTH for tensor data, with its error text. */
-const MAX_JSON_NESTING_DEPTH = 100;
+export const MAX_JSON_NESTING_DEPTH = 100;
+
+export function tooDeep(what: string): InferenceServerError {
+  return invalidArg(`JSON nesting depth exceeds maximum allowed limit (${MAX_JSON_NESTING_DEPTH}) (data of ${what})`);
+}
 
 /**
  * Data that do not fill the shape exactly: Triton's text (its L0_http looks for it), then which
@@ -112,48 +115,56 @@ function shapeMismatch(what: string, detail: string): InferenceServerError {
   return invalidArg(`Unable to parse 'data': Shape does not match true shape of 'data' field (${what}: ${detail})`);
 }
 
+export function tooManyElements(what: string, limit: number): InferenceServerError {
+  return shapeMismatch(what, `more data elements than its shape holds (${limit})`);
+}
+
+export function elementCountMismatch(what: string, shape: number[], count: number, found: number): InferenceServerError {
+  return shapeMismatch(what, `shape ${clipShape(shape)} holds ${count} elements, data has ${found}`);
+}
+
+/** Flattens nested JSON arrays row-major, refusing more than `limit` elements. */
 function flatten(data: unknown, limit: number, what: string): unknown[] {
   if (!Array.isArray(data)) throw invalidArg(`data of ${what} must be a list`);
-  if (!data.some(Array.isArray)) {
-    if (data.length > limit) throw shapeMismatch(what, `more data elements than its shape holds (${limit})`);
+  let nested = false;
+  for (let i = 0; i < data.length && !nested; i++) nested = Array.isArray(data[i]);
+  if (!nested) {
+    if (data.length > limit) throw tooManyElements(what, limit);
     return data;
   }
   const out: unknown[] = [];
   const walk = (value: unknown[], depth: number): void => {
-    if (depth >= MAX_JSON_NESTING_DEPTH) {
-      throw invalidArg(`JSON nesting depth exceeds maximum allowed limit (${MAX_JSON_NESTING_DEPTH}) (data of ${what})`);
-    }
+    if (depth >= MAX_JSON_NESTING_DEPTH) throw tooDeep(what);
     for (const v of value) {
       if (Array.isArray(v)) walk(v, depth + 1);
-      else if (out.push(v) > limit) throw shapeMismatch(what, `more data elements than its shape holds (${limit})`);
+      else if (out.push(v) > limit) throw tooManyElements(what, limit);
     }
   };
   walk(data, 0);
   return out;
 }
 
-function numberAt(values: unknown[], i: number, what: string, dtype: DataType): number {
-  const v = values[i];
+function numberAt(v: unknown, i: number, what: string, dtype: DataType): number {
   if (typeof v !== 'number') {
     throw invalidArg(`${what}: element ${i} is ${describeValue(v)}, expected a number for datatype ${dtype}`);
   }
   return v;
 }
 
-function integerAt(values: unknown[], i: number, what: string, dtype: DataType): number {
-  const v = numberAt(values, i, what, dtype);
-  if (!Number.isSafeInteger(v)) {
-    throw invalidArg(`${what}: element ${i} (${v}) is not an exact integer for datatype ${dtype}` +
-      (Number.isInteger(v) ? '; send 64-bit values beyond 2^53 with the binary extension' : ''));
+function integerAt(v: unknown, i: number, what: string, dtype: DataType): number {
+  const n = numberAt(v, i, what, dtype);
+  if (!Number.isSafeInteger(n)) {
+    throw invalidArg(`${what}: element ${i} (${n}) is not an exact integer for datatype ${dtype}` +
+      (Number.isInteger(n) ? '; send 64-bit values beyond 2^53 with the binary extension' : ''));
   }
-  return v;
+  return n;
 }
 
-/** `values` with element i a plain number again if the HTTP parser marked it (ts/server/big-integers.ts). */
-function unmarked(values: unknown[], i: number): unknown[] {
-  const literal = markedInteger(values[i]);
-  if (literal !== null) values[i] = Number(literal);
-  return values;
+/** `v` a plain number again if the HTTP parser marked it (ts/server/big-integers.ts). */
+function unmarked(v: unknown): unknown {
+  if (typeof v !== 'string') return v;  // most values: no call through the module's re-export
+  const literal = markedInteger(v);
+  return literal !== null ? Number(literal) : v;
 }
 
 const INT64_RANGE: Record<string, [bigint, bigint]> = {
@@ -162,56 +173,88 @@ const INT64_RANGE: Record<string, [bigint, bigint]> = {
 };
 
 /** An INT64/UINT64 element exactly: a safe integer, or a long literal the HTTP parser kept exact. */
-function int64At(values: unknown[], i: number, what: string, dtype: DataType): bigint {
-  const literal = markedInteger(values[i]);
-  if (literal === null) return BigInt(integerAt(values, i, what, dtype));
-  const v = BigInt(literal);
+function int64At(v: unknown, i: number, what: string, dtype: DataType): bigint {
+  const literal = markedInteger(v);
+  if (literal === null) return BigInt(integerAt(v, i, what, dtype));
+  const n = BigInt(literal);
   const [min, max] = INT64_RANGE[dtype];
-  if (v < min || v > max) throw invalidArg(`${what}: element ${i} (${literal}) is out of range for datatype ${dtype}`);
-  return v;
+  if (n < min || n > max) throw invalidArg(`${what}: element ${i} (${literal}) is out of range for datatype ${dtype}`);
+  return n;
+}
+
+/** INVALID_ARG for the datatypes JSON cannot carry in a request. */
+export function checkJsonDataType(what: string, dtype: DataType): void {
+  if (dtype === 'FP16' || dtype === 'BF16') {
+    throw invalidArg(`${what}: sending ${dtype} data via JSON is not supported, use the binary tensor data extension`);
+  }
+}
+
+/**
+ * Stores `values[0, n)`, JSON values of a numeric or BOOL tensor (a mark for a long integer), as
+ * its elements `first` on, each checked as the datatype needs: one call per batch of values, the
+ * loop inside it per datatype.
+ */
+export type ElementWriter = (values: readonly unknown[], n: number, first: number) => void;
+
+/**
+ * The array a numeric or BOOL tensor of `count` elements is read into, and the writer that
+ * fills it (every JSON reader of tensor data uses it).
+ */
+export function jsonElementWriter(what: string, dtype: Exclude<DataType, 'BYTES'>, count: number): { out: TypedArray; write: ElementWriter } {
+  if (dtype === 'BOOL') {
+    const out = new Uint8Array(count);
+    return {
+      out,
+      write: (values, n, first) => {
+        for (let k = 0; k < n; k++) {
+          const b = unmarked(values[k]);
+          if (typeof b !== 'boolean') throw invalidArg(`${what}: element ${first + k} is ${describeValue(b)}, expected true or false for BOOL`);
+          out[first + k] = b ? 1 : 0;
+        }
+      },
+    };
+  }
+  const out = new (typedArrayFor(dtype))(count);
+  if (out instanceof BigInt64Array || out instanceof BigUint64Array) {
+    return { out, write: (values, n, first) => { for (let k = 0; k < n; k++) out[first + k] = int64At(values[k], first + k, what, dtype); } };
+  }
+  const numbers = out as Exclude<TypedArray, BigInt64Array | BigUint64Array>;
+  if (dtype === 'FP32' || dtype === 'FP64') {
+    return { out, write: (values, n, first) => { for (let k = 0; k < n; k++) numbers[first + k] = numberAt(unmarked(values[k]), first + k, what, dtype); } };
+  }
+  const probe = new (typedArrayFor(dtype))(1) as typeof numbers;
+  return {
+    out,
+    write: (values, n, first) => {
+      for (let k = 0; k < n; k++) {
+        const v = integerAt(unmarked(values[k]), first + k, what, dtype);
+        probe[0] = v;
+        if (probe[0] !== v) throw invalidArg(`${what}: element ${first + k} (${v}) is out of range for datatype ${dtype}`);
+        numbers[first + k] = v;
+      }
+    },
+  };
+}
+
+/** A BYTES tensor of the (flattened, counted) JSON values, each of which must be a string. */
+export function bytesTensorFromJson(what: string, shape: number[], values: unknown[]): NDArray {
+  for (let i = 0; i < values.length; i++) {
+    const v = unmarked(values[i]);
+    if (typeof v !== 'string') throw invalidArg(`${what}: element ${i} is ${describeValue(v)}, expected a string for BYTES`);
+  }
+  // Written into one buffer: no Buffer per element (ts/packed-bytes.ts).
+  return packedBytesTensor(shape, packStrings(values as string[]), what);
 }
 
 /** The tensor whose data are JSON values (flat or nested); FP16/BF16 need the binary form. */
 export function tensorFromJson(what: string, dtype: DataType, shape: number[], data: unknown): NDArray {
-  if (dtype === 'FP16' || dtype === 'BF16') {
-    throw invalidArg(`${what}: sending ${dtype} data via JSON is not supported, use the binary tensor data extension`);
-  }
+  checkJsonDataType(what, dtype);
   const count = elementCount(shape);
   const values = flatten(data, count, what);
-  if (values.length !== count) {
-    throw shapeMismatch(what, `shape ${clipShape(shape)} holds ${count} elements, data has ${values.length}`);
-  }
-  if (dtype === 'BYTES') {
-    for (let i = 0; i < count; i++) {
-      const v = markedInteger(values[i]) !== null ? unmarked(values, i)[i] : values[i];
-      if (typeof v !== 'string') throw invalidArg(`${what}: element ${i} is ${describeValue(v)}, expected a string for BYTES`);
-    }
-    // Written into one buffer: no Buffer per element (ts/packed-bytes.ts).
-    return packedBytesTensor(shape, packStrings(values as string[]), what);
-  }
-  if (dtype === 'BOOL') {
-    const out = new Uint8Array(count);
-    for (let i = 0; i < count; i++) {
-      const v = unmarked(values, i)[i];
-      if (typeof v !== 'boolean') throw invalidArg(`${what}: element ${i} is ${describeValue(v)}, expected true or false for BOOL`);
-      out[i] = v ? 1 : 0;
-    }
-    return new NDArray('BOOL', shape, out);
-  }
-  const out = new (typedArrayFor(dtype))(count);
-  if (out instanceof BigInt64Array || out instanceof BigUint64Array) {
-    for (let i = 0; i < count; i++) out[i] = int64At(values, i, what, dtype);
-  } else if (dtype === 'FP32' || dtype === 'FP64') {
-    for (let i = 0; i < count; i++) out[i] = numberAt(unmarked(values, i), i, what, dtype);
-  } else {
-    const probe = new (typedArrayFor(dtype))(1) as Exclude<TypedArray, BigInt64Array | BigUint64Array>;
-    for (let i = 0; i < count; i++) {
-      const v = integerAt(unmarked(values, i), i, what, dtype);
-      probe[0] = v;
-      if (probe[0] !== v) throw invalidArg(`${what}: element ${i} (${v}) is out of range for datatype ${dtype}`);
-      (out as typeof probe)[i] = v;
-    }
-  }
+  if (values.length !== count) throw elementCountMismatch(what, shape, count, values.length);
+  if (dtype === 'BYTES') return bytesTensorFromJson(what, shape, values);
+  const { out, write } = jsonElementWriter(what, dtype, count);
+  write(values, count, 0);
   return new NDArray(dtype, shape, out);
 }
 

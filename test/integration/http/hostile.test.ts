@@ -7,7 +7,7 @@ import {
   binaryBody, closeAgent, get, post, rawExchange, rawPost, serve, type Reply, type Served,
 } from './http-helpers';
 import { bindInferModels } from './models';
-import { MAX_JSON_OBJECT_ENTRIES } from '../../../ts/server/http/json-objects';
+import { MAX_JSON_ARRAYS, MAX_JSON_OBJECT_ENTRIES } from '../../../ts/json-bounds';
 
 const MAX = 1 << 20;  // a small --http-max-input-size keeps the limit cases cheap
 let s: Served;
@@ -44,6 +44,13 @@ function manyParameters(n: number): string {
   const parameters = Array.from({ length: n }, (_, i) => `"p${i}":1`).join(',');
   return `{"inputs":[${JSON.stringify(fp32Input())}],"parameters":{${parameters}}}`;
 }
+
+/** `n` one-element arrays in an array: `[[1],[1],...]` (`last` in place of the last row). */
+const rows = (n: number, last = '[1]'): string => `[${'[1],'.repeat(n - 1)}${last}]`;
+
+/** An infer body for echo_<dtype> of the given shape whose data is the JSON text `data`. */
+const withData = (dtype: string, shape: number[], data: string): string =>
+  `{"inputs":[{"name":"IN","datatype":"${dtype}","shape":${JSON.stringify(shape)},"data":${data}}]}`;
 
 interface Case {
   name: string;
@@ -108,11 +115,24 @@ const CASES: Case[] = [
   { name: 'gzip bomb', send: () => post(s.port, FP32, zlib.gzipSync(Buffer.alloc(MAX * 4)), { 'Content-Encoding': 'gzip' }), status: 400, message: `Decompressed data size exceeds the maximum allowed value of ${MAX} bytes` },
   { name: 'corrupt gzip body', send: () => post(s.port, FP32, Buffer.from('not gzip at all'), { 'Content-Encoding': 'gzip' }), status: 400, message: 'unable to decompress the request body (gzip)' },
   { name: 'unknown Content-Encoding', send: () => post(s.port, FP32, '{}', { 'Content-Encoding': 'br' }), status: 400, message: "unsupported Content-Encoding 'br'" },
-  // JSON objects cost V8 300-700 ns and tens of bytes each: a body may hold 65,536 objects and members (json-objects.ts).
+  // JSON objects cost V8 300-700 ns and tens of bytes each: a body may hold 65,536 objects and members (ts/json-bounds.ts).
   { name: 'more than 65,536 JSON objects and members: request parameters', send: () => post(s.port, FP32, manyParameters(70_000), {}), status: 400, message: `the inference request for model 'echo_FP32' holds more than ${MAX_JSON_OBJECT_ENTRIES} JSON objects and object members together` },
   { name: 'more than 65,536 JSON objects: empty objects in a field the server ignores', send: () => post(s.port, FP32, `{"inputs":[${JSON.stringify(fp32Input())}],"x":[${new Array(70_000).fill('{}').join(',')}]}`, {}), status: 400, message: `holds more than ${MAX_JSON_OBJECT_ENTRIES} JSON objects` },
   { name: 'more than 65,536 JSON objects and members: a generate request', send: () => post(s.port, '/v2/models/echo_FP32/generate', manyParameters(70_000), {}), status: 400, message: `the generate request for model 'echo_FP32' holds more than ${MAX_JSON_OBJECT_ENTRIES}` },
   { name: 'more than 65,536 JSON objects: a management body', send: () => post(s.port, '/v2/repository/index', `{"x":[${new Array(70_000).fill('{}').join(',')}]}`, {}), status: 400, message: `the request holds more than ${MAX_JSON_OBJECT_ENTRIES} JSON objects` },
+  // JSON arrays cost V8 ~1 µs and ~80 bytes each: outside tensor data a body may hold 65,536 (ts/json-bounds.ts).
+  { name: 'more than 65,536 JSON arrays outside tensor data: in a field the server ignores', send: () => post(s.port, FP32, `{"inputs":[${JSON.stringify(fp32Input())}],"x":${rows(70_000)}}`, {}), status: 400, message: `the inference request for model 'echo_FP32' holds more than ${MAX_JSON_ARRAYS} JSON arrays outside its inputs' 'data'` },
+  { name: 'more than 65,536 JSON arrays outside tensor data: in an input\'s parameters', send: () => post(s.port, FP32, `{"inputs":[{"name":"IN","datatype":"FP32","shape":[1,2],"data":[1,2],"parameters":{"p":${rows(70_000)}}}]}`, {}), status: 400, message: `holds more than ${MAX_JSON_ARRAYS} JSON arrays outside its inputs' 'data'` },
+  { name: 'more than 65,536 JSON arrays: a generate request', send: () => post(s.port, '/v2/models/echo_FP32/generate', `{"IN":[1,2],"x":${rows(70_000)}}`, {}), status: 400, message: `the generate request for model 'echo_FP32' holds more than ${MAX_JSON_ARRAYS} JSON arrays; at most ${MAX_JSON_ARRAYS} are supported` },
+  { name: 'more than 65,536 JSON arrays: a management body', send: () => post(s.port, '/v2/repository/index', `{"x":${rows(70_000)}}`, {}), status: 400, message: `the request holds more than ${MAX_JSON_ARRAYS} JSON arrays` },
+  // Nested data of more arrays than that are read by the linear reader (json-scan.ts), with JSON.parse's errors.
+  { name: 'nested data of 70,000 rows, one short of the shape', send: () => post(s.port, FP32, withData('FP32', [1, 70_001], rows(70_000)), {}), status: 400, message: "Unable to parse 'data': Shape does not match true shape of 'data' field (input 'IN' for model 'echo_FP32': shape [1,70001] holds 70001 elements, data has 70000)" },
+  { name: 'nested data of 70,000 rows, more than the shape holds', send: () => post(s.port, FP32, withData('FP32', [1, 5], rows(70_000)), {}), status: 400, message: "Unable to parse 'data': Shape does not match true shape of 'data' field (input 'IN' for model 'echo_FP32': more data elements than its shape holds (5))" },
+  { name: 'nested data of 70,000 rows, the last nested too deeply', send: () => post(s.port, FP32, withData('FP32', [1, 70_000], rows(70_000, `${'['.repeat(100)}1${']'.repeat(100)}`)), {}), status: 400, message: "JSON nesting depth exceeds maximum allowed limit (100) (data of input 'IN' for model 'echo_FP32')" },
+  { name: 'nested data of 70,000 rows, the last a string', send: () => post(s.port, FP32, withData('FP32', [1, 70_000], rows(70_000, '["x"]')), {}), status: 400, message: `input 'IN' for model 'echo_FP32': element 69999 is "x", expected a number for datatype FP32` },
+  { name: 'nested data of 70,000 rows, the last out of range', send: () => post(s.port, '/v2/models/echo_UINT8/infer', withData('UINT8', [1, 70_000], rows(70_000, '[256]')), {}), status: 400, message: "input 'IN' for model 'echo_UINT8': element 69999 (256) is out of range for datatype UINT8" },
+  { name: 'nested data of 70,000 rows, the last beyond INT64', send: () => post(s.port, '/v2/models/echo_INT64/infer', withData('INT64', [1, 70_000], rows(70_000, '[9223372036854775808]')), {}), status: 400, message: "input 'IN' for model 'echo_INT64': element 69999 (9223372036854775808) is out of range for datatype INT64" },
+  { name: 'nested data of 70,000 rows, malformed JSON', send: () => post(s.port, FP32, withData('FP32', [1, 70_000], rows(70_000, '[1')), {}), status: 400, message: "failed to parse the request JSON buffer for model 'echo_FP32'" },
   { name: 'malformed HTTP request line', send: () => rawExchange(s.port, 'BREW /coffee HTCPCP/1.0\r\n\r\n'), status: 400, message: 'malformed HTTP request' },
   { name: 'invalid Content-Length header', send: () => rawExchange(s.port, rawPost(FP32, '{}', { 'Content-Length': '12abc' })), status: 400, message: 'malformed HTTP request' },
 ];
@@ -134,6 +154,29 @@ describe('hostile inputs', () => {
   test('60,000 request parameters, under the bound on JSON objects and members, are still served', async () => {
     const r = await post(s.port, FP32, manyParameters(60_000), {});
     expect(r.status).toBe(200);
+  });
+
+  // Ragged and mixed nesting are taken as JSON.parse's flatten takes them: only the element count must match the shape.
+  test.each([
+    ['FP32', `[[[1],1.5],[-2,[2e-3]],${'[3,3],'.repeat(69_997)}[0.30000001192092896]]`],
+    ['INT64', `[[9223372036854775807],[[-9223372036854775808]],${'[1,1],'.repeat(69_997)}[9007199254740993]]`],
+    ['BOOL', `[[true],[[false]],${'[true,false],'.repeat(69_997)}[true]]`],
+    ['BYTES', `[["a"],[["\\u00e9"]],${'["x","y"],'.repeat(69_997)}["\\\\"]]`],
+  ])('%s data of 70,000 nested arrays, ragged, are the same tensor as the flat form', async (dtype, data) => {
+    const flat = `[${data.replace(/[[\]]/g, '')}]`;
+    const count = (JSON.parse(flat) as unknown[]).length;
+    const nested = await post(s.port, `/v2/models/echo_${dtype}/infer`, withData(dtype, [1, count], data), {});
+    const flattened = await post(s.port, `/v2/models/echo_${dtype}/infer`, withData(dtype, [1, count], flat), {});
+    expect({ nested: nested.status, flat: flattened.status }).toEqual({ nested: 200, flat: 200 });
+    expect(nested.body.equals(flattened.body)).toBe(true);
+    await stillServing();
+  });
+
+  test('nested data under escaped member names ("\\u0069nputs", "d\\u0061ta") are still tensor data, not arrays to refuse', async () => {
+    const body = `{"\\u0069nputs":[{"name":"IN","datatype":"FP32","shape":[1,70000],"d\\u0061ta":${rows(70_000)}}]}`;
+    const r = await post(s.port, FP32, body, {});
+    expect(r.status).toBe(200);
+    expect((r.json().outputs as { data: number[] }[])[0].data).toEqual(new Array(70_000).fill(1));
   });
 
   test('a refused oversized upload closes its connection instead of reading it', async () => {

@@ -80,6 +80,12 @@ describe('config', () => {
       '{"sequence_batching": {"state": [{"input_name": "s", "output_name": "t", "data_type": "TYPE_FP32", "dims": [1], ' +
       '"initial_state": [{"name": "i", "data_type": "TYPE_FP32", "dims": [1], "data_file": "../config.pbtxt"}]}]}}',
       "initial_state data_file '../config.pbtxt' must be a relative path inside"],
+    // Bounded as request bodies are (ts/json-bounds.ts): 64 MiB of `[0],` took JSON.parse ~13 s.
+    ['more than 65,536 JSON arrays', `{"max_batch_size": 4, "x": [${'[0],'.repeat(70_000)}[0]]}`,
+      "failed to load 'm', the config parameter holds more than 65536 JSON arrays; at most 65536 are supported"],
+    ['more than 65,536 JSON objects', `{"max_batch_size": 4, "x": [${'{},'.repeat(70_000)}{}]}`,
+      "failed to load 'm', the config parameter holds more than 65536 JSON objects and object members together; at most " +
+      '65536 are supported (a model configuration needs far fewer)'],
     ['a data_type the model contradicts', '{"max_batch_size": 4, "input": [{"name": "INPUT0", "data_type": "TYPE_INT8", "dims": [4]}]}',
       "configuration expects datatype TYPE_INT8 for input 'INPUT0', model provides TYPE_FP32"],
   ])('%s is INVALID_ARG or UNSUPPORTED, and the loaded version keeps serving', async (_what, config, message) => {

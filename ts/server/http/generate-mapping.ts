@@ -20,7 +20,7 @@ import type { Parameters } from '../../request';
 import { dataTypeByteSize, type DataType, type NDArray } from '../../tensor';
 import type { InferenceCall } from '../inference-service';
 import { tensorFromJson, tensorToJsonText } from '../tensor-codec';
-import { checkJsonObjects } from './json-objects';
+import { checkJsonArrays, checkJsonObjects } from '../../json-bounds';
 
 /** The nested object whose keys map like top-level keys (Triton's reserved `parameters` schema). */
 const PARAMETERS_KEY = 'parameters';
@@ -49,7 +49,10 @@ function isObject(v: unknown): v is Record<string, unknown> {
 /** Parses a generate body: a JSON object; an empty body is `{}` (Triton allows it). */
 export function parseGenerateBody(body: Buffer, modelName: string): Record<string, unknown> {
   if (body.length === 0) return {};
-  checkJsonObjects(body, 0, body.length, `the generate request for model '${clip(modelName)}'`);
+  const what = `the generate request for model '${clip(modelName)}'`;
+  checkJsonObjects(body, 0, body.length, what);
+  // An input takes a value or a flat list: no request needs more arrays than this.
+  checkJsonArrays(body, 0, body.length, what);
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));

@@ -3,7 +3,8 @@
  * triton-protocol.md §1.3-1.4) into the InferenceCall that InferenceService runs (the gRPC
  * frontend decodes its messages into the same shape):
  *
- * - JSON only: tensors in `data` (flat or nested).
+ * - JSON only: tensors in `data` (flat or nested). A large body is read without JSON.parse
+ *   making its data arrays (json-scan.ts).
  * - JSON + binary: `Inference-Header-Content-Length` bytes of JSON, then the raw tensors of the
  *   inputs that carry `parameters.binary_data_size`, in input order. They become views of the
  *   body (tensor-codec's tensorFromBytes), never decoded element by element.
@@ -12,13 +13,15 @@
  *
  * Every field is checked before use and every error names the input or output and the model.
  */
-import { clip, invalidArg } from '../../errors';
+import { clip, InferenceServerError, invalidArg } from '../../errors';
 import { describeValue } from '../../describe-value';
 import { dataTypeByteSize, type NDArray, type DataType } from '../../tensor';
 import type { DeviceTensor } from '../../device-tensor';
 import type { InferenceCall, OutputRequest } from '../inference-service';
 import { markBigIntegers, unmarkOutside } from '../big-integers';
-import { checkJsonObjects } from './json-objects';
+import { checkJsonObjects } from '../../json-bounds';
+import { needsScan, placeholderData, scanInferJson, type ScannedInfer } from './json-scan';
+import { JsonTensorData, tensorFromJsonData } from './json-tensor-data';
 import { checkForwardedHeader, compileHeaderForwardPattern, exactSequenceId, splitRequestParameters } from '../parameters';
 import { shmRefFromParameters, type ShmRef } from '../shared-memory';
 import { tensorFromBytes, tensorFromJson, wireDataType, wireShape } from '../tensor-codec';
@@ -88,19 +91,30 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 function parseHeader(body: Buffer, length: number, model: string): Record<string, unknown> {
-  checkJsonObjects(body, 0, length, `the inference request for model '${clip(model)}'`);
+  const what = `the inference request for model '${clip(model)}'`;
+  checkJsonObjects(body, 0, length, what);
   let header: unknown;
+  let scanned: ScannedInfer | null = null;
   try {
-    const text = body.toString('utf8', 0, length);
+    // A body of many arrays (or a huge one) is checked and its inputs' data set apart first:
+    // JSON.parse would make a JS array of every nested data array (json-scan.ts).
+    if (needsScan(body, length)) scanned = scanInferJson(body, length, what);
+    const text = scanned ? scanned.header : body.toString('utf8', 0, length);
     const marked = markBigIntegers(text);
     header = JSON.parse(marked);
     // Only inputs' data and tensors' shared-memory offsets and sizes keep exact 64-bit marks
     // (the tensor decoder and shmRefFromParameters read them).
     if (marked !== text) header = unmarkOutside(header, keepsMarks);
   } catch (err) {
+    if (err instanceof InferenceServerError) throw err;
     throw invalidArg(`failed to parse the request JSON buffer for model '${model}': ${(err as Error).message}`);
   }
   if (!isObject(header)) throw invalidArg(`the inference request for model '${model}' must be a JSON object`);
+  if (scanned && Array.isArray(header.inputs)) {
+    for (const input of header.inputs as unknown[]) {
+      if (isObject(input)) input.data = placeholderData(input.data, scanned) ?? input.data;
+    }
+  }
   return header;
 }
 
@@ -157,7 +171,8 @@ function decodeInputs(list: unknown, binary: Buffer, opts: InferDecodeOptions): 
       inputs.push({ name: input.name, tensor: read(what, dtype, shape, shm), region: shm.region });
       continue;
     } else {
-      tensor = tensorFromJson(what, dtype, shape, input.data);
+      tensor = input.data instanceof JsonTensorData ? tensorFromJsonData(what, dtype, shape, input.data)
+        : tensorFromJson(what, dtype, shape, input.data);
     }
     inputs.push({ name: input.name, tensor });
   }
