@@ -796,6 +796,8 @@ export class BoundModel {
         const at = i * TIMING_FIELDS;
         if (entry.addTimesTo) addTimings(entry.addTimesTo, timings, at);
         this.requestSink?.executed(timings[at + 4], timings[at], timings[at + 1], timings[at + 2], timings[at + 3]);
+        // A decoupled request's first response was told when it was sent (#sendResponse).
+        if (!entry.stream) this.requestSink?.firstResponse(timings[at + 4] / 1e6);
         entry.resolve(this.#selectOutputs(entry));
       } else {
         entry.reject(error ?? new InferenceServerError(codes[i], messages?.[i] ?? 'inference failed'));

@@ -483,4 +483,40 @@ describe("a model config's metric_tags and model_metrics (repository models)", (
       await served.triton.stop();
     }
   });
+
+  test("a reload that makes a model decoupled keeps its label set's series, and observes each request's first " +
+    'response once (Triton observes the first response of any request, decoupled or not)', async () => {
+    const io = 'input [ { name: "IN", data_type: TYPE_FP32, dims: [ 1 ] } ] output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 1 ] } ]';
+    repo.config('flip', `backend: "js"\nmax_batch_size: 4\n${io}`);
+    // Two responses when decoupled, one answer otherwise: the same file serves both configs.
+    repo.write('flip/1/model.js', 'exports.execute = (requests, context) => { const out = requests.map((r) => ({ OUT: r.data.IN.data })); ' +
+      'return context.modelConfig.decoupled ? [out, out][Symbol.iterator]() : out; };');
+    const served = await startRepoTriton(repo.root, {
+      controlMode: 'explicit',
+      config: { allowMetrics: true, metricsAddress: '127.0.0.1', metricsPort: 0, metricsConfig: ['histogram_latencies=true'] },
+    });
+    try {
+      const F = { model: 'flip', version: '1' };
+      const count = async (): Promise<number | undefined> =>
+        value(await scrape(served.triton.ports.metrics!), 'nv_inference_first_response_histogram_ms_count', F);
+      const input = { IN: new NDArray('FP32', [1, 1], new Float32Array([1])) };
+      await served.triton.loadModel('flip');
+      await served.triton.infer('flip', input);
+      expect(await count()).toBe(1);
+      repo.config('flip', `backend: "js"\nmax_batch_size: 4\n${io}\nmodel_transaction_policy { decoupled: true }`);
+      await served.triton.loadModel('flip');
+      expect(served.triton.model('flip').config.decoupled).toBe(true);
+      let responses = 0;
+      for await (const _ of served.triton.inferStream('flip', input)) responses++;
+      expect(responses).toBe(2);
+      // Was 3: the series, made for the plain model, also observed the decoupled request at its end.
+      expect(await count()).toBe(2);
+      repo.config('flip', `backend: "js"\nmax_batch_size: 4\n${io}`);
+      await served.triton.loadModel('flip');
+      await served.triton.infer('flip', input);
+      expect(await count()).toBe(3);
+    } finally {
+      await served.triton.stop();
+    }
+  });
 });

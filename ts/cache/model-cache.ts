@@ -35,13 +35,17 @@ export interface ModelStats extends NativeModelStats {
  * without one pays nothing per request. Public in the declarations: BoundModel names it.
  */
 export interface RequestSink {
-  /** A request the model executed (an ensemble's: its steps did). */
+  /** A request the model executed (an ensemble's: its steps did); its first response is told apart (firstResponse). */
   executed(requestNs: number, queueNs: number, computeInputNs: number, computeInferNs: number, computeOutputNs: number): void;
   /** A request answered from the response cache: its whole time, the part before the lookup, the lookup. */
   cacheHit(requestNs: number, queueNs: number, hitNs: number): void;
   /** A request whose answer was computed and inserted into the response cache: lookup + insert. */
   cacheMiss(missNs: number): void;
-  /** A decoupled model's request sent its first response, `ms` after it was queued. */
+  /**
+   * A request sent its first response, `ms` after it was queued: a decoupled model's when it
+   * sends it, any other's when it completes (the model decides which, per request: a label set's
+   * sink outlives the model that made it, and a reload may change `decoupled`).
+   */
   firstResponse(ms: number): void;
 }
 

@@ -494,6 +494,8 @@ export class EnsembleModel extends BoundModel {
     add(batch.computeOutput, steps.computeOutputNs);
     this.#lastInferenceMs = Date.now();
     this.requestSink?.executed(requestNs, queueNs, steps.computeInputNs, steps.computeInferNs, steps.computeOutputNs);
+    // A decoupled ensemble's first response was told when it was sent (inferStream's emit).
+    if (!this.config.decoupled) this.requestSink?.firstResponse(requestNs / 1e6);
     const caller = options.addTimesTo;
     if (caller) {
       caller.queueNs += queueNs;

@@ -65,10 +65,8 @@ function labelsOf(model: BoundModel): Labels {
 class ModelSeries implements RequestSink {
   readonly summaries: Partial<Record<SummaryKind, WindowedSummary>> = {};
   readonly firstResponseMs: Histogram | null = null;
-  readonly #decoupled: boolean;
 
   constructor(readonly labels: Labels, model: BoundModel, settings: MetricsSettings, buckets: number[]) {
-    this.#decoupled = model.config.decoupled;
     if (settings.summaryLatencies) {
       const cached = model.config.responseCache;
       const kinds: SummaryKind[] = cached
@@ -89,9 +87,6 @@ class ModelSeries implements RequestSink {
     s.computeInput?.observe(us(computeInputNs));
     s.computeInfer?.observe(us(computeInferNs));
     s.computeOutput?.observe(us(computeOutputNs));
-    // Whole milliseconds, as Triton's (now_ns - infer_start_ns) / NANOS_PER_MILLIS. A decoupled
-    // model's first response came earlier (firstResponse).
-    if (!this.#decoupled) this.firstResponseMs?.observe(Math.floor(requestNs / 1e6));
   }
 
   cacheHit(requestNs: number, queueNs: number, hitNs: number): void {
@@ -104,6 +99,11 @@ class ModelSeries implements RequestSink {
     this.summaries.cacheMiss?.observe(us(missNs));
   }
 
+  /**
+   * Whole milliseconds, as Triton's (now_ns - infer_start_ns) / NANOS_PER_MILLIS. Told by the
+   * model per request, not decided here from a model's `decoupled`: models of one label set share
+   * this series, and a reload may change `decoupled` while it lives on.
+   */
   firstResponse(ms: number): void {
     this.firstResponseMs?.observe(Math.floor(ms));
   }
