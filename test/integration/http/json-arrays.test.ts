@@ -102,6 +102,17 @@ describe('64 MiB of one-element arrays: answered in a moment, health checks answ
     // ~12 s and as long without a health answer before; refused at once now (the upload takes ~0.5 s).
     expect({ ms: ms < 6_000, healthGapMs: healthGapMs < 5_000 }).toEqual({ ms: true, healthGapMs: true });
   }, 120_000);
+
+  test('in a management body: refused past 1,048,576 arrays', async () => {
+    const body = Buffer.from(`{"ready":[${'[0],'.repeat(ROWS - 1)}[0]]}`);
+    expect(body.length).toBeLessThanOrEqual(1 << 26);
+    const { reply, ms, healthGapMs } = await postWhileProbing('/v2/repository/index', body);
+    expect({ status: reply.status, error: reply.error }).toEqual({
+      status: 400, error: 'the request holds more than 1048576 JSON arrays; at most 1048576 are supported',
+    });
+    // ~12 s and as long without a health answer before; refused at once now.
+    expect({ ms: ms < 6_000, healthGapMs: healthGapMs < 5_000 }).toEqual({ ms: true, healthGapMs: true });
+  }, 120_000);
 });
 
 describe('nested data are still taken, as Triton takes them', () => {

@@ -14,7 +14,7 @@
 import type { IncomingMessage } from 'node:http';
 import * as zlib from 'node:zlib';
 import { invalidArg, InferenceServerError } from '../../errors';
-import { checkJsonArrays, checkJsonObjects } from '../../json-bounds';
+import { checkJsonArrays, checkJsonObjects, MAX_MANAGEMENT_JSON_ARRAYS } from '../../json-bounds';
 
 /** Triton's --http-max-input-size default: 64 MiB. */
 export const DEFAULT_MAX_INPUT_SIZE = 1 << 26;
@@ -221,7 +221,7 @@ export async function readJsonObject(req: IncomingMessage, max: number): Promise
   const body = await readBody(req, max);
   if (body.length === 0) return {};
   checkJsonObjects(body, 0, body.length, 'the request');
-  checkJsonArrays(body, 0, body.length, 'the request');
+  checkJsonArrays(body, 0, body.length, 'the request', MAX_MANAGEMENT_JSON_ARRAYS);
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));
