@@ -148,7 +148,10 @@ interface PendingRequest {
   unwatch?: () => void;
   /** InferOptions.addTimesTo. */
   addTimesTo?: RequestTimes;
-  /** Decoupled models with a RequestSink: when it was queued (performance.now()), until its first response. */
+  /**
+   * With a RequestSink: when it was queued (performance.now()), until its first response (a
+   * decoupled model's first streamed one, or the error that ends a request before it sent any).
+   */
   queuedAt?: number;
 }
 
@@ -353,7 +356,7 @@ export class BoundModel {
         sequence: this.#sequencing ? nativeSequence(options, this.config.name) : undefined,
         executions: 0,
         addTimesTo: options.addTimesTo,
-        queuedAt: stream && this.requestSink ? performance.now() : undefined,
+        queuedAt: this.requestSink ? performance.now() : undefined,
       };
       // Stored before enqueue: the scheduler may dispatch this request within the call.
       this.#pending.set(id, entry);
@@ -493,6 +496,7 @@ export class BoundModel {
     if (released) this.#settle(released, error);
     if (entry.settled) return;
     entry.settled = true;
+    this.#firstResponse(entry);
     entry.reject(error ?? new InferenceServerError('CANCELLED', `request for model '${this.config.name}' was cancelled`));
     entry.onCancel?.();
   }
@@ -753,14 +757,24 @@ export class BoundModel {
       this.#cancel(entry.id, toInferenceServerError(err));
       return;
     }
-    if (entry.queuedAt !== undefined) {
-      this.requestSink?.firstResponse(performance.now() - entry.queuedAt);
-      entry.queuedAt = undefined;
-    }
+    this.#firstResponse(entry);
     if (!entry.stream!.push(this.#pick(entry, outputs))) {
       this.#cancel(entry.id, new InferenceServerError('UNAVAILABLE', `request for model '${this.config.name}' was cancelled: ` +
         `its reader fell more than ${entry.stream!.maxQueued} responses behind (maxQueuedResponses)`));
     }
+  }
+
+  /**
+   * Tells the RequestSink of the request's first response, now, unless it was told before: a
+   * decoupled request's first streamed response, or the error that ends an accepted request
+   * before it sent any, since Triton's error response observes the first-response histogram as
+   * any response does (core infer_response.cc: UpdateResponseMetrics on every Send). Requests
+   * refused at submit are never accepted and never get here.
+   */
+  #firstResponse(entry: PendingRequest): void {
+    if (entry.queuedAt === undefined) return;
+    this.requestSink?.firstResponse(performance.now() - entry.queuedAt);
+    entry.queuedAt = undefined;
   }
 
   #rowsOf(request: Request): number {
@@ -800,6 +814,7 @@ export class BoundModel {
         if (!entry.stream) this.requestSink?.firstResponse(timings[at + 4] / 1e6);
         entry.resolve(this.#selectOutputs(entry));
       } else {
+        this.#firstResponse(entry);
         entry.reject(error ?? new InferenceServerError(codes[i], messages?.[i] ?? 'inference failed'));
       }
     }

@@ -260,11 +260,19 @@ describe('opt-in latency metrics and configuration', () => {
     }
   }
 
-  test('summary_latencies and histogram_latencies observe every successful request', async () => {
+  test('summary_latencies observe every successful request; histogram_latencies every accepted one, a failure ' +
+    "included (Triton's error response is a first response), and no request refused on arrival", async () => {
     await withServer({ metricsConfig: ['summary_latencies=true', 'histogram_latencies=true', 'summary_quantiles=0.5:0.05,0.99:0.001'] }, async (x) => {
       for (let i = 0; i < 2; i++) await post(x.port, '/v2/models/m/infer', body(1));
-      await post(x.port, '/v2/models/fails/infer', body(1));
+      expect((await post(x.port, '/v2/models/fails/infer', body(1))).status).toBe(500);
+      // Refused on arrival (no such input): never accepted, so neither a failure nor a response.
+      const refused = { inputs: [{ name: 'NOPE', datatype: 'FP32', shape: [1, 2], data: [1, 2] }] };
+      expect((await post(x.port, '/v2/models/fails/infer', JSON.stringify(refused))).status).toBe(400);
+      expect((await post(x.port, '/v2/models/m/infer', JSON.stringify(refused))).status).toBe(400);
       const text = await scrape(x.metricsPort);
+      const F = { model: 'fails', version: '1' };
+      expect(value(text, 'nv_inference_request_failure', { ...F, reason: 'BACKEND' })).toBe(1);
+      expect(value(text, 'nv_inference_first_response_histogram_ms_count', F)).toBe(1);
       expect(value(text, 'nv_inference_request_summary_us_count', M)).toBe(2);
       expect(value(text, 'nv_inference_request_summary_us', { ...M, quantile: '0.5' })).toBeGreaterThan(0);
       expect(value(text, 'nv_inference_request_summary_us', { ...M, quantile: '0.99' })).toBeGreaterThan(0);
@@ -335,6 +343,63 @@ describe('opt-in latency metrics and configuration', () => {
       release.open();
       for await (const _ of stream) { /* the second response, then the end */ }
       expect(value(await scrape(t.ports.metrics!), 'nv_inference_first_response_histogram_ms_count', S)).toBe(1);
+    } finally {
+      await t.stop();
+    }
+  });
+
+  test('histogram_latencies: a decoupled request that fails before its first response is observed at its error; one ' +
+    'that fails after it, once (at its first response)', async () => {
+    const t = new Triton({ config: { allowHttp: false, allowGrpc: false, metricsAddress: '127.0.0.1', metricsPort: 0, metricsConfig: ['histogram_latencies=true'] } });
+    t.bind({
+      modelName: 'breaks', inputs: [{ name: 'IN', dtype: 'FP32', shape: [1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [1] }],
+      config: { decoupled: true, maxBatchSize: 8 },
+      inferFunc: (async function* (requests: Request[]) {
+        // IN > 0: one response, then the failure; otherwise the failure first.
+        if (Number(requests[0].data.IN.data[0]) > 0) yield requests.map((r) => ({ OUT: r.data.IN }));
+        throw new Error('stream broke');
+      }) as never,
+    });
+    await t.run();
+    try {
+      const B = { model: 'breaks', version: '1' };
+      const run = async (v: number): Promise<number> => {
+        let responses = 0;
+        await expect((async () => {
+          for await (const _ of t.inferStream('breaks', { IN: new NDArray('FP32', [1, 1], new Float32Array([v])) })) responses++;
+        })()).rejects.toThrow('stream broke');
+        return responses;
+      };
+      expect(await run(0)).toBe(0);
+      expect(value(await scrape(t.ports.metrics!), 'nv_inference_first_response_histogram_ms_count', B)).toBe(1);
+      expect(await run(1)).toBe(1);
+      expect(value(await scrape(t.ports.metrics!), 'nv_inference_first_response_histogram_ms_count', B)).toBe(2);
+      expect(value(await scrape(t.ports.metrics!), 'nv_inference_request_failure', { ...B, reason: 'BACKEND' })).toBe(2);
+    } finally {
+      await t.stop();
+    }
+  });
+
+  test("histogram_latencies: an ensemble's failed request is observed at its error, as its successes are", async () => {
+    const t = new Triton({ config: { allowHttp: false, allowGrpc: false, metricsAddress: '127.0.0.1', metricsPort: 0, metricsConfig: ['histogram_latencies=true'] } });
+    bindModels(t);
+    for (const [name, step] of [['via_m', 'm'], ['via_fails', 'fails']]) {
+      t.bind({
+        modelName: name, inputs: [{ name: 'X', dtype: 'FP32', shape: [2] }], outputs: [{ name: 'Y', dtype: 'FP32', shape: [2] }],
+        config: { maxBatchSize: 8, ensembleScheduling: { step: [{ modelName: step, inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }] } },
+      });
+    }
+    await t.run();
+    try {
+      const X = { X: new NDArray('FP32', [1, 2], new Float32Array([1, 2])) };
+      await t.infer('via_m', X);
+      await expect(t.infer('via_fails', X)).rejects.toThrow('model exploded');
+      // Refused at its checks: not accepted, not observed.
+      await expect(t.infer('via_fails', { Z: X.X })).rejects.toThrow("unexpected inference input 'Z' for model 'via_fails'");
+      const text = await scrape(t.ports.metrics!);
+      for (const model of ['via_m', 'via_fails', 'm', 'fails']) {
+        expect(value(text, 'nv_inference_first_response_histogram_ms_count', { model, version: '1' })).toBe(1);
+      }
     } finally {
       await t.stop();
     }

@@ -30,8 +30,8 @@ export interface ModelStats extends NativeModelStats {
 
 /**
  * Told of each request of one model that succeeded, with the durations the model's statistics
- * counted (ns): the metrics frontend's per-request latency summaries and first-response
- * histogram, as Triton's metric reporter observes them (core src/infer_stats.cc). A model
+ * counted (ns), and of each accepted request's first response, an error included: the metrics
+ * frontend's per-request latency summaries and first-response histogram, as Triton's metric reporter observes them (core src/infer_stats.cc). A model
  * without one pays nothing per request. Public in the declarations: BoundModel names it.
  */
 export interface RequestSink {
@@ -43,7 +43,8 @@ export interface RequestSink {
   cacheMiss(missNs: number): void;
   /**
    * A request sent its first response, `ms` after it was queued: a decoupled model's when it
-   * sends it, any other's when it completes (the model decides which, per request: a label set's
+   * sends it, any other's when it completes; the error of a request that fails before sending
+   * any is its first response (the model decides which, per request: a label set's
    * sink outlives the model that made it, and a reload may change `decoupled`).
    */
   firstResponse(ms: number): void;

@@ -330,7 +330,7 @@ export class EnsembleModel extends BoundModel {
       this.#succeeded(record, options);
       stream.end();
     }, (err: unknown) => {
-      this.#failed(record);
+      this.#failed(record, first);
       fail(err);  // the first failure's error stays the one the reader gets
     }).finally(() => {
       unhook();
@@ -459,7 +459,7 @@ export class EnsembleModel extends BoundModel {
       this.#succeeded(record, options);
       return outputs;
     }, (err: unknown) => {
-      this.#failed(record);
+      this.#failed(record, true);
       throw toInferenceServerError(err);
     }).finally(() => {
       this.#pending--;
@@ -506,8 +506,15 @@ export class EnsembleModel extends BoundModel {
   }
 
   /** A failed request: its duration only (Triton's UpdateFailure); what its steps took is not counted. */
-  #failed(record: RequestRecord): void {
-    add(this.#fail, toNs(performance.now() - record.started));
+  /**
+   * Counts a failed request. Its error is its first response when it sent none before
+   * (`unanswered`): Triton's ensemble sends it as one, which observes the first-response
+   * histogram as any response does (core infer_response.cc UpdateResponseMetrics).
+   */
+  #failed(record: RequestRecord, unanswered: boolean): void {
+    const ms = performance.now() - record.started;
+    add(this.#fail, toNs(ms));
+    if (unanswered) this.requestSink?.firstResponse(ms);
   }
 
   /**
