@@ -9,6 +9,8 @@
  * - 'naive': what a Node developer writes today: a grpc-js ModelStreamInfer service (the same
  *   proto and message codec as infernode's frontend, so the wire costs are the same) that keeps
  *   each sequence's state in a Map and calls onnxruntime-node's `session.run()` once per request.
+ * - 'ceiling': the naive server's service with no model and no state, answering every step at
+ *   once with zeros: the transport's own cost, the most any server on it could reach.
  *
  * IPC: the child sends {port} once listening (or exits non-zero with the reason on stderr); the
  * parent sends 'reset' (clear the delay histogram), 'report' (→ ServerReport) and 'stop'.
@@ -122,6 +124,14 @@ async function startNaive(modelPath: string, hidden: number): Promise<BenchServe
     };
   };
 
+  return serveSteps(step);
+}
+
+/**
+ * A grpc-js ModelStreamInfer service on loopback (the same proto, codec and server options as
+ * infernode's frontend) that answers each request with `step`'s response, or its error.
+ */
+async function serveSteps(step: (m: InferRequestMessage) => Promise<InferResponseFields> | InferResponseFields): Promise<BenchServer> {
   const server = new Server(grpcServerOptions({}));
   const definition = forServer(inferenceServiceDefinition(SERVER_OPTIONS));
   server.addService({ ModelStreamInfer: definition.ModelStreamInfer }, {
@@ -131,7 +141,12 @@ async function startNaive(modelPath: string, hidden: number): Promise<BenchServe
           call.write({ errorMessage: m.decodeError.message });
           return;
         }
-        step(m).then((inferResponse) => call.write({ inferResponse }), (err: Error) => call.write({ errorMessage: err.message }));
+        const answer = step(m);
+        if (answer instanceof Promise) {
+          answer.then((inferResponse) => call.write({ inferResponse }), (err: Error) => call.write({ errorMessage: err.message }));
+        } else {
+          call.write({ inferResponse: answer });
+        }
       });
       call.on('end', () => call.end());
     },
@@ -145,11 +160,24 @@ async function startNaive(modelPath: string, hidden: number): Promise<BenchServe
   };
 }
 
+/**
+ * The transport ceiling: serveSteps with no model and no state, every step answered at once
+ * (in the callback that decoded it) with an OUTPUT of zeros.
+ */
+function startCeiling(hidden: number): Promise<BenchServer> {
+  const zeros = new Uint8Array(hidden * 4);
+  return serveSteps((m) => ({
+    modelName: m.modelName, modelVersion: '1', id: m.id,
+    outputs: [{ name: 'OUTPUT', datatype: 'FP32', shape: [1, hidden] }], rawOutputContents: [zeros],
+  }));
+}
+
 async function main(): Promise<void> {
   const [mode, repository, modelPath, hidden] = process.argv.slice(2);
   const delay = monitorEventLoopDelay({ resolution: 1 });
   delay.enable();
-  const server = mode === 'infernode' ? await startInfernode(repository!) : await startNaive(modelPath!, Number(hidden));
+  const server = mode === 'infernode' ? await startInfernode(repository!)
+    : mode === 'ceiling' ? await startCeiling(Number(hidden)) : await startNaive(modelPath!, Number(hidden));
   process.on('message', (message: string) => {
     if (message === 'reset') delay.reset();
     else if (message === 'report') {

@@ -8,6 +8,10 @@
  * steps/s and per-step p50/p99, each server's event-loop delay and CPU, rows per execution, and
  * the ratios. Servers and load generators run in their own processes (sequence-server.ts,
  * sequence-load.ts). Target: ≥ 5× the naive steps/s at 64 sequences, with a lower p99.
+ *
+ * A third server, the transport ceiling, answers every step at once with zeros through the same
+ * grpc-js service and codec (no model, no state): the most any server on this transport could
+ * reach beside the same load generators, which bounds the ratio the machine can show.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { ServerProcess } from './server-process';
@@ -44,7 +48,7 @@ export const SEQUENCE_CONCURRENCIES = [1, 16, 64];
 /** Steps per sequence: a sequence starts (START), runs, ends (END) and the worker starts the next. */
 export const STEPS = 100;
 
-export type SequenceServer = 'infernode' | 'naive';
+export type SequenceServer = 'infernode' | 'naive' | 'ceiling';
 
 /**
  * The model's config: the oldest strategy batches the next step of every sequence that has one
@@ -122,6 +126,8 @@ export interface SequenceResult {
   ratios: Record<string, number>;
   /** naive p99 ÷ infernode p99, by sequences (> 1: infernode's tail is lower). */
   p99Ratios: Record<string, number>;
+  /** ceiling ÷ naive steps/s, by sequences: the most any server on this transport could show here. */
+  ceilingRatios: Record<string, number>;
 }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -221,24 +227,29 @@ async function measureServer(server: SequenceServer, durationMs: number, size: S
 
 /** Runs the scenario; `servers` limits it to one side (the results are then not comparable). */
 export async function runSequenceBench(
-  size: SequenceSize = SEQUENCE_SIZES[0], durationMs = 5000, servers: readonly SequenceServer[] = ['infernode', 'naive'],
+  size: SequenceSize = SEQUENCE_SIZES[0], durationMs = 5000,
+  servers: readonly SequenceServer[] = ['infernode', 'naive', 'ceiling'],
 ): Promise<SequenceResult> {
   prepareSequenceRepository(size);
   const rows: SequenceRow[] = [];
   for (const server of servers) rows.push(...await measureServer(server, durationMs, size));
   const ratios: Record<string, number> = {};
   const p99Ratios: Record<string, number> = {};
+  const ceilingRatios: Record<string, number> = {};
   for (const sequences of SEQUENCE_CONCURRENCIES) {
     const of = (server: SequenceServer) => rows.find((r) => r.server === server && r.sequences === sequences);
-    const [ours, naive] = [of('infernode'), of('naive')];
-    if (!ours || !naive) continue;
-    ratios[String(sequences)] = naive.stepsPerSecond > 0 ? ours.stepsPerSecond / naive.stepsPerSecond : 0;
-    p99Ratios[String(sequences)] = ours.p99Us > 0 ? naive.p99Us / ours.p99Us : 0;
+    const [ours, naive, ceiling] = [of('infernode'), of('naive'), of('ceiling')];
+    if (!naive) continue;
+    const key = String(sequences);
+    if (ceiling) ceilingRatios[key] = naive.stepsPerSecond > 0 ? ceiling.stepsPerSecond / naive.stepsPerSecond : 0;
+    if (!ours) continue;
+    ratios[key] = naive.stepsPerSecond > 0 ? ours.stepsPerSecond / naive.stepsPerSecond : 0;
+    p99Ratios[key] = ours.p99Us > 0 ? naive.p99Us / ours.p99Us : 0;
   }
   return {
     scenario: size.scenario,
     model: `GRU-like RNN step, input ${size.inputSize}, state ${size.hidden} (FP32)`,
-    stepsPerSequence: STEPS, durationMs, rows, ratios, p99Ratios,
+    stepsPerSequence: STEPS, durationMs, rows, ratios, p99Ratios, ceilingRatios,
   };
 }
 
@@ -248,6 +259,13 @@ export function sequenceMarkdown(r: SequenceResult, machine: string): string {
   const errors = r.rows.filter((x) => x.errors > 0).map((x) => `- ${x.server} at ${x.sequences} sequences: ${x.errors} errors, first: ${x.firstError}`);
   const ratio = (key: string): string => (r.ratios[key] === undefined ? '–' : `${fmt(r.ratios[key], 2)}×`);
   const p99 = (key: string): string => (r.p99Ratios[key] === undefined ? '–' : `${fmt(r.p99Ratios[key], 2)}×`);
+  const ceiling = (key: string): string => (r.ceilingRatios[key] === undefined ? '–' : `${fmt(r.ceilingRatios[key], 2)}×`);
+  const ceilingOf = (sequences: number): SequenceRow | undefined => r.rows.find((x) => x.server === 'ceiling' && x.sequences === sequences);
+  const oursOf = (sequences: number): SequenceRow | undefined => r.rows.find((x) => x.server === 'infernode' && x.sequences === sequences);
+  const ofCeiling = (sequences: number): string => {
+    const [c, o] = [ceilingOf(sequences), oursOf(sequences)];
+    return c && o && c.stepsPerSecond > 0 ? `${fmt((100 * o.stepsPerSecond) / c.stepsPerSecond)} %` : '–';
+  };
   return [
     `# Sequences: ${r.model} over gRPC ModelStreamInfer — infernode's sequence batcher vs a Map + onnxruntime-node`,
     '',
@@ -258,29 +276,35 @@ export function sequenceMarkdown(r: SequenceResult, machine: string): string {
       'server in their own processes. infernode keeps the state natively (oldest strategy: each run takes the next step of ' +
       'every sequence that has one; implicit state); the naive server keeps it in a JS Map and runs onnxruntime-node once ' +
       'per request. "Run µs": infernode\'s statistics per run, compute input (the instance thread\'s wake and gathering ' +
-      'the rows and their state) / compute infer (ONNX Runtime).',
+      'the rows and their state) / compute infer (ONNX Runtime). **ceiling**: the naive server\'s grpc-js service and ' +
+      'message codec answering every step at once with zeros (no model, no state; its answers are not the RNN\'s, so ' +
+      'its warm-up check does not apply): what any server on this transport could reach beside the same load generators.',
     '',
     `**infernode ÷ naive steps/s at 64 sequences: ${ratio('64')}**, naive p99 ÷ infernode p99: ${p99('64')} ` +
       '(target ≥ 5× with a lower p99).',
+    `**Transport ceiling ÷ naive at 64 sequences: ${ceiling('64')}**; infernode reaches ${ofCeiling(64)} of the ceiling. ` +
+      'A ceiling below 5× means no server on this transport could meet the target on this machine.',
     '',
     '| server | sequences | steps/s | sequences/s | p50 ms | p99 ms | rows per run | run µs input / infer | event-loop delay p99 ms | server CPU | verified (mismatched) | errors |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...r.rows.map((x) => `| ${x.server} | ${x.sequences} | ${fmt(x.stepsPerSecond)} | ${fmt(x.sequencesPerSecond, 1)} | ` +
       `${fmt(x.p50Us / 1000, 2)} | ${fmt(x.p99Us / 1000, 2)} | ${fmt(x.meanBatch, 1)} | ` +
       `${x.runUs ? `${fmt(x.runUs.input)} / ${fmt(x.runUs.infer)}` : ''} | ${fmt(x.eventLoopDelayP99Ms, 2)} | ` +
-      `${fmt(x.serverCpu, 2)} | ${x.verified} (${x.mismatches}) | ${x.errors} |`),
+      `${fmt(x.serverCpu, 2)} | ${x.server === 'ceiling' ? '–' : `${x.verified} (${x.mismatches})`} | ${x.errors} |`),
     '',
     '| sequences | 1 | 16 | 64 |',
     '| --- | ---: | ---: | ---: |',
     `| infernode ÷ naive steps/s | ${SEQUENCE_CONCURRENCIES.map((c) => ratio(String(c))).join(' | ')} |`,
     `| naive p99 ÷ infernode p99 | ${SEQUENCE_CONCURRENCIES.map((c) => p99(String(c))).join(' | ')} |`,
+    `| ceiling ÷ naive steps/s | ${SEQUENCE_CONCURRENCIES.map((c) => ceiling(String(c))).join(' | ')} |`,
+    `| infernode ÷ ceiling steps/s | ${SEQUENCE_CONCURRENCIES.map((c) => ofCeiling(c)).join(' | ')} |`,
     '',
     ...(errors.length > 0 ? ['Errors:', '', ...errors, ''] : []),
   ].join('\n');
 }
 
 /**
- * `node lib/bench/sequence.js [infernode|naive] [durationMs] [sequence|sequence-large]`: one side only, printed, not written
+ * `node lib/bench/sequence.js [infernode|naive|ceiling] [durationMs] [sequence|sequence-large]`: one side only, printed, not written
  * to bench/results (npm run bench -- sequence runs both and writes them).
  */
 if (require.main === module) {
