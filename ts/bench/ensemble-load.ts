@@ -1,12 +1,14 @@
 /**
  * The load generator of the ensemble bench, run as a child process so its CPU is not the
  * server's. It keeps `concurrency` keep-alive connections, each with one end-to-end request in
- * flight (closed loop), in one of two client modes against the same server:
+ * flight (closed loop), in one of three client modes against the same server:
  * - 'ensemble': one KServe binary request to the ensemble (raw row → logits);
  * - 'two-call': what a client does without ensembles: a binary request to the preprocessing
  *   model, then, once its answer has come, a second binary request to the MLP carrying the
  *   first answer's output (its shape and bytes read from the answer's JSON header and binary
- *   part) — two round trips per answer.
+ *   part) — two round trips per answer;
+ * - 'mlp-only': the ceiling, one binary request straight to the MLP with the raw row (no
+ *   preprocessing anywhere): what any single round trip per answer could reach on this machine.
  * Requests rotate over the job's input rows; the first answer to each row is sent back so the
  * parent can check both modes compute the same thing. Like http-load.ts it works on raw sockets
  * and parses only what it must (status, lengths, the small JSON header), so it stays cheap.
@@ -16,7 +18,7 @@
  */
 import * as net from 'node:net';
 
-export type ClientMode = 'ensemble' | 'two-call';
+export type ClientMode = 'ensemble' | 'two-call' | 'mlp-only';
 
 /** Names of the models and tensors the client addresses (the bench repository's). */
 export interface PipelineNames {
@@ -118,9 +120,11 @@ export function runEnsembleJob(job: EnsembleLoadJob): Promise<EnsembleLoadReport
   const { names } = job;
   const rows = job.rows.map((r) => Buffer.from(r, 'base64'));
   const shapeOf = (row: Buffer): number[] => [1, row.length / 4];
-  const firstRequests = rows.map((row) => job.mode === 'ensemble'
-    ? inferRequest(names.ensemble, names.rawInput, shapeOf(row), row, names.logits)
-    : inferRequest(names.preprocess, names.rawInput, shapeOf(row), row, names.features));
+  const firstRequests = rows.map((row) => {
+    if (job.mode === 'ensemble') return inferRequest(names.ensemble, names.rawInput, shapeOf(row), row, names.logits);
+    if (job.mode === 'mlp-only') return inferRequest(names.mlp, names.mlpInput, shapeOf(row), row, names.logits);
+    return inferRequest(names.preprocess, names.rawInput, shapeOf(row), row, names.features);
+  });
   const logits: (string | null)[] = rows.map(() => null);
   const features: (string | null)[] = rows.map(() => null);
   const latencies: number[] = [];
@@ -182,7 +186,7 @@ export function runEnsembleJob(job: EnsembleLoadJob): Promise<EnsembleLoadReport
         const r = readResponse(pending);
         if (!r) return;
         pending = pending.subarray(r.end);
-        if (job.mode === 'ensemble' || stage === 2 || r.status !== 200) {
+        if (job.mode !== 'two-call' || stage === 2 || r.status !== 200) {
           settle(r);
           return;
         }
