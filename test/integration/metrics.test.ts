@@ -237,6 +237,17 @@ describe('GPU metrics (the GPU suite checks their values: test/gpu/gpu-metrics.t
       .toThrow('pinnedMemoryPoolByteSize must be a non-negative integer (bytes), got -1');
   });
 
+  test("allowCpuMetrics: false (tritonserver's --allow-cpu-metrics=false) leaves the CPU gauges out", async () => {
+    const x = await serve(bindModels, { allowCpuMetrics: false });
+    try {
+      const text = await scrape(x.metricsPort);
+      expect(text).not.toContain('nv_cpu_');
+      expect(text).toContain('nv_inference_request_success{');
+    } finally {
+      await x.triton.stop();
+    }
+  });
+
   test('allowGpuMetrics: false leaves them out on any machine', async () => {
     const x = await serve(bindModels, { allowGpuMetrics: false, metricsIntervalMs: 500 });
     try {
