@@ -11,6 +11,7 @@ import type { Request } from '../../ts/request';
 import { native } from '../../ts/native';
 import { Triton } from '../../ts/triton';
 import { TimeoutAction, type TritonConfig } from '../../ts/config/types';
+import { DEFAULT_QUANTILES, parseMetricsConfig } from '../../ts/server/metrics/config';
 import { closeAgent, echo, get, post, RawConnection, rawPost, serve, type Served } from './http/http-helpers';
 
 let s: Served;
@@ -436,6 +437,18 @@ describe('opt-in latency metrics and configuration', () => {
   test('an unknown metrics setting fails start-up with a clear message', async () => {
     const t = new Triton({ config: { httpPort: 0, metricsPort: 0, allowGrpc: false, metricsConfig: ['gpu_flux=true'] } });
     await expect(t.run()).rejects.toThrow("unknown metrics config 'gpu_flux'");
+  });
+
+  test("what tritonserver refuses in --metrics-config (no '=', an empty setting or value, a ',' before the '=') is refused " +
+    'with its text', () => {
+    // Were "must look like <setting>=<value>", "unknown metrics config 'a,b'", "must be true or false, got ''", and
+    // an empty summary_quantiles was taken (the defaults, after an error line).
+    for (const entry of ['summary_latencies', '=true', 'summary_latencies=', 'summary_quantiles=', 'a,summary_latencies=true']) {
+      expect(() => parseMetricsConfig([entry])).toThrow(`--metrics-config option format is <setting>=<value>. Got ${entry}`);
+    }
+    // A ',' after the '=' belongs to the value.
+    expect(parseMetricsConfig(['summary_quantiles=0.5:0.05,0.9:0.01']).summaryQuantiles).toEqual([[0.5, 0.05], [0.9, 0.01]]);
+    expect(parseMetricsConfig([]).summaryQuantiles).toEqual(DEFAULT_QUANTILES);
   });
 
   test('each Triton has its own registry', async () => {
