@@ -149,18 +149,24 @@ class ModelSeries implements RequestSink {
    * let go of now, its counts kept.
    */
   counts(served: ReadonlySet<BoundModel>): { counts: Counts; queued: number } {
+    this.retire(served);
     let counts = this.#retired;
     let queued = 0;
     for (const model of this.members) {
       const stats = model.stats();
       counts = addCounts(counts, stats);
       queued += stats.queued;
-      if (!served.has(model) && model.pendingCount === 0) {
-        this.#retired = addCounts(this.#retired, stats);
-        this.members.delete(model);
-      }
     }
     return { counts, queued };
+  }
+
+  /** Lets go of the members no longer `served` whose requests have all ended, keeping their counts. */
+  retire(served: ReadonlySet<BoundModel>): void {
+    for (const model of this.members) {
+      if (served.has(model) || model.pendingCount > 0) continue;
+      this.#retired = addCounts(this.#retired, model.stats());
+      this.members.delete(model);
+    }
   }
 }
 
@@ -228,6 +234,8 @@ export class ModelMetrics {
     if (series && !series.members.has(model)) {
       const served = new Set(this.triton.models());
       if (![...series.members].some((m) => served.has(m))) series = undefined;
+      // Reloads between scrapes would otherwise keep every version they replaced here.
+      else series.retire(served);
     }
     if (!series) {
       const { buckets, unknown } = histogramBuckets(model.config.modelMetrics);
