@@ -88,7 +88,7 @@ describe('--help', () => {
     '--metrics-port', '--allow-http', '--allow-grpc', '--allow-metrics', '--strict-readiness', '--exit-on-error',
     '--exit-timeout-secs', '--log-verbose', '--http-restricted-api', '--grpc-restricted-protocol', '--allow-client-shm',
     '--http-max-input-size', '--metrics-config', '--trace-config', '--log-file', '--log-format', '--log-info',
-    '--allow-gpu-metrics', '--metrics-interval-ms', '--pinned-memory-pool-byte-size',
+    '--allow-gpu-metrics', '--allow-cpu-metrics', '--metrics-interval-ms', '--pinned-memory-pool-byte-size',
     '--grpc-use-ssl', '--grpc-use-ssl-mutual', '--grpc-server-cert', '--grpc-server-key', '--grpc-root-cert',
     '--http-use-ssl', '--http-use-ssl-mutual', '--http-server-cert', '--http-server-key', '--http-root-cert',
   ];
@@ -381,21 +381,23 @@ describe('--allow-gpu-metrics and --metrics-interval-ms', () => {
     expect(stdout).toMatch(/--metrics-interval-ms <ms>\s+how often CPU, memory and GPU metrics refresh[\s\S]*?\(default 2000\)/);
   });
 
-  test('--allow-gpu-metrics false (a separate word) parses and the server serves', async () => {
-    const s = serve([`--model-repository=${repo.root}`, ...NO_LISTENERS, '--allow-gpu-metrics', 'false', '--metrics-interval-ms', '500']);
+  test('--allow-gpu-metrics false (a separate word) and --allow-cpu-metrics=false parse and the server serves', async () => {
+    // --allow-cpu-metrics was refused as an unknown option: tritonserver command lines with it did not start.
+    const s = serve([`--model-repository=${repo.root}`, ...NO_LISTENERS, '--allow-gpu-metrics', 'false', '--allow-cpu-metrics=false', '--metrics-interval-ms', '500']);
     await s.waitFor(/serving 1 model version\(s\)/);
     s.child.kill('SIGTERM');
     expect(await s.exited).toEqual({ code: 0, signal: null });
   });
 
-  test('reach TritonConfig.allowGpuMetrics (default true) and metricsIntervalMs', () => {
+  test('reach TritonConfig.allowGpuMetrics and allowCpuMetrics (default true) and metricsIntervalMs', () => {
     const options: ServeOptions = {
       modelRepository: [], modelControlMode: 'none', repositoryPollSecs: 15, httpPort: 0, grpcPort: 0, metricsPort: 0,
       exitTimeoutSecs: 30, logVerbose: 0,
     };
-    expect(tritonConfigFromOptions(options).allowGpuMetrics).toBe(true);
-    const given = tritonConfigFromOptions({ ...options, allowGpuMetrics: false, metricsIntervalMs: 500 });
+    expect(tritonConfigFromOptions(options)).toMatchObject({ allowGpuMetrics: true, allowCpuMetrics: true });
+    const given = tritonConfigFromOptions({ ...options, allowGpuMetrics: false, allowCpuMetrics: false, metricsIntervalMs: 500 });
     expect(given.allowGpuMetrics).toBe(false);
+    expect(given.allowCpuMetrics).toBe(false);
     expect(given.metricsIntervalMs).toBe(500);
   });
 });

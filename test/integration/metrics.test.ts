@@ -11,6 +11,7 @@ import type { Request } from '../../ts/request';
 import { native } from '../../ts/native';
 import { Triton } from '../../ts/triton';
 import { TimeoutAction, type TritonConfig } from '../../ts/config/types';
+import { DEFAULT_QUANTILES, parseMetricsConfig } from '../../ts/server/metrics/config';
 import { closeAgent, echo, get, post, RawConnection, rawPost, serve, type Served } from './http/http-helpers';
 
 let s: Served;
@@ -237,6 +238,17 @@ describe('GPU metrics (the GPU suite checks their values: test/gpu/gpu-metrics.t
       .toThrow('pinnedMemoryPoolByteSize must be a non-negative integer (bytes), got -1');
   });
 
+  test("allowCpuMetrics: false (tritonserver's --allow-cpu-metrics=false) leaves the CPU gauges out", async () => {
+    const x = await serve(bindModels, { allowCpuMetrics: false });
+    try {
+      const text = await scrape(x.metricsPort);
+      expect(text).not.toContain('nv_cpu_');
+      expect(text).toContain('nv_inference_request_success{');
+    } finally {
+      await x.triton.stop();
+    }
+  });
+
   test('allowGpuMetrics: false leaves them out on any machine', async () => {
     const x = await serve(bindModels, { allowGpuMetrics: false, metricsIntervalMs: 500 });
     try {
@@ -427,6 +439,18 @@ describe('opt-in latency metrics and configuration', () => {
     await expect(t.run()).rejects.toThrow("unknown metrics config 'gpu_flux'");
   });
 
+  test("what tritonserver refuses in --metrics-config (no '=', an empty setting or value, a ',' before the '=') is refused " +
+    'with its text', () => {
+    // Were "must look like <setting>=<value>", "unknown metrics config 'a,b'", "must be true or false, got ''", and
+    // an empty summary_quantiles was taken (the defaults, after an error line).
+    for (const entry of ['summary_latencies', '=true', 'summary_latencies=', 'summary_quantiles=', 'a,summary_latencies=true']) {
+      expect(() => parseMetricsConfig([entry])).toThrow(`--metrics-config option format is <setting>=<value>. Got ${entry}`);
+    }
+    // A ',' after the '=' belongs to the value.
+    expect(parseMetricsConfig(['summary_quantiles=0.5:0.05,0.9:0.01']).summaryQuantiles).toEqual([[0.5, 0.05], [0.9, 0.01]]);
+    expect(parseMetricsConfig([]).summaryQuantiles).toEqual(DEFAULT_QUANTILES);
+  });
+
   test('each Triton has its own registry', async () => {
     const other = new Triton({ config: { httpAddress: '127.0.0.1', httpPort: 0, metricsPort: 0, allowGrpc: false } });
     other.bind({
@@ -544,6 +568,87 @@ describe("a model config's metric_tags and model_metrics (repository models)", (
       const warning = "Metric family 'nv_inference_request_success' in 'metric_identifier' is not a customizable metric in Triton core.";
       await waitFor(() => readFileSync(logFile, 'utf8').includes(warning), 'the warning in the log');
       for (const [name, , text] of refused) await expect(served.triton.loadModel(name)).rejects.toThrow(text);
+    } finally {
+      await served.triton.stop();
+    }
+  });
+
+  test("a reload that keeps a model's labels keeps its counters counting (Triton's new version shares the reporter its old " +
+    'one holds), its request in flight at the reload included', async () => {
+    // IN < 0: the request waits 300 ms.
+    const slow = 'exports.execute = async (requests) => { if (requests[0].data.IN.data[0] < 0) await new Promise((r) => setTimeout(r, 300)); ' +
+      'return requests.map((r) => ({ OUT: r.data.IN.data })); };';
+    const io = 'input [ { name: "IN", data_type: TYPE_FP32, dims: [ 2 ] } ] output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 2 ] } ]';
+    repo.config('r', `backend: "js"\nmax_batch_size: 4\n${io}`);
+    repo.write('r/1/model.js', slow);
+    const served = await startRepoTriton(repo.root, {
+      controlMode: 'explicit',
+      config: { allowMetrics: true, metricsAddress: '127.0.0.1', metricsPort: 0, metricsConfig: ['histogram_latencies=true', 'summary_latencies=true'] },
+    });
+    try {
+      const R = { model: 'r', version: '1' };
+      const input = (v: number): Record<string, NDArray> => ({ IN: new NDArray('FP32', [1, 2], new Float32Array([v, v])) });
+      const read = async (): Promise<Record<string, number | undefined>> => {
+        const text = await scrape(served.triton.ports.metrics!);
+        checkExposition(text);
+        return {
+          success: value(text, 'nv_inference_request_success', R), count: value(text, 'nv_inference_count', R),
+          durationUs: value(text, 'nv_inference_request_duration_us', R), summary: value(text, 'nv_inference_request_summary_us_count', R),
+          summaryUs: value(text, 'nv_inference_request_summary_us_sum', R), histogram: value(text, 'nv_inference_first_response_histogram_ms_count', R),
+        };
+      };
+      await served.triton.loadModel('r');
+      for (let i = 0; i < 3; i++) await served.triton.infer('r', input(1));
+      const before = await read();
+      expect(before).toMatchObject({ success: 3, count: 3, summary: 3, histogram: 3 });
+      const old = served.triton.model('r');
+      const inFlight = served.triton.infer('r', input(-1));
+      await waitFor(() => old.pendingCount === 1, 'the slow request to run');
+      repo.config('r', `backend: "js"\nmax_batch_size: 4\n${io}\nparameters { key: "x" value: { string_value: "y" } }`);
+      const reload = served.triton.loadModel('r');
+      await waitFor(() => served.triton.model('r') !== old, 'the new version to serve');
+      // Was 0: the counters were the new version's statistics alone, while the summaries went on.
+      const during = await read();
+      expect(during).toMatchObject({ success: 3, count: 3, summary: 3, histogram: 3 });
+      expect(during.durationUs).toBe(before.durationUs);
+      await served.triton.infer('r', input(1));
+      await inFlight;
+      await reload;
+      const after = await read();
+      expect(after).toMatchObject({ success: 5, count: 5, summary: 5, histogram: 5 });
+      // Each counter equals its summary's sum, as documented (docs/http.md).
+      expect(after.durationUs).toBe(after.summaryUs);
+    } finally {
+      await served.triton.stop();
+    }
+  });
+
+  test('an unload, then a load, starts every series of the model at zero, with no scrape between too', async () => {
+    writeModel('u');
+    const served = await startRepoTriton(repo.root, {
+      controlMode: 'explicit',
+      config: { allowMetrics: true, metricsAddress: '127.0.0.1', metricsPort: 0, metricsConfig: ['histogram_latencies=true', 'summary_latencies=true'] },
+    });
+    try {
+      const U = { model: 'u', version: '1' };
+      const input = { IN: new NDArray('FP32', [1, 2], new Float32Array([1, 2])) };
+      const counts = async (): Promise<(number | undefined)[]> => {
+        const text = await scrape(served.triton.ports.metrics!);
+        return ['nv_inference_request_success', 'nv_inference_request_summary_us_count', 'nv_inference_first_response_histogram_ms_count']
+          .map((name) => value(text, name, U));
+      };
+      await served.triton.loadModel('u');
+      for (let i = 0; i < 2; i++) await served.triton.infer('u', input);
+      expect(await counts()).toEqual([2, 2, 2]);
+      await served.triton.unloadModel('u');
+      await served.triton.loadModel('u');
+      // Was [0, 2, 2]: the unloaded model's series was reused, as no scrape saw it go.
+      expect(await counts()).toEqual([0, 0, 0]);
+      await served.triton.infer('u', input);
+      await served.triton.unloadModel('u');
+      expect(await counts()).toEqual([undefined, undefined, undefined]);
+      await served.triton.loadModel('u');
+      expect(await counts()).toEqual([0, 0, 0]);
     } finally {
       await served.triton.stop();
     }

@@ -56,3 +56,35 @@ test('quantiles cover the last minute only (NaN once it is empty); _count and _s
   expect(summary.values()).toEqual([NaN]);
   expect([summary.count, summary.sum]).toEqual([70, 10 * 100 + 30 * 5 + 30 * 200]);
 });
+
+test('one observation, or many of one value, is its own quantiles at any size; no quantile is past the window\'s ' +
+  'least or greatest observation', () => {
+  // Were 329, 1001472 and 9042383626829824: the middle of the value's bin.
+  for (const v of [0, 7, 328, 1_000_003, 2 ** 53]) {
+    const one = new WindowedSummary(QUANTILES);
+    one.observe(v);
+    expect(one.values()).toEqual(QUANTILES.map(() => v));
+    const same = new WindowedSummary(QUANTILES);
+    for (let i = 0; i < 1000; i++) same.observe(v);
+    expect(same.values()).toEqual(QUANTILES.map(() => v));
+  }
+  const spread = new WindowedSummary([0.001, 0.5, 0.9995]);
+  spread.observe(1_000_003);
+  for (let i = 0; i < 998; i++) spread.observe(5000);
+  spread.observe(300);
+  const [low, median, high] = spread.values();
+  for (const [got, want] of [[low, 300], [median, 5000], [high, 1_000_003]]) expect(Math.abs(got - want) / want).toBeLessThanOrEqual(0.004);
+  expect(high).toBeLessThanOrEqual(1_000_003);
+});
+
+test('the least and greatest observation leave the window with their age bucket', () => {
+  jest.useFakeTimers({ now: 1_000_000 });
+  const summary = new WindowedSummary([0.999]);
+  summary.observe(1_000_003);
+  jest.setSystemTime(1_000_000 + 30_000);
+  for (let i = 0; i < 10; i++) summary.observe(999_999);
+  expect(summary.values()).toEqual([1_000_003]);
+  jest.setSystemTime(1_000_000 + 65_000);
+  // Only the 999,999s are left: their bin's middle is above them, the greatest observation is 999,999.
+  expect(summary.values()).toEqual([999_999]);
+});

@@ -74,6 +74,7 @@ export interface ServeOptions {
   allowGrpc?: boolean;
   allowMetrics?: boolean;
   allowGpuMetrics?: boolean;
+  allowCpuMetrics?: boolean;
   strictReadiness?: boolean;
   exitOnError?: boolean;
   exitTimeoutSecs: number;
@@ -123,7 +124,7 @@ export function tritonConfigFromOptions(o: ServeOptions): TritonConfig {
     httpAddress: o.httpAddress, httpPort: o.httpPort, allowHttp: o.allowHttp ?? true,
     grpcAddress: o.grpcAddress, grpcPort: o.grpcPort, allowGrpc: o.allowGrpc ?? true,
     metricsAddress: o.metricsAddress, metricsPort: o.metricsPort, allowMetrics: o.allowMetrics ?? true,
-    allowGpuMetrics: o.allowGpuMetrics ?? true,
+    allowGpuMetrics: o.allowGpuMetrics ?? true, allowCpuMetrics: o.allowCpuMetrics ?? true,
     strictReadiness: o.strictReadiness ?? true, exitOnError: o.exitOnError ?? true, exitTimeoutSecs: o.exitTimeoutSecs,
     logVerbose: o.logVerbose,
     httpRestrictedApi: o.httpRestrictedApi?.join(';'), grpcRestrictedProtocol: o.grpcRestrictedProtocol?.join(';'),
@@ -285,6 +286,7 @@ export function buildProgram(): Command {
     .option('--http-root-cert <path>', 'PEM file holding the CA certificate HTTPS client certificates must be signed by; required by --http-use-ssl-mutual')
     .option('--metrics-config <setting>', 'metrics settings as tritonserver: summary_latencies=true, histogram_latencies=true, summary_quantiles=0.5:0.05,0.99:0.001 (repeatable)', collect)
     .addOption(boolOption('--allow-gpu-metrics [bool]', 'report per-GPU metrics (nv_gpu_*, nv_energy_consumption) read through NVML; absent without an NVIDIA driver or GPU', true))
+    .addOption(boolOption('--allow-cpu-metrics [bool]', 'report CPU metrics (nv_cpu_utilization, nv_cpu_memory_*) read from /proc', true))
     .option('--metrics-interval-ms <ms>', 'how often CPU, memory and GPU metrics refresh, in milliseconds (default 2000)', parsePositiveIntArg)
     .option('--trace-config <setting>', 'trace settings as tritonserver: [triton,]file=..., level=TIMESTAMPS, rate=1000, count=-1, log-frequency=0 (repeatable)', collect)
     .option('--cache-config <cache,key=value>', 'response cache as tritonserver: local,size=<bytes> enables the local cache, an LRU of that many bytes of outputs shared by every model whose config has response_cache { enable: true } (repeatable)', collect)

@@ -14,7 +14,7 @@ export const TRITON_CONFIG_KEYS = [
   'grpcMaxDecompressedSize', 'grpcKeepaliveTime', 'grpcKeepaliveTimeout', 'grpcKeepalivePermitWithoutCalls',
   'grpcHttp2MaxPingsWithoutData', 'grpcInferResponseCompressionLevel', 'grpcUseSsl', 'grpcUseSslMutual',
   'grpcServerCert', 'grpcServerKey', 'grpcRootCert', 'allowMetrics', 'metricsAddress', 'metricsPort', 'metricsConfig',
-  'metricsIntervalMs', 'allowGpuMetrics', 'pinnedMemoryPoolByteSize', 'allowClientShm', 'traceConfig',
+  'metricsIntervalMs', 'allowGpuMetrics', 'allowCpuMetrics', 'pinnedMemoryPoolByteSize', 'allowClientShm', 'traceConfig',
   'maxQueueSizeHardLimit', 'maxQueuedResponses', 'cacheConfig', 'responseCacheByteSize', 'rateLimit', 'rateLimitResource',
 ] as const satisfies readonly (keyof TritonConfig)[];
 

@@ -351,6 +351,11 @@ export interface TritonConfig {
    */
   allowGpuMetrics?: boolean;
   /**
+   * Default true: report Triton's CPU metrics (nv_cpu_utilization, nv_cpu_memory_total_bytes,
+   * nv_cpu_memory_used_bytes) read from Linux /proc (--allow-cpu-metrics).
+   */
+  allowCpuMetrics?: boolean;
+  /**
    * Default 256 MiB: pinned host memory the batch buffers may use (--pinned-memory-pool-byte-size).
    * Process-wide (pinned pages are a system resource), so the last Triton made sets it; past it,
    * blocks are pageable. Matters only with a CUDA device.

@@ -505,9 +505,9 @@ export class EnsembleModel extends BoundModel {
     }
   }
 
-  /** A failed request: its duration only (Triton's UpdateFailure); what its steps took is not counted. */
   /**
-   * Counts a failed request. Its error is its first response when it sent none before
+   * Counts a failed request: its duration only (Triton's UpdateFailure); what its steps took is
+   * not counted. Its error is its first response when it sent none before
    * (`unanswered`): Triton's ensemble sends it as one, which observes the first-response
    * histogram as any response does (core infer_response.cc UpdateResponseMetrics).
    */

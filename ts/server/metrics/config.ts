@@ -55,9 +55,13 @@ export function parseMetricsConfig(entries: readonly string[] | undefined, logEr
   };
   for (const entry of entries ?? []) {
     const eq = entry.indexOf('=');
-    if (eq <= 0) throw invalidArg(`metrics config '${entry}' must look like <setting>=<value>`);
     const key = entry.slice(0, eq).trim();
     const value = entry.slice(eq + 1).trim();
+    // What tritonserver refuses (ParseMetricsConfigOption), with its text: no '=', an empty
+    // setting or value, a ',' before the '=' (a per-name setting, which it does not support).
+    if (eq < 0 || key === '' || value === '' || key.includes(',')) {
+      throw invalidArg(`--metrics-config option format is <setting>=<value>. Got ${entry}`);
+    }
     switch (key) {
       case 'counter_latencies': out.counterLatencies = bool(key, value); break;
       case 'summary_latencies': out.summaryLatencies = bool(key, value); break;

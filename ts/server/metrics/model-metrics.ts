@@ -12,7 +12,8 @@
  * successful requests go to its ModelSeries (a RequestSink, handed to the model when it is
  * published) only when one of them is enabled. Models with the same labels share one series,
  * as Triton's reporters are shared by label set; a series goes when no served model has its
- * labels.
+ * labels. A reload that keeps the labels keeps the series, counters included (Triton's new
+ * version takes the reporter its old one still holds); an unload, then a load, starts a new one.
  *
  * The text of these families is written by exposition.ts, not a prom-client Registry: their
  * series differ per model in labels and buckets. The summaries are summary.ts's; prom-client's
@@ -21,6 +22,7 @@
 import { Histogram } from 'prom-client';
 import type { BoundModel } from '../../model';
 import type { ModelStats, RequestSink } from '../../cache/model-cache';
+import type { NativeDuration } from '../../native';
 import { histogramBuckets } from '../../config/metric-settings';
 import type { ServedTriton } from '../served-triton';
 import type { MetricsSettings } from './config';
@@ -33,6 +35,32 @@ const FIRST_RESPONSE = 'nv_inference_first_response_histogram_ms';
 const FIRST_RESPONSE_HELP = 'Duration from request to first response in milliseconds';
 
 const FAILURE_REASONS = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'] as const;
+
+/** What the per-model counters read of a model's statistics. */
+type Counts = Pick<ModelStats, 'success' | 'queue' | 'computeInput' | 'computeInfer' | 'computeOutput' | 'cacheHit' | 'cacheMiss' |
+  'inferenceCount' | 'executionCount' | 'failures'>;
+
+const zeroDuration = (): NativeDuration => ({ count: 0, ns: 0, us: 0 });
+const plus = (a: NativeDuration, b: NativeDuration): NativeDuration => ({ count: a.count + b.count, ns: a.ns + b.ns, us: a.us + b.us });
+
+const ZERO_COUNTS: Counts = {
+  success: zeroDuration(), queue: zeroDuration(), computeInput: zeroDuration(), computeInfer: zeroDuration(),
+  computeOutput: zeroDuration(), cacheHit: zeroDuration(), cacheMiss: zeroDuration(), inferenceCount: 0, executionCount: 0,
+  failures: { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 0 },
+};
+
+function addCounts(a: Counts, b: Counts): Counts {
+  return {
+    success: plus(a.success, b.success), queue: plus(a.queue, b.queue), computeInput: plus(a.computeInput, b.computeInput),
+    computeInfer: plus(a.computeInfer, b.computeInfer), computeOutput: plus(a.computeOutput, b.computeOutput),
+    cacheHit: plus(a.cacheHit, b.cacheHit), cacheMiss: plus(a.cacheMiss, b.cacheMiss),
+    inferenceCount: a.inferenceCount + b.inferenceCount, executionCount: a.executionCount + b.executionCount,
+    failures: {
+      REJECTED: a.failures.REJECTED + b.failures.REJECTED, CANCELED: a.failures.CANCELED + b.failures.CANCELED,
+      BACKEND: a.failures.BACKEND + b.failures.BACKEND, OTHER: a.failures.OTHER + b.failures.OTHER,
+    },
+  };
+}
 
 /** Triton's summary families (metrics.cc), by what they observe. */
 const SUMMARIES = {
@@ -65,6 +93,13 @@ function labelsOf(model: BoundModel): Labels {
 class ModelSeries implements RequestSink {
   readonly summaries: Partial<Record<SummaryKind, WindowedSummary>> = {};
   readonly firstResponseMs: Histogram | null = null;
+  /**
+   * The models counted here: the one served, and those a reload replaced until their last
+   * request ended (Triton's reporter counts them all while any of them holds it).
+   */
+  readonly members = new Set<BoundModel>();
+  /** What the members let go of counted. */
+  #retired: Counts = ZERO_COUNTS;
 
   constructor(readonly labels: Labels, model: BoundModel, settings: MetricsSettings, buckets: number[]) {
     if (settings.summaryLatencies) {
@@ -107,11 +142,40 @@ class ModelSeries implements RequestSink {
   firstResponse(ms: number): void {
     this.firstResponseMs?.observe(Math.floor(ms));
   }
+
+  /**
+   * The counters of this label set, and its queue depth: every member's statistics, plus what
+   * the members let go of counted. A member no longer `served` whose requests have all ended is
+   * let go of now, its counts kept.
+   */
+  counts(served: ReadonlySet<BoundModel>): { counts: Counts; queued: number } {
+    this.retire(served);
+    let counts = this.#retired;
+    let queued = 0;
+    for (const model of this.members) {
+      const stats = model.stats();
+      counts = addCounts(counts, stats);
+      queued += stats.queued;
+    }
+    return { counts, queued };
+  }
+
+  /** Lets go of the members no longer `served` whose requests have all ended, keeping their counts. */
+  retire(served: ReadonlySet<BoundModel>): void {
+    for (const model of this.members) {
+      if (served.has(model) || model.pendingCount > 0) continue;
+      this.#retired = addCounts(this.#retired, model.stats());
+      this.members.delete(model);
+    }
+  }
 }
 
 interface Snapshot {
   series: ModelSeries;
-  stats: ModelStats;
+  /** The label set's counters (ModelSeries.counts). */
+  counts: Counts;
+  /** Requests queued now in the label set's models. */
+  queued: number;
   /** BoundModel.loadDurationSeconds. */
   loadSeconds: number;
   /** The model's config enables the response cache (Triton reports nv_cache_* for it then). */
@@ -157,11 +221,22 @@ export class ModelMetrics {
     return this.observing ? series : null;
   }
 
-  /** The series of `model`'s labels, made on first use (with Triton's warning for an unknown model_metrics family). */
+  /**
+   * The series of `model`'s labels, made on first use (with Triton's warning for an unknown
+   * model_metrics family); `model` counts in it from now on. A series none of whose models is
+   * served any more (unloaded since the last scrape) is not reused: Triton's reporter went with
+   * its last model.
+   */
   #seriesOf(model: BoundModel): ModelSeries {
     const labels = labelsOf(model);
     const key = JSON.stringify(Object.entries(labels).sort());
     let series = this.#series.get(key);
+    if (series && !series.members.has(model)) {
+      const served = new Set(this.triton.models());
+      if (![...series.members].some((m) => served.has(m))) series = undefined;
+      // Reloads between scrapes would otherwise keep every version they replaced here.
+      else series.retire(served);
+    }
     if (!series) {
       const { buckets, unknown } = histogramBuckets(model.config.modelMetrics);
       for (const family of unknown) {
@@ -170,17 +245,18 @@ export class ModelMetrics {
       series = new ModelSeries(labels, model, this.settings, buckets.get(FIRST_RESPONSE) ?? FIRST_RESPONSE_BUCKETS_MS);
       this.#series.set(key, series);
     }
+    series.members.add(model);
     return series;
   }
 
   /** Reads every model's statistics once, for the next `text()`; series no served model has any more go. */
   refresh(): void {
-    this.#snapshot = this.triton.models().map((m) => ({
-      series: this.#seriesOf(m),
-      stats: m.stats(),
-      loadSeconds: m.loadDurationSeconds,
-      responseCache: m.config.responseCache,
-    }));
+    const models = this.triton.models();
+    const served = new Set(models);
+    this.#snapshot = models.map((m) => {
+      const series = this.#seriesOf(m);
+      return { series, ...series.counts(served), loadSeconds: m.loadDurationSeconds, responseCache: m.config.responseCache };
+    });
     const kept = new Set(this.#snapshot.map((s) => s.series));
     for (const [key, series] of this.#series) if (!kept.has(series)) this.#series.delete(key);
   }
@@ -190,14 +266,14 @@ export class ModelMetrics {
     const snapshot = this.#snapshot;
     const out: string[] = [];
     const family = (
-      name: string, help: string, type: FamilyType, value: (s: ModelStats, m: Snapshot) => number, only = (_: Snapshot): boolean => true,
+      name: string, help: string, type: FamilyType, value: (s: Counts, m: Snapshot) => number, only = (_: Snapshot): boolean => true,
     ): void => {
-      out.push(familyText(name, help, type, snapshot.filter(only).map((m) => ({ name, labels: m.series.labels, value: value(m.stats, m) }))));
+      out.push(familyText(name, help, type, snapshot.filter(only).map((m) => ({ name, labels: m.series.labels, value: value(m.counts, m) }))));
     };
     family('nv_inference_request_success', 'Number of successful inference requests, all batch sizes', 'counter', (s) => s.success.count);
     out.push(familyText('nv_inference_request_failure', 'Number of failed inference requests, all batch sizes', 'counter',
-      snapshot.flatMap(({ series, stats }) => FAILURE_REASONS.map((reason) => ({
-        name: 'nv_inference_request_failure', labels: { ...series.labels, reason }, value: stats.failures[reason],
+      snapshot.flatMap(({ series, counts }) => FAILURE_REASONS.map((reason) => ({
+        name: 'nv_inference_request_failure', labels: { ...series.labels, reason }, value: counts.failures[reason],
       })))));
     family('nv_inference_count', 'Number of inferences performed (does not include cached requests)', 'counter', (s) => s.inferenceCount);
     family('nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)', 'counter', (s) => s.executionCount);
@@ -214,7 +290,7 @@ export class ModelMetrics {
       family('nv_cache_num_misses_per_model', 'Number of cache misses per model', 'counter', (s) => s.cacheMiss.count, cached);
       family('nv_cache_miss_duration_per_model', 'Total cache miss (insert+lookup) duration per model, in microseconds', 'counter', (s) => s.cacheMiss.us, cached);
     }
-    family('nv_inference_pending_request_count', 'Instantaneous number of pending requests awaiting execution per-model.', 'gauge', (s) => s.queued);
+    family('nv_inference_pending_request_count', 'Instantaneous number of pending requests awaiting execution per-model.', 'gauge', (_, m) => m.queued);
     family('nv_model_load_duration_secs', 'Model load time in seconds', 'gauge', (_, m) => m.loadSeconds);
     out.push(await this.#observedText(snapshot));
     return out.join('');

@@ -56,7 +56,7 @@ export async function createTritonMetrics(ctx: ServerContext): Promise<TritonMet
   if (!Number.isSafeInteger(interval) || interval <= 0) throw invalidArg(`metricsIntervalMs must be a positive integer, got ${interval}`);
   const registry = new Registry();
   const models = new ModelMetrics(ctx.triton, settings, (line) => ctx.logger.warning(line));
-  const stopSystem = startSystemMetrics(registry, interval);
+  const stopSystem = (config.allowCpuMetrics ?? true) ? startSystemMetrics(registry, interval) : () => undefined;
   const stopPinned = startPinnedMetrics(registry, interval);
   ctx.triton.reportRequestsTo((model) => models.sinkFor(model));
   const stopOwn = (): void => {
