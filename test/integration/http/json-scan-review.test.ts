@@ -44,4 +44,19 @@ describe('JSON.parse and the scan read a body alike', () => {
       expect(scanned).toEqual(parsed);
     }
   });
+
+  test('a string that spells the parser\'s mark of a long integer stays a string outside tensor data', () => {
+    // A long literal in the data made JSON.parse's path take every mark-like string of the
+    // header for a number ('id' refused, a parameter turned into 5); the scan, whose header has
+    // no data, left them as strings. "\u0069" spells the same 'i'.
+    const body = `{"id":"\\u0000int:5","parameters":{"p":"\\u0000\\u0069nt:7","q":12345678901234567890},` +
+      `"inputs":[${input('INT64', '[1234567890123456789]')}]}`;
+    const { parsed, scanned } = bothWays(body);
+    expect(parsed).toMatchObject({
+      id: '\u0000int:5',
+      parameters: { custom: { p: '\u0000int:7', q: 12345678901234567000 } },
+      inputs: [{ name: 'IN', dtype: 'INT64', bytes: Buffer.from(BigInt64Array.of(1234567890123456789n).buffer).toString('hex') }],
+    });
+    expect(scanned).toEqual(parsed);
+  });
 });

@@ -90,6 +90,11 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
+/** INVALID_ARG for a JSON body JSON.parse (or the scan, json-scan.ts) refused with `err`. */
+function unparsable(model: string, err: unknown): InferenceServerError {
+  return invalidArg(`failed to parse the request JSON buffer for model '${model}': ${(err as Error).message}`);
+}
+
 function parseHeader(body: Buffer, length: number, model: string): Record<string, unknown> {
   const what = `the inference request for model '${clip(model)}'`;
   checkJsonObjects(body, 0, length, what);
@@ -103,11 +108,12 @@ function parseHeader(body: Buffer, length: number, model: string): Record<string
     const marked = markBigIntegers(text);
     header = JSON.parse(marked);
     // Only inputs' data and tensors' shared-memory offsets and sizes keep exact 64-bit marks
-    // (the tensor decoder and shmRefFromParameters read them).
-    if (marked !== text) header = unmarkOutside(header, keepsMarks);
+    // (the tensor decoder and shmRefFromParameters read them); a client's string that spells a
+    // mark stays a string elsewhere.
+    if (marked !== text) header = unmarkOutside(header, keepsMarks, MARK_LIKE.test(text) ? JSON.parse(text) : undefined);
   } catch (err) {
     if (err instanceof InferenceServerError) throw err;
-    throw invalidArg(`failed to parse the request JSON buffer for model '${model}': ${(err as Error).message}`);
+    throw unparsable(model, err);
   }
   if (!isObject(header)) throw invalidArg(`the inference request for model '${model}' must be a JSON object`);
   if (scanned && Array.isArray(header.inputs)) {
@@ -117,6 +123,13 @@ function parseHeader(body: Buffer, length: number, model: string): Record<string
   }
   return header;
 }
+
+/**
+ * Text where a string may spell a mark (ts/exact-json.ts: NUL, then `int:`). JSON makes a NUL only
+ * of the escape `\u0000`, so such a string starts `"\u0000` in the text; the scanner's placeholders
+ * (`"\u0000tensor-data:N"`, json-scan.ts) are no marks.
+ */
+const MARK_LIKE = /"\\u0000(?!tensor-data:)/;
 
 /** The paths of the header whose long integers stay exact (marked): see parseHeader. */
 function keepsMarks(p: readonly (string | number)[]): boolean {
