@@ -60,3 +60,39 @@ describe('JSON.parse and the scan read a body alike', () => {
     expect(scanned).toEqual(parsed);
   });
 });
+
+describe('a JSON body longer than V8\'s longest string (2^29 - 24 characters, with --http-max-input-size raised)', () => {
+  /** `head`, then spaces to past 512 MiB, then `tail`: ~540 MB, written at once. */
+  function huge(head: string, tail: string): Buffer {
+    const body = Buffer.alloc(head.length + (1 << 29) + tail.length, 0x20);
+    body.write(head, 0, 'latin1');
+    body.write(tail, body.length - tail.length, 'latin1');
+    return body;
+  }
+
+  test('numeric data are read whatever their digits; data read as a string are refused with a 400, not a 500', () => {
+    // The data's text was decoded to one string for the first number of 17 digits: an Error of
+    // code ERR_STRING_TOO_LONG (answered 500) where data of `0.5` were read.
+    const doubles = outcome(huge(`{"inputs":[${input('FP64', '[0.12345678901234567').slice(0, -1)}`, ']}]}'));
+    expect(doubles).toMatchObject({ inputs: [{ dtype: 'FP64', shape: [1], bytes: Buffer.from(Float64Array.of(0.12345678901234567).buffer).toString('hex') }] });
+    // BYTES data are one JSON.parse of their text, as in JSON.parse's path, which refuses the body.
+    expect(outcome(huge(`{"inputs":[${input('BYTES', '["a"').slice(0, -1)}`, ']}]}'))).toEqual({
+      status: 400, message: "failed to parse the request JSON buffer for model 'm': Cannot create a string longer than 0x1fffffe8 characters",
+    });
+  }, 120_000);
+
+  test('numbers the scan cuts from the text a window (1 MiB) at a time are read alike across windows', () => {
+    // 17-digit doubles and long integers of every length, so that numbers straddle each window's end.
+    const doubles: string[] = [];
+    const longs: string[] = [];
+    for (let k = 0; k < 120_000; k++) {
+      doubles.push(String((k * 0.7390851332151607) % 1 - 0.5));
+      longs.push(String(-(10n ** BigInt(15 + (k % 4))) - BigInt(k) * 7919n));
+    }
+    const inputs = `{"name":"D","datatype":"FP64","shape":[${doubles.length}],"data":[${doubles.join(',')}]},` +
+      `{"name":"L","datatype":"INT64","shape":[${longs.length}],"data":[${longs.join(', ')}]}`;
+    const { parsed, scanned } = bothWays(`{"inputs":[${inputs}]}`);
+    expect(parsed).toMatchObject({ inputs: [{ name: 'D' }, { name: 'L' }] });
+    expect(scanned).toEqual(parsed);
+  });
+});

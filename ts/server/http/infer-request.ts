@@ -95,6 +95,15 @@ function unparsable(model: string, err: unknown): InferenceServerError {
   return invalidArg(`failed to parse the request JSON buffer for model '${model}': ${(err as Error).message}`);
 }
 
+/**
+ * Whether `err` is V8 refusing to make a string past its longest (2^29 - 24 characters): Node's
+ * ERR_STRING_TOO_LONG from Buffer.toString, or a RangeError when one is built up.
+ */
+function isStringTooLong(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === 'ERR_STRING_TOO_LONG' ||
+    (err instanceof RangeError && err.message === 'Invalid string length');
+}
+
 function parseHeader(body: Buffer, length: number, model: string): Record<string, unknown> {
   const what = `the inference request for model '${clip(model)}'`;
   checkJsonObjects(body, 0, length, what);
@@ -282,6 +291,20 @@ function forwardHeaders(custom: Record<string, string | number | boolean>, opts:
 /** Decodes an infer request body; `headerLength` is Inference-Header-Content-Length (null: all JSON). */
 export function decodeInferRequest(body: Buffer, headerLength: number | null, opts: InferDecodeOptions): DecodedInfer {
   if (headerLength === 0) return decodeRaw(body, opts);
+  try {
+    return decodeJson(body, headerLength, opts);
+  } catch (err) {
+    // Text past V8's longest string (512 MiB, with --http-max-input-size raised) is no JS
+    // string: parseHeader refuses such a body when JSON.parse's path reads it. The scan reads
+    // numeric data of any length, but BYTES data, objects in data and the text searched for
+    // sequence_id's spelling are strings: refused in the same words, where the Error (no
+    // InferenceServerError) was answered 500.
+    throw isStringTooLong(err) ? unparsable(opts.modelName, err) : err;
+  }
+}
+
+/** decodeInferRequest for a body with JSON (all JSON when `headerLength` is null). */
+function decodeJson(body: Buffer, headerLength: number | null, opts: InferDecodeOptions): DecodedInfer {
   const jsonLength = headerLength ?? body.length;
   const header = parseHeader(body, jsonLength, opts.modelName);
   if (header.id !== undefined && typeof header.id !== 'string') {
