@@ -228,7 +228,8 @@ const scanBody = fc.record({
   inputs: fc.array(fc.oneof(fittingInput, fittingInput, anyInput), { minLength: 1, maxLength: 3 }),
   inputsKey: fc.constantFrom('"inputs"', '"inputs"', '"\\u0069nputs"', '"inputs":[{"name":"Z","datatype":"FP32","shape":[1],"data":[[5]]}],"inputs"'),
   before: fc.constantFrom('', '"id":"r",', '"parameters":{"k":12345678901234567890,"sequence_id":18446744073709551615},', '"x":[[1],[2]],',
-    '"parameters":{"data":[[1]]},', '"parameters":{"inputs":[{"data":[[1]]}]},', '"outputs":[{"name":"O","data":[[1]],"parameters":{"binary_data":true}}],'),
+    '"parameters":{"data":[[1]]},', '"parameters":{"inputs":[{"data":[[1]]}]},', '"outputs":[{"name":"O","data":[[1]],"parameters":{"binary_data":true}}],',
+    '"id":"\\u0000int:5","parameters":{"p":"\\u0000\\u0069nt:7"},'),
   // Now and then one character gone or one put in (never before the opening brace): mostly no longer JSON.
   edit: rarely(fc.tuple(fc.nat(), fc.constantFrom('', '', '[', ']', '{', '}', ',', ':', '"', '\\', '0', '-', '.', 'e', 'u', '\x1f', 'é'))),
 }).map(({ inputs, inputsKey, before, edit }) => {

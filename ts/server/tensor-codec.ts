@@ -172,13 +172,16 @@ const INT64_RANGE: Record<string, [bigint, bigint]> = {
   UINT64: [0n, (1n << 64n) - 1n],
 };
 
-/** An INT64/UINT64 element exactly: a safe integer, or a long literal the HTTP parser kept exact. */
+/**
+ * An INT64/UINT64 element exactly: a safe integer, or a long literal the HTTP parser kept exact.
+ * Both are checked against the range: a BigUint64Array stores -1n as 2^64 - 1, so UINT64 data
+ * of -1 became 18446744073709551615 while -12345678901234567 was refused (Triton refuses both).
+ */
 function int64At(v: unknown, i: number, what: string, dtype: DataType): bigint {
   const literal = markedInteger(v);
-  if (literal === null) return BigInt(integerAt(v, i, what, dtype));
-  const n = BigInt(literal);
+  const n = literal === null ? BigInt(integerAt(v, i, what, dtype)) : BigInt(literal);
   const [min, max] = INT64_RANGE[dtype];
-  if (n < min || n > max) throw invalidArg(`${what}: element ${i} (${literal}) is out of range for datatype ${dtype}`);
+  if (n < min || n > max) throw invalidArg(`${what}: element ${i} (${literal ?? n}) is out of range for datatype ${dtype}`);
   return n;
 }
 

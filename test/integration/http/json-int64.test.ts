@@ -39,6 +39,9 @@ test.each([
   ['INT64', '9223372036854775808', 'element 0 (9223372036854775808) is out of range for datatype INT64'],
   ['UINT64', '18446744073709551616', 'element 0 (18446744073709551616) is out of range for datatype UINT64'],
   ['UINT64', '-12345678901234567', 'is out of range for datatype UINT64'],
+  // Below 16 digits (not read as marks): a BigUint64Array stored -1n as 2^64 - 1, a huge value.
+  ['UINT64', '-1', 'element 0 (-1) is out of range for datatype UINT64'],
+  ['UINT64', '-999999999999999', 'element 0 (-999999999999999) is out of range for datatype UINT64'],
 ])('%s %s is refused as out of range', async (datatype, data, message) => {
   const r = await postText(`echo_${datatype}`, request(datatype, data));
   expect(r.status).toBe(400);

@@ -90,6 +90,20 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
+/** INVALID_ARG for a JSON body JSON.parse (or the scan, json-scan.ts) refused with `err`. */
+function unparsable(model: string, err: unknown): InferenceServerError {
+  return invalidArg(`failed to parse the request JSON buffer for model '${model}': ${(err as Error).message}`);
+}
+
+/**
+ * Whether `err` is V8 refusing to make a string past its longest (2^29 - 24 characters): Node's
+ * ERR_STRING_TOO_LONG from Buffer.toString, or a RangeError when one is built up.
+ */
+function isStringTooLong(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === 'ERR_STRING_TOO_LONG' ||
+    (err instanceof RangeError && err.message === 'Invalid string length');
+}
+
 function parseHeader(body: Buffer, length: number, model: string): Record<string, unknown> {
   const what = `the inference request for model '${clip(model)}'`;
   checkJsonObjects(body, 0, length, what);
@@ -103,11 +117,12 @@ function parseHeader(body: Buffer, length: number, model: string): Record<string
     const marked = markBigIntegers(text);
     header = JSON.parse(marked);
     // Only inputs' data and tensors' shared-memory offsets and sizes keep exact 64-bit marks
-    // (the tensor decoder and shmRefFromParameters read them).
-    if (marked !== text) header = unmarkOutside(header, keepsMarks);
+    // (the tensor decoder and shmRefFromParameters read them); a client's string that spells a
+    // mark stays a string elsewhere.
+    if (marked !== text) header = unmarkOutside(header, keepsMarks, MARK_LIKE.test(text) ? JSON.parse(text) : undefined);
   } catch (err) {
     if (err instanceof InferenceServerError) throw err;
-    throw invalidArg(`failed to parse the request JSON buffer for model '${model}': ${(err as Error).message}`);
+    throw unparsable(model, err);
   }
   if (!isObject(header)) throw invalidArg(`the inference request for model '${model}' must be a JSON object`);
   if (scanned && Array.isArray(header.inputs)) {
@@ -117,6 +132,13 @@ function parseHeader(body: Buffer, length: number, model: string): Record<string
   }
   return header;
 }
+
+/**
+ * Text where a string may spell a mark (ts/exact-json.ts: NUL, then `int:`). JSON makes a NUL only
+ * of the escape `\u0000`, so such a string starts `"\u0000` in the text; the scanner's placeholders
+ * (`"\u0000tensor-data:N"`, json-scan.ts) are no marks.
+ */
+const MARK_LIKE = /"\\u0000(?!tensor-data:)/;
 
 /** The paths of the header whose long integers stay exact (marked): see parseHeader. */
 function keepsMarks(p: readonly (string | number)[]): boolean {
@@ -269,6 +291,20 @@ function forwardHeaders(custom: Record<string, string | number | boolean>, opts:
 /** Decodes an infer request body; `headerLength` is Inference-Header-Content-Length (null: all JSON). */
 export function decodeInferRequest(body: Buffer, headerLength: number | null, opts: InferDecodeOptions): DecodedInfer {
   if (headerLength === 0) return decodeRaw(body, opts);
+  try {
+    return decodeJson(body, headerLength, opts);
+  } catch (err) {
+    // Text past V8's longest string (512 MiB, with --http-max-input-size raised) is no JS
+    // string: parseHeader refuses such a body when JSON.parse's path reads it. The scan reads
+    // numeric data of any length, but BYTES data, objects in data and the text searched for
+    // sequence_id's spelling are strings: refused in the same words, where the Error (no
+    // InferenceServerError) was answered 500.
+    throw isStringTooLong(err) ? unparsable(opts.modelName, err) : err;
+  }
+}
+
+/** decodeInferRequest for a body with JSON (all JSON when `headerLength` is null). */
+function decodeJson(body: Buffer, headerLength: number | null, opts: InferDecodeOptions): DecodedInfer {
   const jsonLength = headerLength ?? body.length;
   const header = parseHeader(body, jsonLength, opts.modelName);
   if (header.id !== undefined && typeof header.id !== 'string') {
