@@ -5,8 +5,15 @@
  * frontend's tensor decoder: ts/server/big-integers.ts; a model config: `parseJsonExact`).
  * JSON.stringify refuses bigints; `stringifyExactJson` writes them as their digits.
  */
+import { randomBytes } from 'node:crypto';
 
-const MARK = '\u0000int:';
+/**
+ * What a marked literal starts with. A client's JSON string can spell any text (`"\u0000int:5"`),
+ * so a fixed mark let one pass for a number in tensor data and shared-memory fields; this one
+ * holds 64 random bits drawn per process, which no request can guess (and guessing it would only
+ * let a client send, as a string, a number it could have sent as one).
+ */
+const MARK = `\u0000int${randomBytes(8).toString('hex')}:`;
 const LONG_DIGITS = /\d{16}/;
 
 /**
@@ -117,12 +124,10 @@ function marksToBigInts(root: unknown): unknown {
 
 /**
  * JSON.parse with integers beyond 2^53 - 1 (either sign) as BigInts, exact; every other number
- * as JSON.parse reads it. Text whose own strings could hold a mark (a `\u0000int:` escape) is
- * parsed by JSON.parse alone, so no string of it is ever read as a number; text without a long
+ * as JSON.parse reads it (no string of the text can spell a mark: see MARK); text without a long
  * integer is JSON.parse's value as it is.
  */
 export function parseJsonExact(text: string): unknown {
-  if (/\\u0000int:/i.test(text)) return JSON.parse(text);
   const marked = markBigIntegers(text);
   return marked === text ? JSON.parse(text) : marksToBigInts(JSON.parse(marked));
 }

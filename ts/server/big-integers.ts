@@ -22,26 +22,18 @@ export { markBigIntegers, markedInteger } from '../exact-json';
  * value cost depth x values (a 4 MB body of zeros nested 2,000 deep in an unused field held the
  * event loop for 22 s) and overflowed the stack deeper than that. `keep` sees that shared array:
  * it must not hold on to it.
- *
- * A client's own string can spell a mark (`"\u0000int:5"`). Where the text may hold one, pass
- * `plain`, JSON.parse of the text unmarked (the same shape): a mark outside `keep` then becomes
- * what JSON.parse made there, the number or the client's string, where Number(mark) turned an
- * `id` or a request parameter of that spelling into a number.
  */
-export function unmarkOutside(value: unknown, keep: (path: readonly (string | number)[]) => boolean, plain?: unknown): unknown {
+export function unmarkOutside(value: unknown, keep: (path: readonly (string | number)[]) => boolean): unknown {
   const path: (string | number)[] = [];
   const literal = markedInteger(value);
-  if (literal !== null) return keep(path) ? value : plain !== undefined ? plain : Number(literal);
+  if (literal !== null) return keep(path) ? value : Number(literal);
   if (value === null || typeof value !== 'object' || keep(path)) return value;
-  /** The containers being walked, outermost first: each with its keys (null: an array), the next to visit, and its place in `plain`. */
-  const stack: { node: Record<string | number, unknown>; keys: string[] | null; next: number; plain: Record<string | number, unknown> | undefined }[] = [];
-  const enter = (node: object, plainNode: unknown): void => {
-    stack.push({
-      node: node as Record<string | number, unknown>, keys: Array.isArray(node) ? null : Object.keys(node), next: 0,
-      plain: plainNode as Record<string | number, unknown> | undefined,
-    });
+  /** The containers being walked, outermost first: each with its keys (null: an array) and the next to visit. */
+  const stack: { node: Record<string | number, unknown>; keys: string[] | null; next: number }[] = [];
+  const enter = (node: object): void => {
+    stack.push({ node: node as Record<string | number, unknown>, keys: Array.isArray(node) ? null : Object.keys(node), next: 0 });
   };
-  enter(value, plain);
+  enter(value);
   while (stack.length > 0) {
     const top = stack[stack.length - 1];
     const size = top.keys ? top.keys.length : (top.node as unknown as unknown[]).length;
@@ -57,12 +49,12 @@ export function unmarkOutside(value: unknown, keep: (path: readonly (string | nu
     if (mark === null && (child === null || typeof child !== 'object')) continue;
     path.push(key);
     if (mark !== null) {
-      if (!keep(path)) top.node[key] = top.plain ? top.plain[key] : Number(mark);
+      if (!keep(path)) top.node[key] = Number(mark);
       path.pop();
     } else if (keep(path)) {
       path.pop();
     } else {
-      enter(child as object, top.plain?.[key]);
+      enter(child as object);
     }
   }
   return value;

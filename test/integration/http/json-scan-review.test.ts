@@ -61,6 +61,14 @@ describe('JSON.parse and the scan read a body alike', () => {
   });
 });
 
+test("a string in numeric tensor data spelled like the parser's mark of a long integer is refused as a string (it was read as 5)", () => {
+  for (const datatype of ['FP32', 'INT64', 'UINT64']) {
+    const { parsed, scanned } = bothWays(`{"inputs":[${input(datatype, '["\\u0000int:5"]')}]}`);
+    expect(parsed).toEqual({ status: 400, message: `input 'IN' for model 'm': element 0 is "\\u0000int:5", expected a number for datatype ${datatype}` });
+    expect(scanned).toEqual(parsed);
+  }
+});
+
 describe('a JSON body longer than V8\'s longest string (2^29 - 24 characters, with --http-max-input-size raised)', () => {
   /** `head`, then spaces to past 512 MiB, then `tail`: ~540 MB, written at once. */
   function huge(head: string, tail: string): Buffer {

@@ -117,9 +117,9 @@ function parseHeader(body: Buffer, length: number, model: string): Record<string
     const marked = markBigIntegers(text);
     header = JSON.parse(marked);
     // Only inputs' data and tensors' shared-memory offsets and sizes keep exact 64-bit marks
-    // (the tensor decoder and shmRefFromParameters read them); a client's string that spells a
-    // mark stays a string elsewhere.
-    if (marked !== text) header = unmarkOutside(header, keepsMarks, MARK_LIKE.test(text) ? JSON.parse(text) : undefined);
+    // (the tensor decoder and shmRefFromParameters read them). No client string can spell a mark
+    // (ts/exact-json.ts: MARK holds a random nonce).
+    if (marked !== text) header = unmarkOutside(header, keepsMarks);
   } catch (err) {
     if (err instanceof InferenceServerError) throw err;
     throw unparsable(model, err);
@@ -132,13 +132,6 @@ function parseHeader(body: Buffer, length: number, model: string): Record<string
   }
   return header;
 }
-
-/**
- * Text where a string may spell a mark (ts/exact-json.ts: NUL, then `int:`). JSON makes a NUL only
- * of the escape `\u0000`, so such a string starts `"\u0000` in the text; the scanner's placeholders
- * (`"\u0000tensor-data:N"`, json-scan.ts) are no marks.
- */
-const MARK_LIKE = /"\\u0000(?!tensor-data:)/;
 
 /** The paths of the header whose long integers stay exact (marked): see parseHeader. */
 function keepsMarks(p: readonly (string | number)[]): boolean {
