@@ -13,7 +13,7 @@
  * Response: `{"id"?, "model_name", "model_version", <output>: <value>...}`, each output by name
  * as a flat list, or its only element when it has exactly one.
  */
-import { clip, clipShape, invalidArg } from '../../errors';
+import { clip, clipShape, InferenceServerError, invalidArg } from '../../errors';
 import { describeValue } from '../../describe-value';
 import type { BoundModel } from '../../model';
 import type { Parameters } from '../../request';
@@ -21,6 +21,8 @@ import { dataTypeByteSize, type DataType, type NDArray } from '../../tensor';
 import type { InferenceCall } from '../inference-service';
 import { tensorFromJson, tensorToJsonText } from '../tensor-codec';
 import { checkJsonArrays, checkJsonObjects } from '../../json-bounds';
+import { needsGenerateScan, placeholderData, scanGenerateJson, type ScannedInfer } from './json-scan';
+import { JsonTensorData, tensorFromJsonData } from './json-tensor-data';
 
 /** The nested object whose keys map like top-level keys (Triton's reserved `parameters` schema). */
 const PARAMETERS_KEY = 'parameters';
@@ -43,10 +45,14 @@ interface Conversion {
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof JsonTensorData);
 }
 
-/** Parses a generate body: a JSON object; an empty body is `{}` (Triton allows it). */
+/**
+ * Parses a generate body: a JSON object; an empty body is `{}` (Triton allows it). A large body
+ * is scanned (json-scan.ts): each list that is the value of a top-level or `parameters` member
+ * comes back as a JsonTensorData, read straight into its tensor if it is an input.
+ */
 export function parseGenerateBody(body: Buffer, modelName: string): Record<string, unknown> {
   if (body.length === 0) return {};
   const what = `the generate request for model '${clip(modelName)}'`;
@@ -54,15 +60,39 @@ export function parseGenerateBody(body: Buffer, modelName: string): Record<strin
   // An input takes a value or a flat list: no request needs more arrays than this.
   checkJsonArrays(body, 0, body.length, what);
   let value: unknown;
+  let scanned: ScannedInfer | null = null;
   try {
-    value = JSON.parse(body.toString('utf8'));
+    if (needsGenerateScan(body.length)) scanned = scanGenerateJson(body, body.length, what);
+    value = JSON.parse(scanned ? scanned.header : body.toString('utf8'));
   } catch (err) {
+    if (err instanceof InferenceServerError) throw err;
     throw invalidArg(`failed to parse the generate request JSON buffer for model '${clip(modelName)}': ${(err as Error).message}`);
   }
   if (!isObject(value)) {
     throw invalidArg(`the generate request for model '${clip(modelName)}' must be a JSON object, got ${describeValue(value)}`);
   }
+  if (scanned) restoreLists(value, scanned);
   return value;
+}
+
+/** Puts the scanned lists where their placeholders are: top-level members and `parameters`' members. */
+function restoreLists(request: Record<string, unknown>, scanned: ScannedInfer): void {
+  const restore = (o: Record<string, unknown>): void => {
+    for (const key of Object.keys(o)) o[key] = placeholderData(o[key], scanned) ?? o[key];
+  };
+  restore(request);
+  const nested = request[PARAMETERS_KEY];
+  if (isObject(nested)) restore(nested);
+}
+
+/** A scanned list as JSON.parse makes it: for values that are no input (an error names them). */
+function listValue(data: JsonTensorData): unknown {
+  return JSON.parse(data.body.toString('utf8', data.start, data.end));
+}
+
+/** `v`, a scanned list read as JSON.parse reads it. */
+function plainValue(v: unknown): unknown {
+  return v instanceof JsonTensorData ? listValue(v) : v;
 }
 
 /**
@@ -100,6 +130,12 @@ function valuesByteSize(dtype: DataType, values: readonly unknown[]): number {
 
 function addInput(c: Conversion, name: string, spec: InputSpec, value: unknown): void {
   const what = `input '${clip(name)}' for model '${clip(c.modelName)}'`;
+  // BYTES lists are strings JSON.parse reads as fast as anything (and their sizes need them).
+  if (value instanceof JsonTensorData && spec.dtype !== 'BYTES') {
+    addScannedInput(c, name, spec, value, what);
+    return;
+  }
+  value = plainValue(value);
   const values = Array.isArray(value) ? value : [value];
   if (values.some((v) => Array.isArray(v) || isObject(v))) {
     throw invalidArg(`${what}: the generate endpoint takes a value or a flat list of values for an input`);
@@ -114,7 +150,23 @@ function addInput(c: Conversion, name: string, spec: InputSpec, value: unknown):
   c.inputs.push({ name, tensor: tensorFromJson(what, spec.dtype, shape, values) });
 }
 
+/** addInput for a scanned list of a numeric or BOOL input: the same checks in the same order, no JS array. */
+function addScannedInput(c: Conversion, name: string, spec: InputSpec, data: JsonTensorData, what: string): void {
+  if (data.nested || data.objects) {
+    throw invalidArg(`${what}: the generate endpoint takes a value or a flat list of values for an input`);
+  }
+  const size = data.elements * dataTypeByteSize(spec.dtype);
+  if (c.consumed + size > c.maxInputSize) {
+    throw invalidArg(`request size of ${c.consumed} bytes with input '${clip(name)}' of size ${size} bytes exceeds the ` +
+      `maximum allowed input size of ${c.maxInputSize}. Use --http-max-input-size to increase the limit.`);
+  }
+  c.consumed += size;
+  const shape = generateInputShape(spec.shape, data.elements, name, c.modelName);
+  c.inputs.push({ name, tensor: tensorFromJsonData(what, spec.dtype, shape, data) });
+}
+
 function addParameter(c: Conversion, name: string, value: unknown): void {
+  value = plainValue(value);
   const scalar = typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
   if (!scalar) {
     throw invalidArg(`parameter '${clip(name)}' has invalid type. It should be either 'int', 'bool', or 'string'. ` +
@@ -140,7 +192,7 @@ export function decodeGenerateRequest(
   const specs = new Map<string, InputSpec>();
   for (const t of config.inputs) specs.set(t.name, { dtype: t.dtype, shape: batching ? [-1, ...t.dims] : t.dims });
   const c: Conversion = { modelName: model.name, specs, maxInputSize, consumed: 0, inputs: [], custom: {} };
-  const id = request.id;
+  const id = plainValue(request.id);
   if (id !== undefined && typeof id !== 'string') {
     throw invalidArg(`Unable to parse 'id': the generate request for model '${clip(model.name)}' must give a string, ` +
       `got ${describeValue(id)}`);

@@ -1,5 +1,5 @@
 /**
- * Large JSON infer bodies, read in time linear in their bytes.
+ * Large JSON infer bodies (and generate bodies: scanGenerateJson), read in time linear in their bytes.
  *
  * V8's JSON.parse makes every JSON array a JS array, at ~1 µs and ~80 bytes each: a 64 MiB infer
  * body of `[0],` (16M arrays, as an input's nested data or in a field the server ignores) held
@@ -45,6 +45,16 @@ export function needsScan(body: Buffer, length: number): boolean {
   return false;
 }
 
+/**
+ * Whether a generate body (Triton's generate extension: inputs as top-level lists) is read by
+ * scanGenerateJson: JSON.parse made a JS value of every element of its lists too (64 MiB of
+ * `0,` under one key: 2-3 s and ~1 GB). Its arrays are bounded apart (checkJsonArrays), so size
+ * alone decides.
+ */
+export function needsGenerateScan(length: number): boolean {
+  return length > LARGE_JSON_BODY;
+}
+
 /** What a placeholder string starts with; the index into ScannedInfer.data follows. */
 const PLACEHOLDER = '\u0000tensor-data:';
 
@@ -61,6 +71,11 @@ const INPUTS = 4;  // the root's 'inputs' array
 const INPUT = 8;  // an object of that array
 const DATA_VALUE = 16;  // an input's data (an object there is refused later, but is a data value all the same)
 const IN_TENSOR = 32;  // an object in an input's data array
+// Generate bodies: a member of the root or of its `parameters` object may be an input, whose
+// array value is read as tensor data (its other values stay in the header).
+const GENERATE_ROOT = 64;  // the root object of a generate body
+const PARAMETERS = 128;  // the generate root's 'parameters' object
+const LIST_VALUE = 256;  // a member value of either: an array there is a tensor's data
 
 /** Whether the key string [start, end) is `name` (escapes decoded). */
 function keyIs(b: Buffer, start: number, end: number, name: string): boolean {
@@ -77,8 +92,8 @@ class Replacer {
 
   constructor(private readonly b: Buffer) {}
 
-  replace(start: number, end: number, elements: number, beforeTooDeep: number, nested: boolean): void {
-    this.data.push(new JsonTensorData(this.b, start, end, elements, beforeTooDeep, nested));
+  replace(start: number, end: number, elements: number, beforeTooDeep: number, nested: boolean, objects = false): void {
+    this.data.push(new JsonTensorData(this.b, start, end, elements, beforeTooDeep, nested, objects));
     this.pieces.push(this.b.toString('utf8', this.from, start), JSON.stringify(PLACEHOLDER + (this.data.length - 1)));
     this.from = end;
   }
@@ -95,6 +110,8 @@ class TensorScan {
   depth = 0;
   /** Values in its arrays that are not arrays. */
   elements = 0;
+  /** Whether an object is one of them. */
+  objects = false;
   /** Elements before its first array nested MAX_JSON_NESTING_DEPTH deep; -1 while none is. */
   beforeTooDeep = -1;
   nested = false;
@@ -120,7 +137,10 @@ function scanTensor(b: Buffer, i: number, end: number, scan: TensorScan, afterVa
         continue;
       }
       elements++;
-      if (c === 0x7b /* { */) break;
+      if (c === 0x7b /* { */) {
+        scan.objects = true;
+        break;
+      }
       i = scalarEnd(b, i, end);
     }
     i = skipSpace(b, i, end);
@@ -152,6 +172,19 @@ const AFTER_IN_TENSOR = 3;  // an input's data array, after an object in it
  * and the inputs' data values. INVALID_ARG naming `what` past MAX_JSON_ARRAYS arrays outside data.
  */
 export function scanInferJson(b: Buffer, end: number, what: string): ScannedInfer {
+  return scanJson(b, end, what, false);
+}
+
+/**
+ * As scanInferJson, for a generate body: every array that is the value of a member of the root
+ * object, or of the root's `parameters` object, is taken out as data (decodeGenerateRequest
+ * decides which are inputs); the rest stays in the header.
+ */
+export function scanGenerateJson(b: Buffer, end: number, what: string): ScannedInfer {
+  return scanJson(b, end, what, true);
+}
+
+function scanJson(b: Buffer, end: number, what: string, generate: boolean): ScannedInfer {
   const frames: number[] = [];  // the containers open outside tensor data, innermost last
   const header = new Replacer(b);
   let arrays = 0;
@@ -167,7 +200,7 @@ export function scanInferJson(b: Buffer, end: number, what: string): ScannedInfe
         state = VALUE;  // at an object in the data, scanned as any other
         next = IN_TENSOR;
       } else {
-        header.replace(tensor.start, i, tensor.elements, tensor.beforeTooDeep, tensor.nested);
+        header.replace(tensor.start, i, tensor.elements, tensor.beforeTooDeep, tensor.nested, tensor.objects);
         state = AFTER_VALUE;
       }
       continue;
@@ -184,7 +217,7 @@ export function scanInferJson(b: Buffer, end: number, what: string): ScannedInfe
       const c = i < end ? b[i] : -1;
       if (c === 0x2c /* , */) {
         i = skipSpace(b, i + 1, end);
-        if (inObject) [i, next] = member(b, i, end, frame);
+        if (inObject) [i, next] = member(b, i, end, frame, generate);
         state = VALUE;
         continue;
       }
@@ -201,7 +234,7 @@ export function scanInferJson(b: Buffer, end: number, what: string): ScannedInfe
     const c = i < end ? b[i] : -1;
     const role = next;
     next = 0;
-    if (c === 0x5b /* [ */ && role === DATA_VALUE) {
+    if (c === 0x5b /* [ */ && (role === DATA_VALUE || role & LIST_VALUE)) {
       tensor = new TensorScan(i);
       state = TENSOR;
       continue;
@@ -210,11 +243,12 @@ export function scanInferJson(b: Buffer, end: number, what: string): ScannedInfe
       if (c === 0x5b && ++arrays > MAX_JSON_ARRAYS) throw tooManyArrays(what);
       if (role === DATA_VALUE) dataStart = i;
       const parent = frames.length > 0 ? frames[frames.length - 1] : 0;
+      const root = frames.length === 0 ? (generate ? GENERATE_ROOT : ROOT) : 0;
       frames.push(c === 0x5b ? role & INPUTS
-        : OBJECT | (role & (DATA_VALUE | IN_TENSOR)) | (frames.length === 0 ? ROOT : 0) | (parent & INPUTS ? INPUT : 0));
+        : OBJECT | (role & (DATA_VALUE | IN_TENSOR | PARAMETERS)) | root | (parent & INPUTS ? INPUT : 0));
       i = skipSpace(b, i + 1, end);
       const empty = i < end && b[i] === (c === 0x5b ? 0x5d : 0x7d);
-      if (c === 0x7b && !empty) [i, next] = member(b, i, end, frames[frames.length - 1]);
+      if (c === 0x7b && !empty) [i, next] = member(b, i, end, frames[frames.length - 1], generate);
       state = empty ? AFTER_VALUE : VALUE;
       continue;
     }
@@ -227,15 +261,22 @@ export function scanInferJson(b: Buffer, end: number, what: string): ScannedInfe
 
 /**
  * An object member's name at `i` and its colon: where its value starts, and that value's role
- * in an object whose frame is `frame`.
+ * in an object whose frame is `frame` (of a generate body's when `generate`).
  */
-function member(b: Buffer, i: number, end: number, frame: number): [number, number] {
+function member(b: Buffer, i: number, end: number, frame: number, generate: boolean): [number, number] {
   if (i >= end || b[i] !== 0x22) throw jsonError('Missing a name for object member.', i);
   const stop = stringEnd(b, i, end);
-  const role = frame & ROOT && keyIs(b, i, stop, 'inputs') ? INPUTS : frame & INPUT && keyIs(b, i, stop, 'data') ? DATA_VALUE : 0;
+  const role = generate ? generateRole(b, i, stop, frame)
+    : frame & ROOT && keyIs(b, i, stop, 'inputs') ? INPUTS : frame & INPUT && keyIs(b, i, stop, 'data') ? DATA_VALUE : 0;
   i = skipSpace(b, stop, end);
   if (i >= end || b[i] !== 0x3a) throw jsonError('Missing a colon after a name of object member.', i);
   return [skipSpace(b, i + 1, end), role];
+}
+
+/** The role of a generate body's member value whose name is [start, stop) in an object whose frame is `frame`. */
+function generateRole(b: Buffer, start: number, stop: number, frame: number): number {
+  if (frame & GENERATE_ROOT) return LIST_VALUE | (keyIs(b, start, stop, 'parameters') ? PARAMETERS : 0);
+  return frame & PARAMETERS ? LIST_VALUE : 0;
 }
 
 /** The data value a placeholder names, or null when `v` is not a placeholder. */

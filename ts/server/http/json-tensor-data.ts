@@ -26,6 +26,8 @@ export class JsonTensorData {
     readonly beforeTooDeep: number,
     /** Whether an array of it holds an array. */
     readonly nested: boolean,
+    /** Whether an array of it holds an object. */
+    readonly objects = false,
   ) {}
 }
 
