@@ -26,6 +26,8 @@ interface Seen {
   texts: Set<string>;
   textLengths: Set<number>;
   inValues: Set<number>;
+  /** echo: each request's TXT elements joined (the rows of its batch), the first 60 requests. */
+  batches: string[];
   /** types: the datatypes of the last request, and whether all its numeric values were 0. */
   dtypes: string[];
   allZero: boolean[];
@@ -45,6 +47,7 @@ exports.execute = (requests) => requests.map((r) => {
       if (seen.texts.size < 100) seen.texts.add(Buffer.from(t).toString('utf8'));
     }
     for (const v of r.data.IN.data) if (seen.inValues.size < 100) seen.inValues.add(v);
+    if (seen.batches.length < 60) seen.batches.push(r.data.TXT.data.map((t) => Buffer.from(t).toString('utf8')).join(''));
   }
   return { OUT: r.data.IN.data };
 });`;
@@ -99,6 +102,25 @@ beforeAll(async () => {
     output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 4 ] } ]
     response_cache { enable: true }`);
   repo.write('cached/1/model.js', 'exports.execute = (requests) => requests.map((r) => ({ OUT: r.data.IN.data }));');
+  // Fails every request after its 40th: a server error in the middle of a run.
+  repo.config('flaky', `backend: "js"
+    max_batch_size: 0
+    input [ { name: "IN", data_type: TYPE_FP32, dims: [ 1 ] } ]
+    output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 1 ] } ]`);
+  repo.write('flaky/1/model.js', `let n = 0;
+  exports.execute = (requests) => requests.map((r) => {
+    if (++n > 40) throw new Error('flaky fails after 40 requests');
+    return { OUT: r.data.IN.data };
+  });`);
+  // An optional input a data file may leave out.
+  repo.config('optional', `backend: "js"
+    max_batch_size: 4
+    input [ { name: "A", data_type: TYPE_FP32, dims: [ 1 ] }, { name: "B", data_type: TYPE_FP32, dims: [ 1 ], optional: true } ]
+    output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 1 ] } ]`);
+  repo.write('optional/1/model.js', `exports.execute = (requests) => requests.map((r) => {
+    if (globalThis.__perfSeen) globalThis.__perfSeen.texts.add(Object.keys(r.data).sort().join('+') + ':' + r.data.A.shape.join('x'));
+    return { OUT: r.data.A.data };
+  });`);
   // Decoupled: three responses per request.
   repo.config('counter', `backend: "js"
     max_batch_size: 4
@@ -125,7 +147,7 @@ afterAll(async () => {
 });
 
 beforeEach(() => {
-  seen = { texts: new Set(), textLengths: new Set(), inValues: new Set(), dtypes: [], allZero: [] };
+  seen = { texts: new Set(), textLengths: new Set(), inValues: new Set(), batches: [], dtypes: [], allZero: [] };
   globalThis.__perfSeen = seen;
 });
 
@@ -215,13 +237,14 @@ const SERVER_COLUMNS = ['Server Queue', 'Server Compute Input', 'Server Compute 
  * The client timers of a run, in the CSV and the report: for each row, Client Send measured
  * (> 0), Client Recv measured (> 0) or, where nothing is received (in process), 0;
  * Network+Server Send/Recv what the level's average latency leaves after the row's other times,
- * floored at 0 (perf_analyzer's definition); and the level's client line adding up, its
+ * floored at 0 (perf_analyzer's definition; with --percentile the report prints no average, and
+ * the column is only checked for being there); and the level's client line adding up, its
  * send/recv the CSV's two. Rows and levels are matched by their concurrency or rate.
  */
 function expectClientTimes(stdout: string, csvFile: string, library: keyof typeof CLIENT_LINES, o: { recv?: boolean; verbose?: boolean } = {}): void {
   const [head, ...rows] = readFileSync(csvFile, 'utf8').trim().split('\n');
   const columns = head.split(',');
-  const levels = new Map(sections(stdout, /^Request (concurrency|Rate): [\d.]+\n/)
+  const levels = new Map(sections(stdout, /^Request (concurrency|Rate): [\d.]+( inference requests per second)?\n/)
     .map((s) => [Number(/^Request (?:concurrency|Rate): ([\d.]+)/.exec(s)![1]), s]));
   expect(rows.length).toBe(levels.size);
   for (const row of rows) {
@@ -229,14 +252,15 @@ function expectClientTimes(stdout: string, csvFile: string, library: keyof typeo
     const at = (column: string): number => values[columns.indexOf(column)];
     const level = levels.get(values[0]);
     if (!level) throw new Error(`no report section for the CSV row ${row}`);
-    const avg = Number(/ {4}Avg latency: (\d+) usec/.exec(level)![1]);
+    const avg = / {4}Avg latency: (\d+) usec/.exec(level);
     const send = at('Client Send');
     const recv = at('Client Recv');
     expect(send).toBeGreaterThan(0);
     if (o.recv === false) expect(recv).toBe(0);
     else expect(recv).toBeGreaterThan(0);
     const server = SERVER_COLUMNS.filter((c) => columns.includes(c)).reduce((sum, c) => sum + at(c), 0);
-    expect(at('Network+Server Send/Recv')).toBe(Math.max(0, avg - send - recv - server));
+    if (avg) expect(at('Network+Server Send/Recv')).toBe(Math.max(0, Number(avg[1]) - send - recv - server));
+    else expect(at('Network+Server Send/Recv')).toBeGreaterThanOrEqual(0);
     const line = clientLine(level, library, o.verbose);
     expect(line.sendRecv).toBe(send + recv);
     expect(line.wait).toBe(Math.max(0, line.request - line.sendRecv));
@@ -311,8 +335,18 @@ describe('HTTP', () => {
     expect(CSV_CACHE_COLUMNS.slice(6, 10)).toEqual(['Server Compute Output', 'Server Cache Hit', 'Server Cache Miss', 'Client Recv']);
     expectClientTimes(run.stdout, csv, 'HTTP');
     const level = sections(run.stdout, /^Request concurrency: 1\n/)[0];
-    expect(level).toMatch(/ {4}Cache hit count: \d+\n {4}Cache miss count: \d+\n {4}Avg cache hit latency: \d+ usec\n {4}Avg cache miss latency: \d+ usec/);
+    // perf_analyzer's layout for a model whose config enables the cache: hits and misses before
+    // the request count, the request latency split into queue and cache hit/miss, then each apart.
+    expect(level).toMatch(new RegExp(' {2}Server: \\n {4}Inference count: \\d+\\n {4}Execution count: \\d+\\n' +
+      ' {4}Cache hit count: \\d+\\n {4}Cache miss count: \\d+\\n {4}Successful request count: \\d+\\n' +
+      ' {4}Avg request latency: \\d+ usec \\(overhead \\d+ usec \\+ queue \\d+ usec \\+ cache hit/miss \\d+ usec\\)\\n' +
+      ' {6}Average Cache Hit Latency: \\d+ usec\\n' +
+      ' {6}Average Cache Miss Latency: \\d+ usec \\(cache lookup/insertion \\d+ usec \\+ compute input \\d+ usec \\+ ' +
+      'compute infer \\d+ usec \\+ compute output \\d+ usec\\)'));
     // Every request sends the same zeros: after the first (which may fall in the first window), each is a hit.
+    const [request, overhead, queue, hitMiss] = / {4}Avg request latency: (\d+) usec \(overhead (\d+) usec \+ queue (\d+) usec \+ cache hit\/miss (\d+)/
+      .exec(level)!.slice(1).map(Number);
+    expect(overhead).toBe(Math.max(0, request - queue - hitMiss));
     const hits = Number(/Cache hit count: (\d+)/.exec(level)![1]);
     expect(hits).toBeGreaterThan(0);
     expect(hits).toBeGreaterThanOrEqual(Number(/Successful request count: (\d+)/.exec(level)![1]) - 1);
@@ -339,7 +373,9 @@ describe('HTTP', () => {
     const loose = await perf(['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '-p', '200', '-v', '-s', '1000', '-r', '6', '-f', looseCsv]);
     expectOk(loose);
     expectClientTimes(loose.stdout, looseCsv, 'HTTP', { verbose: true });  // -v: send, wait and receive apart
-    expect(loose.stdout.match(/^ {2}Pass \[\d+\] throughput: [\d.]+ infer\/sec\. Avg latency: \d+ usec \(std \d+ usec\)$/gm)).toHaveLength(3);
+    expect(loose.stdout.match(/^ {2}Pass \[\d+\] throughput: [\d.]+ infer\/sec\. Avg latency: \d+ usec \(std \d+ usec\)\. $/gm)).toHaveLength(3);
+    // As perf_analyzer: the level's header, then its passes, then its report.
+    expect(loose.stdout).toMatch(/\nRequest concurrency: 1\n {2}Pass \[1\] [^\n]*\n {2}Pass \[2\] [^\n]*\n {2}Pass \[3\] [^\n]*\n {2}Client: \n/);
     expect(loose.stderr).not.toContain('stable measurement');
     // No two windows agree within 0.000001%: unstable after --max-trials windows, reported anyway.
     const strict = await perf(['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '-p', '100', '-v', '-s', '0.000001', '-r', '4']);
@@ -366,7 +402,9 @@ describe('gRPC', () => {
     expectOk(run);
     expect(run.stdout).toMatch(/Service Kind: gRPC \(grpc:\/\/127\.0\.0\.1:\d+\)/);
     expect(run.stdout).toContain('Stabilizing using p90 latency');
-    expect(sections(run.stdout, /^Request Rate: [\d.]+\n/).map((s) => s.split('\n')[0])).toEqual(['Request Rate: 50', 'Request Rate: 100']);
+    expect(run.stdout).toContain('  Using uniform distribution on request generation');
+    expect(sections(run.stdout, /^Request Rate: [\d.]+ inference requests per second\n/).map((s) => s.split('\n')[0]))
+      .toEqual(['Request Rate: 50 inference requests per second', 'Request Rate: 100 inference requests per second']);
     expect(run.stdout).toMatch(/Inferences\/Second vs\. Client p90 Batch Latency\nRequest Rate: 50, throughput: [\d.]+ infer\/sec, latency \d+ usec\nRequest Rate: 100, /);
     expect(run.inferences).toBe(requestsSent(run.stdout));
     expect([...seen.texts].sort()).toEqual(['first', 'second', 'third']);
@@ -439,12 +477,24 @@ describe('a decoupled model', () => {
     expect(run.inferences).toBe(requestsSent(run.stdout));
     // Client Recv: unmarshalling the request's three responses and its empty final one.
     expectClientTimes(run.stdout, csv, 'gRPC');
+    // perf_analyzer's Response Throughput, in the report and the CSV: three responses per request
+    // (the empty final one is none).
+    expect(run.stdout).toContain('  Detected decoupled model, using the last response of each request for measuring latency');
+    const level = sections(run.stdout, /^Request concurrency: 2\n/)[0];
+    const [throughput, responses] = / {4}Throughput: ([\d.]+) infer\/sec\n {4}Response Throughput: ([\d.]+) infer\/sec\n/.exec(level)!.slice(1).map(Number);
+    expect(responses / throughput).toBeCloseTo(3, 2);
+    const [head, row] = readFileSync(csv, 'utf8').trim().split('\n');
+    expect(head).toBe('Concurrency,Inferences/Second,Response Throughput,Client Send,Network+Server Send/Recv,Server Queue,' +
+      'Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency');
+    expect(row.split(',').slice(0, 3).map(Number)).toEqual([2, throughput, responses]);
   });
 
   test('in process, through triton.inferStream()', async () => {
     const run = await perf(['-m', 'counter', '--in-process', '--model-repository', repo.root, ...FAST]);
     expectOk(run);
     expect(run.stdout).toContain('Request concurrency: 1');
+    const [throughput, responses] = / {4}Throughput: ([\d.]+) infer\/sec\n {4}Response Throughput: ([\d.]+) infer\/sec\n/.exec(run.stdout)!.slice(1).map(Number);
+    expect(responses / throughput).toBeCloseTo(3, 2);
   });
 
   test('without --streaming: refused, saying what to use', async () => {
@@ -476,6 +526,66 @@ describe('--in-process', () => {
     const alias = await perf(['-m', 'echo', '-i', 'in-process', '--model-repository', repo.root, '--shape', 'IN:1', ...FAST]);
     expectOk(alias);
     expect(alias.stdout).toContain('Service Kind: in-process');
+  });
+});
+
+describe('as perf_analyzer', () => {
+  test('--percentile 85: no average line, p85 among the other percentiles in order, a p85 latency CSV column; -v passes show p85', async () => {
+    const csv = repo.path('out', 'p85.csv');
+    const run = await perf(['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '--percentile', '85', '-v', '-f', csv, ...FAST]);
+    expectOk(run);
+    const level = sections(run.stdout, /^Request concurrency: 1\n/)[0];
+    expect(level).not.toContain('Avg latency');
+    expect(level).toMatch(/\n {4}Throughput: [\d.]+ infer\/sec\n {4}p50 latency: \d+ usec\n {4}p85 latency: \d+ usec\n {4}p90 latency: \d+ usec\n {4}p95 latency: \d+ usec\n {4}p99 latency: \d+ usec\n {4}Avg HTTP time: /);
+    expect(level).toMatch(/^ {2}Pass \[1\] throughput: [\d.]+ infer\/sec\. p85 latency: \d+ usec$/m);
+    const p85 = Number(/ {4}p85 latency: (\d+) usec/.exec(level)![1]);
+    expect(run.stdout).toMatch(new RegExp(`Inferences/Second vs\\. Client p85 Batch Latency\nConcurrency: 1, throughput: [\\d.]+ infer/sec, latency ${p85} usec`));
+    const [head, row] = readFileSync(csv, 'utf8').trim().split('\n');
+    expect(head).toBe('Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,' +
+      'Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p85 latency,p90 latency,p95 latency,p99 latency');
+    expect(Number(row.split(',')[10])).toBe(p85);
+    expectClientTimes(run.stdout, csv, 'HTTP', { verbose: true });
+  });
+
+  test('-b with a JSON file: request k is made of the entries k×b to k×b + b − 1, round the list', async () => {
+    const data = repo.write('abc.json', JSON.stringify({ data: ['a', 'b', 'c'].map((t, i) => ({ IN: [i], TXT: [t] })) }));
+    const run = await perfCounted('echo', ['-m', 'echo', '-u', httpUrl, '--input-data', data, '-b', '2', ...FAST]);
+    expectOk(run);
+    expect(run.inferences).toBe(2 * requestsSent(run.stdout));
+    // Concurrency 1: the requests arrive in order, ab, ca, bc, ab, ... (the warm-up included).
+    expect(seen.batches.slice(0, 6)).toEqual(['ab', 'ca', 'bc', 'ab', 'ca', 'bc']);
+  });
+
+  test('a data file of streams (lists of entries) is sent its first stream, as to a model without sequences', async () => {
+    const data = repo.write('streams.json', JSON.stringify({ data: [[{ IN: [1], TXT: ['s0'] }, { IN: [2], TXT: ['s0b'] }], [{ IN: [3], TXT: ['s1'] }]] }));
+    const run = await perf(['-m', 'echo', '-u', httpUrl, '--input-data', data, ...FAST]);
+    expectOk(run);
+    expect([...seen.texts].sort()).toEqual(['s0', 's0b']);
+  });
+
+  test('an optional input may be left out of a data file\'s entries', async () => {
+    const data = repo.write('optional.json', JSON.stringify({ data: [{ A: [1] }, { A: [2], B: [3] }, { A: [4], model: 'optional' }] }));
+    const run = await perf(['-m', 'optional', '-u', httpUrl, '--input-data', data, ...FAST]);
+    expectOk(run);
+    // Each entry one row of -b 1; the model saw requests with and without B.
+    expect([...seen.texts].sort()).toEqual(['A+B:1x1', 'A:1x1']);
+  });
+
+  test('--request-distribution poisson: exponential gaps, the settings say so; counts match the server\'s', async () => {
+    const run = await perfCounted('echo', ['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '--request-rate-range', '200',
+      '--request-distribution', 'poisson', ...FAST]);
+    expectOk(run);
+    expect(run.stdout).toContain('  Using poisson distribution on request generation');
+    expect(run.stdout).toContain('Request Rate: 200 inference requests per second');
+    expect(run.inferences).toBe(requestsSent(run.stdout));
+  });
+
+  test('a request the server fails in the middle of a run: exit 1 with the server\'s text', async () => {
+    const run = await perf(['-m', 'flaky', '-u', httpUrl, '-p', '500', '--max-trials', '4']);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/inference at concurrency 1 of model 'flaky' \(HTTP, http:\/\/127\.0\.0\.1:\d+\): flaky fails after 40 requests \[INTERNAL\]/);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+    expect(run.stdout).not.toContain('  Client: ');
   });
 });
 
@@ -517,6 +627,9 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** A perf_analyzer input data file of `entries` in the test repository. */
+const dataFile = (name: string, entries: unknown[]): string => repo.write(name, JSON.stringify({ data: entries }));
+
 describe('errors exit 1 with a clear message and no stack trace', () => {
   const cases: [string, () => string[], RegExp][] = [
     ['unknown model (HTTP, the server\'s 404 text)', () => ['-m', 'nope', '-u', httpUrl],
@@ -533,7 +646,7 @@ describe('errors exit 1 with a clear message and no stack trace', () => {
     ['-b beyond max_batch_size', () => ['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '-b', '9'],
       /-b 9 exceeds the max_batch_size of model 'echo' \(8\)/],
     ['-b on a model that does not batch', () => ['-m', 'types', '-u', httpUrl, '-b', '2'],
-      /model 'types' does not batch \(max_batch_size 0\), so -b must be 1, got 2/],
+      /can not specify batch size > 1 as the model does not support batching: model 'types' has max_batch_size 0, so -b must be 1, got 2/],
     ['a concurrency range going down', () => ['-m', 'echo', '--concurrency-range', '4:2'],
       /--concurrency-range got '4:2': expected START\[:END\[:STEP\]\] with positive integers, END ≥ START.*END 2 is below START 4/],
     ['a zero concurrency', () => ['-m', 'echo', '--concurrency-range', '0:2'], /--concurrency-range got '0:2'/],
@@ -548,6 +661,14 @@ describe('errors exit 1 with a clear message and no stack trace', () => {
       /--in-process: cannot load model 'nope' from /],
     ['a bad input data file', () => ['-m', 'echo', '-u', httpUrl, '--shape', 'IN:1', '--input-data', repo.write('bad.json', '{"data": [{"IN": [1]}]}')],
       /data\[0\] has no value for input 'TXT'/],
+    ['a data file entry whose shape does not fit the input',
+      () => ['-m', 'echo', '-u', httpUrl, '--input-data', dataFile('bad-shape.json', [{ IN: { content: [1, 2, 3, 4], shape: [2, 2] }, TXT: ['x'] }])],
+      /data\[0\]\.IN: "shape" \[2,2\] does not fit input 'IN' of model 'echo', whose dims \(without the batch dimension\) are \[-1\]/],
+    ['entries of different shapes in one batch',
+      () => ['-m', 'echo', '-u', httpUrl, '-b', '2', '--input-data', dataFile('ragged.json', [{ IN: [1], TXT: ['a'] }, { IN: [1, 2], TXT: ['b'] }])],
+      /can not batch tensors with different shapes together: input 'IN' is \[1\] in data\[0\] and \[2\] in data\[1\], which go in one batch of -b 2/],
+    ['a --request-distribution that is neither', () => ['-m', 'echo', '--request-rate-range', '10', '--request-distribution', 'gamma'],
+      /--request-distribution.*'gamma' is invalid\. Allowed choices are constant, poisson/],
   ];
 
   test.each(cases)('%s', async (_, args, message) => {
@@ -571,7 +692,7 @@ test('perf --help names every option', async () => {
   const run = await perf(['--help']);
   expect(run.status).toBe(0);
   for (const flag of ['-m, --model-name', '-u, --url', '-i, --protocol', '--in-process', '--model-repository', '--bind-module', '-b, --batch-size',
-    '--concurrency-range', '--request-rate-range', '--shape', '--input-data', '--string-length', '-p, --measurement-interval',
+    '--concurrency-range', '--request-rate-range', '--request-distribution', '--shape', '--input-data', '--string-length', '-p, --measurement-interval',
     '--percentile', '-s, --stability-percentage', '-r, --max-trials', '--streaming', '-v, --verbose', '-f, --latency-report-file']) {
     expect(run.stdout).toContain(flag);
   }

@@ -20,6 +20,7 @@ interface PerfFlags {
   batchSize: number;
   concurrencyRange?: PerfOptions['concurrencyRange'];
   requestRateRange?: PerfOptions['requestRateRange'];
+  requestDistribution: 'constant' | 'poisson';
   shape: Map<string, number[]>;
   inputData: PerfOptions['inputData'];
   stringLength: number;
@@ -38,6 +39,7 @@ function perfOptions(f: PerfFlags): PerfOptions {
     modelName: f.modelName, modelVersion: f.modelVersion, url: f.url,
     protocol: f.protocol === 'grpc' ? 'grpc' : 'http', inProcess, modelRepository: f.modelRepository, bindModule: f.bindModule,
     batchSize: f.batchSize, concurrencyRange: f.concurrencyRange, requestRateRange: f.requestRateRange,
+    requestDistribution: f.requestDistribution,
     shapes: f.shape, inputData: f.inputData, stringLength: f.stringLength,
     measurementIntervalMs: f.measurementInterval, percentile: f.percentile,
     stabilityPercentage: f.stabilityPercentage, maxTrials: f.maxTrials, streaming: f.streaming === true,
@@ -69,6 +71,8 @@ export function addPerfCommand(program: Command): void {
       parseRange('--concurrency-range', true))
     .option('--request-rate-range <start:end:step>', 'requests sent per second on a fixed schedule, from START to END by STEP ' +
       '(instead of --concurrency-range)', parseRange('--request-rate-range', false))
+    .addOption(new Option('--request-distribution <constant|poisson>', 'with --request-rate-range: requests every 1/rate s, ' +
+      'or at exponentially distributed gaps (a Poisson process) of that mean').choices(['constant', 'poisson']).default('constant'))
     .option('--shape <name:dims>', 'dims of an input without the batch dimension, needed where the model leaves them free ' +
       '(e.g. INPUT0:3,224,224; repeatable)', parseShape, new Map<string, number[]>())
     .option('--input-data <zero|random|file>', 'input values: zero, random (generated once) or a JSON file in perf_analyzer\'s ' +

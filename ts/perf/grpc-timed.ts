@@ -15,13 +15,14 @@
  */
 import { Client, Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
 import { performance } from 'node:perf_hooks';
-import { EMPTY_FINAL_RESPONSE_PARAM, errorFromStatus, inferRequestFields, inferResult, streamResult } from '../client/grpc-convert';
+import { EMPTY_FINAL_RESPONSE_PARAM, errorFromStatus, inferRequestFields, inferResult, isEmptyFinal, streamResult } from '../client/grpc-convert';
 import { StreamResponseError } from '../client/errors';
 import { decodeInferResponse, decodeStreamResponse, type InferResponseMessage, type StreamResponseMessage } from '../server/grpc/infer-codec';
 import { encodeInferRequest } from '../server/grpc/infer-encode';
 import { INFERENCE_SERVICE } from '../server/grpc/protos';
 import type { NDArray } from '../tensor';
 import { countRequest, timedDecode, type ClientTimes } from './client-times';
+import type { StreamAnswer } from './target';
 
 /** The client's defaults: a ModelInfer deadline, and messages up to 2^31 - 1 bytes both ways. */
 const CALL_TIMEOUT_MS = 60_000;
@@ -79,7 +80,7 @@ export class TimedGrpcInfer {
    * One request on a ModelStreamInfer call of its own; resolves at its final response (a
    * decoupled model's 0..N responses all unmarshalled and counted in its receive time).
    */
-  streamInfer(inputs: Record<string, NDArray>): Promise<void> {
+  streamInfer(inputs: Record<string, NDArray>): Promise<StreamAnswer> {
     const what = `ModelStreamInfer of model '${this.model}'`;
     const start = performance.now();
     const body = encodeInferRequest(inferRequestFields({
@@ -89,9 +90,10 @@ export class TimedGrpcInfer {
     const metadata = new Metadata();
     metadata.set('triton_grpc_error', 'true');
     const call = this.#client.makeBidiStreamRequest(`/${INFERENCE_SERVICE}/ModelStreamInfer`, asBuffer, this.#decodeStream, metadata, {});
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<StreamAnswer>((resolve, reject) => {
       let recvMs = 0;
       let done = false;
+      const answer: StreamAnswer = { responses: 0, lastResponseMs: sent };
       const finish = (err: Error | null): void => {
         if (done) return;
         done = true;
@@ -104,7 +106,7 @@ export class TimedGrpcInfer {
         // server counts stream resets (see GrpcInferenceServerClient.streamInfer).
         const end = performance.now();
         countRequest(this.times, start, sent, recvMs, end);
-        resolve();
+        resolve(answer);
       };
       call.on('data', (message: StreamResponseMessage) => {
         if (message.errorMessage) {
@@ -113,15 +115,20 @@ export class TimedGrpcInfer {
         }
         if (!message.inferResponse) return;
         const received = performance.now();
-        let final: boolean;
+        let result: ReturnType<typeof streamResult>;
         try {
-          ({ final } = streamResult(message.inferResponse));
+          result = streamResult(message.inferResponse);
         } catch (error) {
           finish(error as Error);  // a malformed response fails the request, not the process
           return;
         }
         recvMs += performance.now() - received;
-        if (final) finish(null);
+        // The flag-only final response is no response (perf_analyzer's null last response).
+        if (!isEmptyFinal(result)) {
+          answer.responses++;
+          answer.lastResponseMs = received;
+        }
+        if (result.final) finish(null);
       });
       // A non-OK status comes as 'error' (before 'end'); 'end' after every message was read means
       // an OK end without a flagged final response (a server that sends no empty final).

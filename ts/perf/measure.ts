@@ -3,7 +3,8 @@
  * concurrency (closed loop: that many requests always in flight) or request rate (open loop:
  * requests sent on a fixed schedule, whether or not earlier ones answered), measurement windows
  * of --measurement-interval ms until the last three agree within --stability-percentage on
- * throughput and on latency (average, or the --percentile), or --max-trials windows ran. The
+ * throughput and on latency (average, or the --percentile), or --max-trials windows ran. As in
+ * perf_analyzer, three windows agree when the largest is at most (1 + P%) times the smallest. The
  * result of a level merges its last three windows. Server-side numbers are deltas of the
  * model's statistics over the same windows, and the client library's timers (send, receive) are
  * deltas of the target's sums, read with the latencies.
@@ -86,6 +87,8 @@ export interface Window {
   seconds: number;
   /** Latencies (µs) of the requests that completed in the window. */
   latenciesUs: number[];
+  /** Responses of those requests (a decoupled model's 0..N each; 1 each otherwise). */
+  responses: number;
   server: ServerCounters;
   /** The target's client timers over the window. */
   client: ClientTimes;
@@ -100,6 +103,8 @@ export interface LevelResult {
   requestCount: number;
   /** Inferences per second: requests × batch size ÷ seconds. */
   throughput: number;
+  /** Responses per second (perf_analyzer's Response Throughput of a decoupled model). */
+  responseThroughput: number;
   avgUs: number;
   stdUs: number;
   /** Percentile → latency (µs): 50, 90, 95, 99 and --percentile. */
@@ -110,8 +115,13 @@ export interface LevelResult {
   sent: number;
 }
 
+/** perf_analyzer's --request-distribution: how request rate mode spaces its requests. */
+export type RequestDistribution = 'constant' | 'poisson';
+
 export interface MeasureSettings {
   mode: 'concurrency' | 'rate';
+  /** Request rate mode: constant gaps (the default) or exponential ones (a Poisson process). */
+  distribution?: RequestDistribution;
   batchSize: number;
   intervalMs: number;
   percentile?: number;
@@ -121,20 +131,41 @@ export interface MeasureSettings {
   onWindow?: (value: number, trial: number, window: Window) => void;
 }
 
-/** The value at percentile `p` of sorted values (perf_analyzer's nearest rank). */
+/** The value at percentile `p` of sorted values: perf_analyzer's index, p/100 × (n − 1) rounded. */
 export function percentileOf(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return 0;
-  const rank = Math.max(0, Math.ceil((p / 100) * sorted.length) - 1);
-  return sorted[Math.min(sorted.length - 1, rank)];
+  return sorted[Math.floor((p / 100) * (sorted.length - 1) + 0.5)];
 }
 
 /**
- * Drives the load: `start` begins sending, `take` returns the latencies completed since the last
- * take, `stop` resolves once every request sent has answered (so the count of sent requests
- * matches what the server counted). The first failure stops the load and is rethrown by stop.
+ * The send times (ms after the start) of request rate mode, one per call, as perf_analyzer's
+ * ScheduleDistribution draws them: every 1/rate s, or after exponential gaps of mean 1/rate s.
+ */
+export function rateSchedule(rate: number, distribution: RequestDistribution = 'constant'): () => number {
+  const meanMs = 1000 / rate;
+  let n = 0;
+  let t = 0;
+  if (distribution === 'constant') return () => ++n * meanMs;
+  return () => {
+    t += -Math.log(1 - Math.random()) * meanMs;
+    return t;
+  };
+}
+
+/** What completed since the last take: the latencies, and the responses. */
+interface Taken {
+  latencies: number[];
+  responses: number;
+}
+
+/**
+ * Drives the load: `start` begins sending, `take` returns what completed since the last take,
+ * `stop` resolves once every request sent has answered (so the count of sent requests matches
+ * what the server counted). The first failure stops the load and is rethrown by stop.
  */
 class Load {
   #latencies: number[] = [];
+  #responses = 0;
   #stopping = false;
   #failure: unknown = null;
   #inFlight = new Set<Promise<void>>();
@@ -144,13 +175,21 @@ class Load {
 
   constructor(private readonly target: PerfTarget, private readonly inputSets: Record<string, NDArray>[]) {}
 
-  /** One request; its latency is recorded when it completes. */
+  /**
+   * One request; its latency is recorded when it completes: until its answer, or a decoupled
+   * model's last response. A decoupled request that ended without a response has no latency
+   * (perf_analyzer leaves it out too).
+   */
   #one(): Promise<void> {
     const inputs = this.inputSets[this.#next++ % this.inputSets.length];
     this.sent++;
     const t0 = performance.now();
     return this.target.infer(inputs).then(
-      () => { this.#latencies.push((performance.now() - t0) * 1000); },
+      (stream) => {
+        if (stream && stream.responses === 0) return;
+        this.#latencies.push(((stream ? stream.lastResponseMs : performance.now()) - t0) * 1000);
+        this.#responses += stream ? stream.responses : 1;
+      },
       (err: unknown) => {
         if (this.#failure === null) this.#failure = err;
         this.#stopping = true;
@@ -173,32 +212,35 @@ class Load {
     });
   }
 
-  /** Open loop: a request every 1/rate s on a fixed schedule, late timers catching up. */
-  startRate(rate: number): void {
-    const intervalMs = 1000 / rate;
+  /**
+   * Open loop: requests at the times of `rateSchedule` (constant or Poisson), whether or not
+   * earlier ones answered. A request whose time passed while the timer was late goes at once.
+   */
+  startRate(rate: number, distribution: RequestDistribution | undefined): void {
+    const nextAt = rateSchedule(rate, distribution);
     const t0 = performance.now();
-    let scheduled = 0;
+    let due = nextAt();
     this.#workers = [new Promise<void>((resolve) => {
       const tick = (): void => {
         if (this.#stopping) {
           resolve();
           return;
         }
-        const due = Math.floor((performance.now() - t0) / intervalMs) + 1;
-        for (; scheduled < due; scheduled++) {
+        for (let now = performance.now() - t0; due <= now; due = nextAt()) {
           const p = this.#one();
           this.#inFlight.add(p);
           void p.then(() => this.#inFlight.delete(p));
         }
-        setTimeout(tick, Math.max(0, t0 + scheduled * intervalMs - performance.now()));
+        setTimeout(tick, Math.max(0, due - (performance.now() - t0)));
       };
-      tick();
+      setTimeout(tick, due);
     })];
   }
 
-  take(): number[] {
-    const taken = this.#latencies;
+  take(): Taken {
+    const taken = { latencies: this.#latencies, responses: this.#responses };
     this.#latencies = [];
+    this.#responses = 0;
     return taken;
   }
 
@@ -223,6 +265,7 @@ function merge(windows: Window[]): Window {
   return {
     seconds: windows.reduce((s, w) => s + w.seconds, 0),
     latenciesUs: windows.flatMap((w) => w.latenciesUs),
+    responses: windows.reduce((s, w) => s + w.responses, 0),
     server: windows.reduce((s, w) => addCounters(s, w.server), ZERO_COUNTERS),
     client: windows.reduce((s, w) => addClientTimes(s, w.client), zeroClientTimes()),
   };
@@ -238,29 +281,33 @@ function stabilizingLatency(w: Window, percentile: number | undefined): number {
   return percentileOf([...w.latenciesUs].sort((a, b) => a - b), percentile);
 }
 
-/** perf_analyzer's rule: each of the last three within ±stability% of their average, throughput and latency. */
+/**
+ * perf_analyzer's rule (DetermineStability): over the last three windows, the largest throughput
+ * at most (1 + stability%) times the smallest, none of them 0, and the same for latency.
+ */
 export function isStable(windows: readonly Window[], s: Pick<MeasureSettings, 'percentile' | 'stabilityPercentage'>): boolean {
   if (windows.length < 3) return false;
   const last = windows.slice(-3);
   if (last.some((w) => w.latenciesUs.length === 0)) return false;
-  const tolerance = s.stabilityPercentage / 100;
-  const within = (values: number[]): boolean => {
-    const avg = average(values);
-    return values.every((v) => v >= avg * (1 - tolerance) && v <= avg * (1 + tolerance));
-  };
+  const within = (values: number[]): boolean => Math.max(...values) <= Math.min(...values) * (1 + s.stabilityPercentage / 100);
   return within(last.map((w) => w.latenciesUs.length / w.seconds)) && within(last.map((w) => stabilizingLatency(w, s.percentile)));
 }
 
-function levelResult(value: number, windows: Window[], stable: boolean, sent: number, s: MeasureSettings): LevelResult {
+/** The result of a level: its last three windows merged (all of them when fewer). */
+export function levelResult(value: number, windows: Window[], stable: boolean, sent: number, s: MeasureSettings): LevelResult {
   const merged = merge(windows.slice(-3));
   const sorted = [...merged.latenciesUs].sort((a, b) => a - b);
   const avg = average(sorted);
-  const variance = average(sorted.map((x) => (x - avg) ** 2));
+  // perf_analyzer's standard deviation is the sample one.
+  const variance = sorted.length > 1 ? sorted.reduce((sum, x) => sum + (x - avg) ** 2, 0) / (sorted.length - 1) : 0;
   const percentiles = new Map<number, number>();
-  for (const p of [50, 90, 95, 99, ...(s.percentile === undefined ? [] : [s.percentile])]) percentiles.set(p, percentileOf(sorted, p));
+  // p50, p90, p95, p99 and --percentile, in increasing order (perf_analyzer keeps them in a std::set).
+  const wanted = [...new Set([50, 90, 95, 99, ...(s.percentile === undefined ? [] : [s.percentile])])].sort((a, b) => a - b);
+  for (const p of wanted) percentiles.set(p, percentileOf(sorted, p));
+  const perSecond = (n: number): number => (merged.seconds > 0 ? n / merged.seconds : 0);
   return {
     value, stable, windows: windows.length, requestCount: sorted.length,
-    throughput: merged.seconds > 0 ? (sorted.length * s.batchSize) / merged.seconds : 0,
+    throughput: perSecond(sorted.length * s.batchSize), responseThroughput: perSecond(merged.responses),
     avgUs: avg, stdUs: Math.sqrt(variance), percentilesUs: percentiles, server: merged.server, client: merged.client, sent,
   };
 }
@@ -271,7 +318,7 @@ export async function measureLevel(
 ): Promise<LevelResult> {
   const load = new Load(target, inputSets);
   if (s.mode === 'concurrency') load.startConcurrency(value);
-  else load.startRate(value);
+  else load.startRate(value, s.distribution);
   const windows: Window[] = [];
   try {
     let before = serverCounters(await target.modelStatistics());
@@ -281,12 +328,13 @@ export async function measureLevel(
     let t0 = performance.now();
     while (windows.length < s.maxTrials && !isStable(windows, s) && !load.failed) {
       await sleep(s.intervalMs);
-      const latencies = load.take();
+      const taken = load.take();
       const clientAfter = { ...target.clientTimes };
       const t1 = performance.now();
       const after = serverCounters(await target.modelStatistics());
       const window = {
-        seconds: (t1 - t0) / 1000, latenciesUs: latencies, server: counterDelta(after, before), client: clientTimesDelta(clientAfter, clientBefore),
+        seconds: (t1 - t0) / 1000, latenciesUs: taken.latencies, responses: taken.responses,
+        server: counterDelta(after, before), client: clientTimesDelta(clientAfter, clientBefore),
       };
       windows.push(window);
       s.onWindow?.(value, windows.length, window);

@@ -7,8 +7,9 @@
  *   {"data": [{"INPUT0": [1, 2, 3, 4], "INPUT1": {"content": [...], "shape": [2, 2]}}, ...]}
  *
  * (an input's value may also be {"b64": "<its raw bytes, base64>"}). Requests cycle through the
- * file's entries. With batching (max_batch_size > 0) each tensor gets the batch dimension -b,
- * its one row repeated.
+ * file's entries. With batching (max_batch_size > 0) each tensor gets the batch dimension -b: as
+ * perf_analyzer, request k is made of the entries k×b to k×b + b − 1 (round the list), and
+ * generated data has its one row repeated.
  */
 import { readFileSync } from 'node:fs';
 import type { ModelMetadata, TensorMetadata } from '../client/types';
@@ -25,6 +26,8 @@ export interface InputSpec {
   dtype: DataType;
   /** Dims of one batch row (without the batch dimension); -1 where the model leaves a dim free. */
   dims: number[];
+  /** The config marks it optional: a data file's entries may leave it out. */
+  optional?: boolean;
 }
 
 /** Why perf cannot build requests; the CLI prints the message and exits 1. */
@@ -44,9 +47,11 @@ export function modelShape(metadata: ModelMetadata, config: Record<string, unkno
   const maxBatchSize = Number(config.max_batch_size ?? 0);
   const policy = config.model_transaction_policy as { decoupled?: boolean } | undefined;
   const cache = config.response_cache as { enable?: boolean } | undefined;
+  const configInputs = (config.input ?? []) as { name?: string; optional?: boolean }[];
   const inputs = metadata.inputs.map((t: TensorMetadata) => {
     const shape = t.shape.map(Number);
-    return { name: t.name, dtype: parseDataType(t.datatype), dims: maxBatchSize > 0 ? shape.slice(1) : shape };
+    const optional = configInputs.some((c) => c.name === t.name && c.optional === true);
+    return { name: t.name, dtype: parseDataType(t.datatype), dims: maxBatchSize > 0 ? shape.slice(1) : shape, optional };
   });
   return { inputs, maxBatchSize, decoupled: policy?.decoupled === true, responseCache: cache?.enable === true };
 }
@@ -54,7 +59,9 @@ export function modelShape(metadata: ModelMetadata, config: Record<string, unkno
 /** Checks -b against the model's batching. */
 export function checkBatchSize(model: string, shape: ModelShape, batchSize: number): void {
   if (batchSize > 1 && shape.maxBatchSize === 0) {
-    throw new PerfInputError(`model '${model}' does not batch (max_batch_size 0), so -b must be 1, got ${batchSize}`);
+    // perf_analyzer's text, then which model and which -b.
+    throw new PerfInputError(`can not specify batch size > 1 as the model does not support batching: model '${model}' has ` +
+      `max_batch_size 0, so -b must be 1, got ${batchSize}`);
   }
   if (shape.maxBatchSize > 0 && batchSize > shape.maxBatchSize) {
     throw new PerfInputError(`-b ${batchSize} exceeds the max_batch_size of model '${model}' (${shape.maxBatchSize}): use -b 1 to ${shape.maxBatchSize}`);
@@ -129,17 +136,47 @@ function generatedRow(dtype: DataType, dims: number[], random: boolean, stringLe
   return new NDArray(dtype, dims, data);
 }
 
-/** `rows` copies of `row` along a new batch dimension. */
-function batchOf(row: NDArray, rows: number): NDArray {
-  const shape = [rows, ...row.shape];
-  if (row.dtype === 'BYTES') {
-    const items = row.data as Uint8Array[];
-    return new NDArray('BYTES', shape, Array.from({ length: rows * items.length }, (_, i) => items[i % items.length]));
-  }
-  const src = row.data as TypedArray;
-  const out = new (src.constructor as new (n: number) => TypedArray)(src.length * rows);
-  for (let r = 0; r < rows; r++) (out as Uint8Array).set(src as Uint8Array, r * src.length);
-  return new NDArray(row.dtype, shape, out);
+/** `rows` (of one input, each of the same dims) stacked along a new batch dimension. */
+function batchOf(rows: NDArray[]): NDArray {
+  const first = rows[0];
+  const shape = [rows.length, ...first.shape];
+  if (first.dtype === 'BYTES') return new NDArray('BYTES', shape, rows.flatMap((r) => r.data as Uint8Array[]));
+  const length = (first.data as TypedArray).length;
+  const out = new ((first.data as TypedArray).constructor as new (n: number) => TypedArray)(length * rows.length);
+  rows.forEach((r, i) => (out as Uint8Array).set(r.data as Uint8Array, i * length));
+  return new NDArray(first.dtype, shape, out);
+}
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+
+/**
+ * The batches of -b `batchSize` made of `entries` as perf_analyzer makes them: request k takes
+ * the entries k×b to k×b + b − 1, round the list, so the batches repeat after n / gcd(n, b).
+ * The entries of a batch must give each input the same dims, and the same optional inputs.
+ */
+function batchesOf(entries: Record<string, NDArray>[], batchSize: number, what: string): Record<string, NDArray>[] {
+  const n = entries.length;
+  return Array.from({ length: n / gcd(n, batchSize) }, (_, k) => {
+    const indexes = Array.from({ length: batchSize }, (__, i) => (k * batchSize + i) % n);
+    const rows = indexes.map((i) => entries[i]);
+    const names = Object.keys(rows[0]);
+    const batch: Record<string, NDArray> = {};
+    for (const [j, row] of rows.entries()) {
+      if (Object.keys(row).length !== names.length || !names.every((name) => name in row)) {
+        throw new PerfInputError(`${what}: data[${indexes[0]}] and data[${indexes[j]}] go in one batch of -b ${batchSize} but give ` +
+          'different inputs: for batch sizes larger than 1, every entry of a batch must give the same inputs');
+      }
+      for (const name of names) {
+        if (row[name].shape.join() !== rows[0][name].shape.join()) {
+          throw new PerfInputError(`${what}: can not batch tensors with different shapes together: input '${name}' is ` +
+            `${fmtDims(rows[0][name].shape)} in data[${indexes[0]}] and ${fmtDims(row[name].shape)} in data[${indexes[j]}], ` +
+            `which go in one batch of -b ${batchSize}`);
+        }
+      }
+    }
+    for (const name of names) batch[name] = batchOf(rows.map((r) => r[name]));
+    return batch;
+  });
 }
 
 /** JSON values of an FP16/BF16 input (numbers) as their 16-bit patterns. */
@@ -186,7 +223,12 @@ function rowFromEntry(what: string, model: string, input: InputSpec, dims: numbe
       if (!Array.isArray(v.shape) || !v.shape.every((d) => Number.isSafeInteger(d) && (d as number) >= 0)) {
         throw new PerfInputError(`${what}: "shape" must be a list of non-negative integers`);
       }
-      shape = v.shape as number[];
+      const given = v.shape as number[];
+      if (given.length !== input.dims.length || given.some((d, i) => input.dims[i] !== -1 && input.dims[i] !== d)) {
+        throw new PerfInputError(`${what}: "shape" ${fmtDims(given)} does not fit input '${input.name}' of model '${model}', ` +
+          `whose dims (without the batch dimension) are ${fmtDims(input.dims)}`);
+      }
+      shape = given;
     }
     if (shape === null) throw missingShape(model, input);
     if (typeof v.b64 === 'string') return rowFromBytes(what, input.dtype, shape, Buffer.from(v.b64, 'base64'));
@@ -215,23 +257,34 @@ function rowsFromFile(file: string, model: string, inputs: InputSpec[], dims: Ma
   } catch (err) {
     throw new PerfInputError(`--input-data ${file}: cannot read it as JSON: ${(err as Error).message}`);
   }
-  const data = (parsed as { data?: unknown } | null)?.data;
-  if (!Array.isArray(data) || data.length === 0) {
-    throw new PerfInputError(`--input-data ${file}: expected {"data": [{"<input>": [...], ...}, ...]} with at least one entry`);
+  let data = (parsed as { data?: unknown } | null)?.data;
+  const usage = 'expected {"data": [{"<input>": [...], ...}, ...]} with at least one entry';
+  if (!Array.isArray(data) || data.length === 0) throw new PerfInputError(`--input-data ${file}: ${usage}`);
+  // A list of lists gives streams of steps, which perf_analyzer uses for sequence models; a model
+  // without sequences is sent the first stream's steps, as there.
+  if (data.every((stream) => Array.isArray(stream))) {
+    data = data[0] as unknown[];
+    if ((data as unknown[]).length === 0) throw new PerfInputError(`--input-data ${file}: data[0] (the first stream) has no entry`);
+  } else if (data.some((stream) => Array.isArray(stream))) {
+    throw new PerfInputError(`--input-data ${file}: data mixes entries (objects) and streams (lists); ${usage}`);
   }
-  return data.map((entry: unknown, i) => {
+  return (data as unknown[]).map((entry: unknown, i) => {
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
       throw new PerfInputError(`--input-data ${file}: data[${i}] must be an object of inputs`);
     }
     const record = entry as Record<string, unknown>;
     for (const key of Object.keys(record)) {
-      if (!inputs.some((x) => x.name === key)) {
+      // perf_analyzer also lets an entry name its "model" (and ignores it).
+      if (key !== 'model' && !inputs.some((x) => x.name === key)) {
         throw new PerfInputError(`--input-data ${file}: data[${i}] names '${key}', which model '${model}' does not have; its inputs: ${inputs.map((x) => x.name).join(', ')}`);
       }
     }
     const rows: Record<string, NDArray> = {};
     for (const input of inputs) {
-      if (!(input.name in record)) throw new PerfInputError(`--input-data ${file}: data[${i}] has no value for input '${input.name}'`);
+      if (!(input.name in record)) {
+        if (input.optional) continue;  // not sent with this entry
+        throw new PerfInputError(`--input-data ${file}: data[${i}] has no value for input '${input.name}'`);
+      }
       rows[input.name] = rowFromEntry(`--input-data ${file}: data[${i}].${input.name}`, model, input, dims.get(input.name) ?? null, record[input.name]);
     }
     return rows;
@@ -250,18 +303,16 @@ export interface RequestInputsOptions {
 /** The input sets requests cycle through (one for zero and random data, one per file entry). */
 export function requestInputs(o: RequestInputsOptions): Record<string, NDArray>[] {
   const dims = resolveDims(o.model, o.shape.inputs, o.shapes);
-  let rows: Record<string, NDArray>[];
   if (o.inputData.kind === 'file') {
-    rows = rowsFromFile(o.inputData.path, o.model, o.shape.inputs, dims);
-  } else {
-    const row: Record<string, NDArray> = {};
-    for (const input of o.shape.inputs) {
-      const d = dims.get(input.name);
-      if (!d) throw missingShape(o.model, input);
-      row[input.name] = generatedRow(input.dtype, d, o.inputData.kind === 'random', o.stringLength);
-    }
-    rows = [row];
+    const entries = rowsFromFile(o.inputData.path, o.model, o.shape.inputs, dims);
+    return o.shape.maxBatchSize === 0 ? entries : batchesOf(entries, o.batchSize, `--input-data ${o.inputData.path}`);
   }
-  if (o.shape.maxBatchSize === 0) return rows;
-  return rows.map((r) => Object.fromEntries(Object.entries(r).map(([name, row]) => [name, batchOf(row, o.batchSize)])));
+  const row: Record<string, NDArray> = {};
+  for (const input of o.shape.inputs) {
+    const d = dims.get(input.name);
+    if (!d) throw missingShape(o.model, input);
+    row[input.name] = generatedRow(input.dtype, d, o.inputData.kind === 'random', o.stringLength);
+  }
+  if (o.shape.maxBatchSize === 0) return [row];
+  return [Object.fromEntries(Object.entries(row).map(([name, r]) => [name, batchOf(Array.from({ length: o.batchSize }, () => r))]))];
 }

@@ -31,6 +31,8 @@ export interface PerfOptions {
   /** Exactly one of the two is set (concurrency 1:1:1 when neither was given). */
   concurrencyRange?: Range;
   requestRateRange?: Range;
+  /** --request-distribution: how request rate mode spaces its requests (default constant). */
+  requestDistribution?: 'constant' | 'poisson';
   /** Input name → dims without the batch dimension. */
   shapes: Map<string, number[]>;
   inputData: InputDataMode;

@@ -5,35 +5,44 @@
  * chart of latency against throughput next to it.
  */
 import { clientAverages } from './client-times';
-import type { LevelResult, ServerCounters, Window } from './measure';
+import { percentileOf, type LevelResult, type ServerCounters, type Window } from './measure';
 
-const us = (v: number): string => String(Math.round(v));
+/** µs as perf_analyzer prints them: whole, truncated (its integer divisions). */
+const whole = (v: number): number => Math.max(0, Math.trunc(v));
+const us = (v: number): string => String(whole(v));
 
 /** A throughput as perf_analyzer's streams print a double: six significant digits. */
 const rate = (v: number): string => String(Number(v.toPrecision(6)));
 
-/** Server-side averages (µs per request) of a level's merged windows. */
+/** Server-side averages (µs per request) of a level's merged windows, each truncated to whole µs as perf_analyzer's. */
 export interface ServerBreakdown {
   requestUs: number;
   queueUs: number;
   computeInputUs: number;
   computeInferUs: number;
   computeOutputUs: number;
+  /** The three compute times together, per computed request. */
+  computeUs: number;
   cacheHitUs: number;
   cacheMissUs: number;
+  /** Cache hits, misses and computing together, per request that hit or computed (perf_analyzer's "cache hit/miss"). */
+  cacheComputeUs: number;
 }
 
-const perCount = (ns: number, count: number): number => (count > 0 ? ns / count / 1000 : 0);
+const perCount = (ns: number, count: number): number => (count > 0 ? whole(ns / count / 1000) : 0);
 
 export function serverBreakdown(s: ServerCounters): ServerBreakdown {
+  const computeNs = s.computeInputNs + s.computeInferNs + s.computeOutputNs;
   return {
     requestUs: perCount(s.successNs, s.successCount),
     queueUs: perCount(s.queueNs, s.queueCount),
     computeInputUs: perCount(s.computeInputNs, s.computeInputCount),
     computeInferUs: perCount(s.computeInferNs, s.computeInferCount),
     computeOutputUs: perCount(s.computeOutputNs, s.computeOutputCount),
+    computeUs: perCount(computeNs, s.computeInputCount),
     cacheHitUs: perCount(s.cacheHitNs, s.cacheHitCount),
     cacheMissUs: perCount(s.cacheMissNs, s.cacheMissCount),
+    cacheComputeUs: perCount(s.cacheHitNs + s.cacheMissNs + computeNs, s.computeInputCount + s.cacheHitCount),
   };
 }
 
@@ -62,9 +71,9 @@ export function clientLibrary(kind: string): ClientLibrary {
  */
 function clientLibraryText(r: LevelResult, library: ClientLibrary, verbose: boolean): string {
   const c = clientAverages(r.client);
-  const request = Math.round(c.requestUs);
-  const send = Math.round(c.sendUs);
-  const recv = Math.round(c.recvUs);
+  const request = whole(c.requestUs);
+  const send = whole(c.sendUs);
+  const recv = whole(c.recvUs);
   const wait = Math.max(0, request - send - recv);
   if (library === 'gRPC') {
     return `    Avg gRPC time: ${request} usec (` + (verbose
@@ -76,45 +85,66 @@ function clientLibraryText(r: LevelResult, library: ClientLibrary, verbose: bool
     : `send/recv ${send + recv} usec + response wait ${wait} usec)`);
 }
 
-/** The report of one level, as perf_analyzer prints it. */
-export function levelText(r: LevelResult, mode: Mode, library: ClientLibrary, verbose = false): string {
-  const b = serverBreakdown(r.server);
-  const compute = b.computeInputUs + b.computeInferUs + b.computeOutputUs;
-  const overhead = Math.max(0, b.requestUs - b.queueUs - compute);
-  const lines = [
-    mode === 'concurrency' ? `Request concurrency: ${r.value}` : `Request Rate: ${r.value}`,
-    '  Client: ',
-    `    Request count: ${r.requestCount}`,
-    `    Throughput: ${rate(r.throughput)} infer/sec`,
-    `    Avg latency: ${us(r.avgUs)} usec (standard deviation ${us(r.stdUs)} usec)`,
-    // p50, p90, p95, p99, then --percentile when it is another.
-    ...[...r.percentilesUs.entries()].map(([p, v]) => `    p${p} latency: ${us(v)} usec`),
-    clientLibraryText(r, library, verbose),
-    '  Server: ',
-    `    Inference count: ${r.server.inferenceCount}`,
-    `    Execution count: ${r.server.executionCount}`,
-    `    Successful request count: ${r.server.successCount}`,
-    `    Avg request latency: ${us(b.requestUs)} usec (overhead ${us(overhead)} usec + queue ${us(b.queueUs)} usec + ` +
-      `compute input ${us(b.computeInputUs)} usec + compute infer ${us(b.computeInferUs)} usec + compute output ${us(b.computeOutputUs)} usec)`,
-  ];
-  if (r.server.cacheHitCount + r.server.cacheMissCount > 0) {
+/** What a report shows besides the numbers: perf_analyzer's switches. */
+export interface ReportOptions {
+  /** -v: the client library's parts apart. */
+  verbose?: boolean;
+  /** --percentile: the report leaves out the average latency, which stability no longer uses. */
+  percentile?: number;
+  /** A decoupled model: responses per second too. */
+  decoupled?: boolean;
+  /** The model's config enables the response cache: the server section splits hits and misses. */
+  responseCache?: boolean;
+}
+
+/** The line that opens a level, printed before its windows are measured (as perf_analyzer). */
+export function levelHeader(value: number, mode: Mode): string {
+  return mode === 'concurrency' ? `Request concurrency: ${value}` : `Request Rate: ${value} inference requests per second`;
+}
+
+/** A level's Server section, perf_analyzer's ReportServerSideStats. */
+function serverText(r: LevelResult, responseCache: boolean): string[] {
+  const s = r.server;
+  if (s.successCount === 0) return ['    Request count: 0'];
+  const b = serverBreakdown(s);
+  const overhead = (accounted: number): number => Math.max(0, b.requestUs - b.queueUs - accounted);
+  const lines = [`    Inference count: ${s.inferenceCount}`, `    Execution count: ${s.executionCount}`];
+  if (responseCache) lines.push(`    Cache hit count: ${s.cacheHitCount}`, `    Cache miss count: ${s.cacheMissCount}`);
+  lines.push(`    Successful request count: ${s.successCount}`);
+  if (responseCache) {
     lines.push(
-      `    Cache hit count: ${r.server.cacheHitCount}`,
-      `    Cache miss count: ${r.server.cacheMissCount}`,
-      `    Avg cache hit latency: ${us(b.cacheHitUs)} usec`,
-      `    Avg cache miss latency: ${us(b.cacheMissUs)} usec`,
+      `    Avg request latency: ${b.requestUs} usec (overhead ${overhead(b.cacheComputeUs)} usec + queue ${b.queueUs} usec + ` +
+        `cache hit/miss ${b.cacheComputeUs} usec)`,
+      `      Average Cache Hit Latency: ${b.cacheHitUs} usec`,
+      `      Average Cache Miss Latency: ${b.cacheMissUs + b.computeUs} usec (cache lookup/insertion ${b.cacheMissUs} usec + ` +
+        `compute input ${b.computeInputUs} usec + compute infer ${b.computeInferUs} usec + compute output ${b.computeOutputUs} usec)`,
     );
+  } else {
+    lines.push(`    Avg request latency: ${b.requestUs} usec (overhead ${overhead(b.computeUs)} usec + queue ${b.queueUs} usec + ` +
+      `compute input ${b.computeInputUs} usec + compute infer ${b.computeInferUs} usec + compute output ${b.computeOutputUs} usec)`);
   }
+  return lines;
+}
+
+/** The report of one level after its header, as perf_analyzer prints it. */
+export function levelText(r: LevelResult, library: ClientLibrary, o: ReportOptions = {}): string {
+  const lines = ['  Client: ', `    Request count: ${r.requestCount}`, `    Throughput: ${rate(r.throughput)} infer/sec`];
+  if (o.decoupled) lines.push(`    Response Throughput: ${rate(r.responseThroughput)} infer/sec`);
+  if (o.percentile === undefined) lines.push(`    Avg latency: ${us(r.avgUs)} usec (standard deviation ${us(r.stdUs)} usec)`);
+  // p50, p90, p95, p99 and --percentile, in increasing order.
+  for (const [p, v] of r.percentilesUs) lines.push(`    p${p} latency: ${us(v)} usec`);
+  lines.push(clientLibraryText(r, library, o.verbose === true), '  Server: ', ...serverText(r, o.responseCache === true));
   return lines.join('\n');
 }
 
-/** -v: one line per measurement window, as perf_analyzer's passes. */
-export function passText(trial: number, w: Window, batchSize: number): string {
+/** -v: one line per measurement window, as perf_analyzer's passes (the --percentile's latency when given). */
+export function passText(trial: number, w: Window, batchSize: number, percentile?: number): string {
   const n = w.latenciesUs.length;
+  const head = `  Pass [${trial}] throughput: ${rate(w.seconds > 0 ? (n * batchSize) / w.seconds : 0)} infer/sec. `;
+  if (percentile !== undefined) return `${head}p${percentile} latency: ${us(percentileOf([...w.latenciesUs].sort((a, b) => a - b), percentile))} usec`;
   const avg = n === 0 ? 0 : w.latenciesUs.reduce((a, b) => a + b, 0) / n;
-  const std = n === 0 ? 0 : Math.sqrt(w.latenciesUs.reduce((a, b) => a + (b - avg) ** 2, 0) / n);
-  return `  Pass [${trial}] throughput: ${rate(w.seconds > 0 ? (n * batchSize) / w.seconds : 0)} infer/sec. ` +
-    `Avg latency: ${us(avg)} usec (std ${us(std)} usec)`;
+  const std = n < 2 ? 0 : Math.sqrt(w.latenciesUs.reduce((a, b) => a + (b - avg) ** 2, 0) / (n - 1));
+  return `${head}Avg latency: ${us(avg)} usec (std ${us(std)} usec). `;
 }
 
 /** The closing summary: one line per level. */
@@ -127,6 +157,7 @@ export function summaryText(results: LevelResult[], mode: Mode, percentile: numb
   ].join('\n');
 }
 
+/** perf_analyzer's CSV columns after the first (Concurrency or Request Rate), without the options' extra ones. */
 export const CSV_COLUMNS = [
   'Inferences/Second', 'Client Send', 'Network+Server Send/Recv', 'Server Queue', 'Server Compute Input',
   'Server Compute Infer', 'Server Compute Output', 'Client Recv', 'p50 latency', 'p90 latency', 'p95 latency', 'p99 latency',
@@ -136,30 +167,39 @@ export const CSV_COLUMNS = [
 export const CSV_CACHE_COLUMNS = [...CSV_COLUMNS.slice(0, 7), 'Server Cache Hit', 'Server Cache Miss', ...CSV_COLUMNS.slice(7)];
 
 /**
- * perf_analyzer's CSV. Client Send and Client Recv are the client timers' averages.
- * Network+Server Send/Recv is what the others leave of the average latency, as perf_analyzer
- * computes it: the latency less client send, client recv, the server's queue and compute (and
- * cache hit and miss), never below 0. It is taken from the rounded columns, so a row's times
- * add up to the average latency the report prints (unless it was floored at 0).
+ * perf_analyzer's CSV (report_writer.cc). After the first column: Inferences/Second; Response
+ * Throughput for a decoupled model; Client Send; the server's columns, with Server Cache Hit and
+ * Server Cache Miss where the config enables the response cache; Client Recv; then a `pN
+ * latency` column for each of p50, p90, p95, p99 and --percentile, in increasing order. Times
+ * are whole µs. Client Send and Client Recv are the client timers' averages. Network+Server
+ * Send/Recv is what the others leave of the average latency, as perf_analyzer computes it: the
+ * latency less client send, client recv, the server's queue and compute (and cache hit and
+ * miss), never below 0. It is taken from the columns as written, so a row's times add up to the
+ * average latency (unless it was floored at 0).
  */
-export function csvText(results: LevelResult[], mode: Mode, responseCache = false): string {
+export function csvText(results: LevelResult[], mode: Mode, o: ReportOptions = {}): string {
+  const percentiles = results.length > 0 ? [...results[0].percentilesUs.keys()] : [50, 90, 95, 99];
   const rows = [...results].sort((a, b) => a.throughput - b.throughput).map((r) => {
     const b = serverBreakdown(r.server);
     const c = clientAverages(r.client);
-    const send = Math.round(c.sendUs);
-    const recv = Math.round(c.recvUs);
-    const queueCompute = [b.queueUs, b.computeInputUs, b.computeInferUs, b.computeOutputUs].map(Math.round);
-    const cache = [b.cacheHitUs, b.cacheMissUs].map(Math.round);  // 0 without a cache
+    const send = whole(c.sendUs);
+    const recv = whole(c.recvUs);
+    const queueCompute = [b.queueUs, b.computeInputUs, b.computeInferUs, b.computeOutputUs];
+    const cache = [b.cacheHitUs, b.cacheMissUs];  // 0 without a cache
     const accounted = [send, recv, ...queueCompute, ...cache].reduce((x, y) => x + y, 0);
-    const network = Math.max(0, Math.round(r.avgUs) - accounted);
+    const network = Math.max(0, whole(r.avgUs) - accounted);
     return [
-      String(r.value), rate(r.throughput), String(send), String(network), ...queueCompute.map(String),
-      ...(responseCache ? cache.map(String) : []), String(recv),
-      ...[50, 90, 95, 99].map((p) => us(r.percentilesUs.get(p) ?? 0)),
+      String(r.value), rate(r.throughput), ...(o.decoupled ? [rate(r.responseThroughput)] : []), String(send), String(network),
+      ...queueCompute.map(String), ...(o.responseCache ? cache.map(String) : []), String(recv),
+      ...percentiles.map((p) => us(r.percentilesUs.get(p) ?? 0)),
     ].join(',');
   });
-  const columns = responseCache ? CSV_CACHE_COLUMNS : CSV_COLUMNS;
-  return [[mode === 'concurrency' ? 'Concurrency' : 'Request Rate', ...columns].join(','), ...rows, ''].join('\n');
+  const columns = [
+    mode === 'concurrency' ? 'Concurrency' : 'Request Rate', 'Inferences/Second', ...(o.decoupled ? ['Response Throughput'] : []),
+    'Client Send', 'Network+Server Send/Recv', 'Server Queue', 'Server Compute Input', 'Server Compute Infer', 'Server Compute Output',
+    ...(o.responseCache ? ['Server Cache Hit', 'Server Cache Miss'] : []), 'Client Recv', ...percentiles.map((p) => `p${p} latency`),
+  ];
+  return [columns.join(','), ...rows, ''].join('\n');
 }
 
 const escapeXml = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');

@@ -11,7 +11,7 @@ import { InferenceServerError } from '../errors';
 import { measureLevel, type LevelResult } from './measure';
 import { checkBatchSize, modelShape, PerfInputError, requestInputs } from './model-inputs';
 import { checkOptions, rangeValues, type PerfOptions } from './options';
-import { chartSvg, clientLibrary, csvText, levelText, passText, summaryText, type Mode } from './report';
+import { chartSvg, clientLibrary, csvText, levelHeader, levelText, passText, summaryText, type Mode } from './report';
 import { openTarget, type PerfTarget } from './target';
 
 export class PerfError extends Error {}
@@ -50,7 +50,7 @@ function chartPath(csv: string): string {
   return `${ext ? csv.slice(0, -ext.length) : csv}.svg`;
 }
 
-function settingsText(o: PerfOptions, target: PerfTarget, mode: Mode): string {
+function settingsText(o: PerfOptions, target: PerfTarget, mode: Mode, decoupled: boolean): string {
   return [
     '*** Measurement Settings ***',
     `  Batch size: ${o.batchSize}`,
@@ -59,8 +59,10 @@ function settingsText(o: PerfOptions, target: PerfTarget, mode: Mode): string {
     `  Stabilizing using ${o.percentile === undefined ? 'average' : `p${o.percentile}`} latency and throughput`,
     `  Measurement window: ${o.measurementIntervalMs} msec`,
     `  Stability: the last 3 windows within ${o.stabilityPercentage}%, at most ${o.maxTrials} windows`,
+    ...(mode === 'rate' ? [`  Using ${o.requestDistribution === 'poisson' ? 'poisson' : 'uniform'} distribution on request generation`] : []),
     mode === 'concurrency' ? '  Using asynchronous calls for inference (one closed loop per concurrent request)'
-      : '  Using asynchronous calls for inference (requests sent on a constant schedule)',
+      : '  Using asynchronous calls for inference (requests sent on the schedule, whether or not earlier ones answered)',
+    ...(decoupled ? ['  Detected decoupled model, using the last response of each request for measuring latency'] : []),
     '',
   ].join('\n');
 }
@@ -77,10 +79,9 @@ export async function runPerf(o: PerfOptions, io: PerfOutput): Promise<PerfSumma
   }
   try {
     let inputSets;
-    let responseCache: boolean;
+    let shape;
     try {
-      const shape = modelShape(await target.modelMetadata(), await target.modelConfig());
-      responseCache = shape.responseCache;
+      shape = modelShape(await target.modelMetadata(), await target.modelConfig());
       if (shape.decoupled && !o.streaming && !o.inProcess) {
         throw new PerfInputError(`model '${o.modelName}' is decoupled (0..N responses per request): measure it with -i grpc --streaming`);
       }
@@ -91,18 +92,20 @@ export async function runPerf(o: PerfOptions, io: PerfOutput): Promise<PerfSumma
     } catch (err) {
       throw describeFailure(err, target, o, 'reading the metadata and config');
     }
-    io.out(settingsText(o, target, mode));
+    io.out(settingsText(o, target, mode, shape.decoupled));
+    const report = { verbose: o.verbose, percentile: o.percentile, decoupled: shape.decoupled, responseCache: shape.responseCache };
     const results: LevelResult[] = [];
     let requestsSent = 0;
     for (const value of levels) {
       const label = mode === 'concurrency' ? `concurrency ${value}` : `request rate ${value}`;
       let result: LevelResult;
+      io.out(levelHeader(value, mode));
       try {
         result = await measureLevel(target, inputSets, value, {
-          mode, batchSize: o.batchSize, intervalMs: o.measurementIntervalMs, percentile: o.percentile,
+          mode, distribution: o.requestDistribution, batchSize: o.batchSize, intervalMs: o.measurementIntervalMs, percentile: o.percentile,
           stabilityPercentage: o.stabilityPercentage, maxTrials: o.maxTrials,
           onWindow: (_, trial, window) => {
-            if (o.verbose) io.out(passText(trial, window, o.batchSize));
+            if (o.verbose) io.out(passText(trial, window, o.batchSize, o.percentile));
             io.progress?.(`infernode perf: ${label}, window ${trial} of at most ${o.maxTrials}`);
           },
         });
@@ -117,7 +120,7 @@ export async function runPerf(o: PerfOptions, io: PerfOutput): Promise<PerfSumma
           `(the last 3 must agree within ${o.stabilityPercentage}%); its numbers merge the last 3 windows. ` +
           'Increase --measurement-interval or --max-trials for steadier results.');
       }
-      io.out(`${levelText(result, mode, clientLibrary(target.kind), o.verbose)}\n`);
+      io.out(`${levelText(result, clientLibrary(target.kind), report)}\n`);
       results.push(result);
     }
     io.out(summaryText(results, mode, o.percentile));
@@ -127,7 +130,7 @@ export async function runPerf(o: PerfOptions, io: PerfOutput): Promise<PerfSumma
       const svg = chartPath(o.latencyReportFile);
       try {
         mkdirSync(path.dirname(path.resolve(o.latencyReportFile)), { recursive: true });
-        writeFileSync(o.latencyReportFile, csvText(results, mode, responseCache));
+        writeFileSync(o.latencyReportFile, csvText(results, mode, report));
         writeFileSync(svg, chartSvg(results, mode, o.percentile, `${o.modelName} (${target.kind})`));
       } catch (err) {
         throw new PerfError(`cannot write -f ${o.latencyReportFile}: ${(err as Error).message}`);

@@ -35,6 +35,16 @@ import { TimedGrpcInfer } from './grpc-timed';
 import { serverUrl, type PerfOptions } from './options';
 import { RawHttpPool, postRequest } from './raw-http';
 
+/**
+ * What a streamed request (a decoupled model's) brought: its responses, the empty final one not
+ * counted, and when the last of them arrived (performance.now()). Its latency ends there, as
+ * perf_analyzer's does, not at the flag-only end of the stream.
+ */
+export interface StreamAnswer {
+  responses: number;
+  lastResponseMs: number;
+}
+
 export interface PerfTarget {
   /** How the report names it: "HTTP", "gRPC", "gRPC streaming", "in-process". */
   readonly kind: string;
@@ -47,14 +57,14 @@ export interface PerfTarget {
   modelConfig(): Promise<Record<string, unknown>>;
   /** Triton's statistics of the model (every version). */
   modelStatistics(): Promise<{ model_stats: Record<string, unknown>[] }>;
-  /** One inference; resolves when its (final) response arrived. */
-  infer(inputs: Record<string, NDArray>): Promise<void>;
+  /** One inference; resolves when its (final) response arrived, with what a stream brought. */
+  infer(inputs: Record<string, NDArray>): Promise<void | StreamAnswer>;
   close(): Promise<void>;
 }
 
 /** How a ClientTarget runs its inferences (timed into its clientTimes), and what it holds for them. */
 interface InferTransport {
-  send: (inputs: Record<string, NDArray>) => Promise<void>;
+  send: (inputs: Record<string, NDArray>) => Promise<void | StreamAnswer>;
   close: () => void;
 }
 
@@ -82,7 +92,7 @@ class ClientTarget implements PerfTarget {
     return this.client.modelStatistics(this.model, this.version);
   }
 
-  infer(inputs: Record<string, NDArray>): Promise<void> {
+  infer(inputs: Record<string, NDArray>): Promise<void | StreamAnswer> {
     return this.transport.send(inputs);
   }
 
@@ -166,7 +176,8 @@ function grpcTarget(o: PerfOptions): PerfTarget {
   const calls = new TimedGrpcInfer(client.address, o.modelName, o.modelVersion, times);
   // Streaming: each request on a ModelStreamInfer call of its own (HTTP/2 streams of one
   // connection), done at its final response: a decoupled model's 0..N responses all count.
-  const send = o.streaming ? (inputs: Record<string, NDArray>) => calls.streamInfer(inputs) : (inputs: Record<string, NDArray>) => calls.infer(inputs);
+  const send = o.streaming ? (inputs: Record<string, NDArray>): Promise<StreamAnswer> => calls.streamInfer(inputs)
+    : (inputs: Record<string, NDArray>): Promise<void> => calls.infer(inputs);
   return new ClientTarget(o.streaming ? 'gRPC streaming' : 'gRPC', url, client, o.modelName, o.modelVersion, { send, close: () => calls.close() }, times);
 }
 
@@ -189,16 +200,21 @@ class InProcessTarget implements PerfTarget {
     return statistics(this.triton, this.o.modelName, this.o.modelVersion);
   }
 
-  async infer(inputs: Record<string, NDArray>): Promise<void> {
+  async infer(inputs: Record<string, NDArray>): Promise<void | StreamAnswer> {
     const start = performance.now();
     const options = { modelVersion: this.#version() };
     let sent: number;
+    let stream: StreamAnswer | undefined;
     // Both calls check, copy and queue the request before they return: that is the send time.
     // A decoupled model answers 0..N times: the request is done at the stream's end.
     if (this.#model().config.decoupled) {
       const responses = this.triton.inferStream(this.o.modelName, inputs, options);
       sent = performance.now();
-      for await (const _response of responses) { /* drained */ }
+      stream = { responses: 0, lastResponseMs: sent };
+      for await (const _response of responses) {
+        stream.responses++;
+        stream.lastResponseMs = performance.now();
+      }
     } else {
       const answered = this.triton.infer(this.o.modelName, inputs, options);
       sent = performance.now();
@@ -207,6 +223,7 @@ class InProcessTarget implements PerfTarget {
     const end = performance.now();
     // Nothing to receive: the outputs come as NDArrays, built by the model's completion (in the wait).
     countRequest(this.clientTimes, start, sent, 0, end);
+    return stream;
   }
 
   close(): Promise<void> {
