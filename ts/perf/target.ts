@@ -30,20 +30,12 @@ import { InferenceServerError } from '../errors';
 import type { NDArray } from '../tensor';
 import { Triton } from '../triton';
 import { modelMetadata, statistics } from '../server/metadata';
-import { countRequest, zeroClientTimes, type ClientTimes } from './client-times';
+import { countRequest, zeroClientTimes, type ClientTimes, type StreamAnswer } from './client-times';
 import { TimedGrpcInfer } from './grpc-timed';
 import { serverUrl, type PerfOptions } from './options';
 import { RawHttpPool, postRequest } from './raw-http';
 
-/**
- * What a streamed request (a decoupled model's) brought: its responses, the empty final one not
- * counted, and when the last of them arrived (performance.now()). Its latency ends there, as
- * perf_analyzer's does, not at the flag-only end of the stream.
- */
-export interface StreamAnswer {
-  responses: number;
-  lastResponseMs: number;
-}
+export type { StreamAnswer } from './client-times';
 
 export interface PerfTarget {
   /** How the report names it: "HTTP", "gRPC", "gRPC streaming", "in-process". */
