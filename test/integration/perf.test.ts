@@ -17,6 +17,9 @@ import * as path from 'node:path';
 import { ensureLib, LIB } from './lib-build';
 import { TempRepo, startRepoTriton, type Served } from './repository/repo-helpers';
 import { CSV_CACHE_COLUMNS, CSV_COLUMNS } from '../../ts/perf/report';
+import type { PerfOptions } from '../../ts/perf/options';
+import { runOnTarget, type PerfSummary } from '../../ts/perf/run';
+import { InProcessTarget, openTarget, type PerfTarget } from '../../ts/perf/target';
 import { Triton } from '../../ts/triton';
 
 const MAIN = path.join(LIB, 'cli', 'main.js');
@@ -130,6 +133,27 @@ beforeAll(async () => {
   repo.write('counter/1/model.js', `exports.execute = function* (requests) {
     for (let k = 0; k < 3; k++) yield requests.map(() => ({ K: new Int32Array([k]) }));
   };`);
+  // Two JS steps (inc: IN + 1, dbl: IN × 2), an ensemble of them, and an ensemble that nests it before inc again.
+  for (const [name, body] of [['inc', 'v + 1'], ['dbl', 'v * 2']]) {
+    repo.config(name, `backend: "js"
+      max_batch_size: 8
+      input [ { name: "IN", data_type: TYPE_FP32, dims: [ 4 ] } ]
+      output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 4 ] } ]
+      dynamic_batching { }`);
+    repo.write(`${name}/1/model.js`, `exports.execute = (requests) => requests.map((r) => ({ OUT: r.data.IN.data.map((v) => ${body}) }));`);
+  }
+  const ensemble = (name: string, steps: string[]): void => {
+    repo.config(name, `platform: "ensemble"
+      max_batch_size: 8
+      input [ { name: "X", data_type: TYPE_FP32, dims: [ 4 ] } ]
+      output [ { name: "Y", data_type: TYPE_FP32, dims: [ 4 ] } ]
+      ensemble_scheduling { step [ ${steps.map((m, i) => `{ model_name: "${m}" model_version: -1
+        input_map { key: "${m === 'pipeline' ? 'X' : 'IN'}" value: "${i === 0 ? 'X' : `t${i}`}" }
+        output_map { key: "${m === 'pipeline' ? 'Y' : 'OUT'}" value: "${i === steps.length - 1 ? 'Y' : `t${i + 1}`}" } }`).join(', ')} ] }`);
+    repo.mkdir(`${name}/1`);
+  };
+  ensemble('pipeline', ['inc', 'dbl']);
+  ensemble('nested', ['pipeline', 'inc']);
   served = await startRepoTriton(repo.root, {
     config: {
       cacheConfig: ['local,size=1048576'],
@@ -589,6 +613,235 @@ describe('as perf_analyzer', () => {
   });
 });
 
+/** Triton's statistics of every model, as one read of them answers. */
+type StatsRead = { model_stats: Record<string, unknown>[] };
+
+/** One model version's counters in a read: the fields of perf_analyzer's ServerSideStats. */
+interface Side {
+  infer: number; exec: number; success: number; cumm: number; queueCount: number; queueNs: number;
+  ciCount: number; ciNs: number; cinfCount: number; cinfNs: number; coCount: number; coNs: number;
+}
+
+function side(read: StatsRead, name: string): Side {
+  const m = read.model_stats.find((x) => x.name === name && String(x.version) === '1');
+  if (!m) throw new Error(`no statistics of ${name} version 1`);
+  const s = m.inference_stats as Record<string, { count: number; ns: number }>;
+  return {
+    infer: Number(m.inference_count), exec: Number(m.execution_count), success: s.success.count, cumm: s.success.ns,
+    queueCount: s.queue.count, queueNs: s.queue.ns, ciCount: s.compute_input.count, ciNs: s.compute_input.ns,
+    cinfCount: s.compute_infer.count, cinfNs: s.compute_infer.ns, coCount: s.compute_output.count, coNs: s.compute_output.ns,
+  };
+}
+
+const minus = (a: Side, b: Side): Side =>
+  Object.fromEntries(Object.keys(a).map((k) => [k, a[k as keyof Side] - b[k as keyof Side]])) as unknown as Side;
+
+/** perf_analyzer's AverageDurationInUs: ns / (count × 1000), an integer division; 0 without a count. */
+const avgUs = (ns: number, count: number): number => (count === 0 ? 0 : Math.floor(ns / (count * 1000)));
+
+/** A model and its composing models (an ensemble's steps, by name). */
+interface Tree { name: string; composing: Tree[] }
+const INC: Tree = { name: 'inc', composing: [] };
+const PIPELINE: Tree = { name: 'pipeline', composing: [{ name: 'dbl', composing: [] }, INC] };
+const NESTED: Tree = { name: 'nested', composing: [INC, PIPELINE] };
+
+/** perf_analyzer's GetTotalEnsembleDurations without a response cache: its leaves' queue and compute averages, summed. */
+function ensembleTimes(tree: Tree, d: (name: string) => Side): { queue: number; compute: number } {
+  let queue = 0;
+  let compute = 0;
+  for (const c of tree.composing) {
+    const s = d(c.name);
+    const t = c.composing.length > 0 ? ensembleTimes(c, d)
+      : { queue: avgUs(s.queueNs, s.queueCount), compute: avgUs(s.ciNs + s.cinfNs + s.coNs, s.ciCount) };
+    queue += t.queue;
+    compute += t.compute;
+  }
+  return { queue, compute };
+}
+
+/** perf_analyzer's ReportServerSideStats (inference_profiler.cc), written out from its source, for models without a response cache. */
+function expectedServer(tree: Tree, d: (name: string) => Side, iteration = 1): string[] {
+  const ident = ' '.repeat(2 * iteration);
+  const s = d(tree.name);
+  if (s.success === 0) return [`${ident}  Request count: 0`];
+  const request = avgUs(s.cumm, s.success);
+  const lines = [`${ident}  Inference count: ${s.infer}`, `${ident}  Execution count: ${s.exec}`, `${ident}  Successful request count: ${s.success}`];
+  if (tree.composing.length === 0) {
+    const queue = avgUs(s.queueNs, s.queueCount);
+    const compute = avgUs(s.ciNs + s.cinfNs + s.coNs, s.ciCount);
+    lines.push(`${ident}  Avg request latency: ${request} usec (overhead ${Math.max(0, request - queue - compute)} usec + queue ${queue} usec + ` +
+      `compute input ${avgUs(s.ciNs, s.ciCount)} usec + compute infer ${avgUs(s.cinfNs, s.cinfCount)} usec + compute output ${avgUs(s.coNs, s.coCount)} usec)`);
+    return lines;
+  }
+  const t = ensembleTimes(tree, d);
+  lines.push(`${ident}  Avg request latency: ${request} usec (overhead ${Math.max(0, request - t.queue - t.compute)} usec + queue ${t.queue} usec + ` +
+    `compute ${t.compute} usec)`, '', `${ident}Composing models: `);
+  for (const c of tree.composing) lines.push(`${ident}${c.name}, version: 1`, ...expectedServer(c, d, iteration + 1));
+  return lines;
+}
+
+/**
+ * perf on `target` (runOnTarget, as the CLI runs it) at concurrency 1 and 2, exactly three
+ * windows each (--max-trials 3), with every read of the statistics kept: level k's numbers are
+ * then read 4k + 3 less read 4k.
+ */
+async function recordedRun(target: PerfTarget, tree: Tree, csv: string): Promise<{ summary: PerfSummary; out: string[]; reads: StatsRead[] }> {
+  const reads: StatsRead[] = [];
+  const recorder = new Proxy(target, {
+    get(t, prop) {
+      if (prop === 'allModelStatistics') {
+        return async () => {
+          const read = await t.allModelStatistics();
+          reads.push(JSON.parse(JSON.stringify(read)) as StatsRead);
+          return read;
+        };
+      }
+      const value = Reflect.get(t, prop, t) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(t) : value;
+    },
+  });
+  const o: PerfOptions = {
+    modelName: tree.name, url: httpUrl, protocol: 'http', inProcess: false, batchSize: 1, concurrencyRange: { start: 1, end: 2, step: 1 },
+    shapes: new Map(), inputData: { kind: 'random' }, stringLength: 128, measurementIntervalMs: 100, stabilityPercentage: 10,
+    maxTrials: 3, streaming: false, verbose: false, latencyReportFile: csv,
+  };
+  const out: string[] = [];
+  const summary = await runOnTarget(recorder, o, { out: (text) => out.push(text), warn: () => undefined });
+  return { summary, out, reads };
+}
+
+/**
+ * A recorded run's report and CSVs against perf_analyzer's formulas applied to the recorded
+ * statistics: each level's Server section as ReportServerSideStats prints it; the CSV's server
+ * columns the ensemble's own averages (report_writer.cc takes status.server_stats, the
+ * ensemble's); a CSV per first-level composing model, its rows perf_analyzer's.
+ */
+function expectPerfAnalyzersNumbers(run: { summary: PerfSummary; out: string[]; reads: StatsRead[] }, tree: Tree, csv: string): void {
+  const levels = run.out.filter((t) => t.startsWith('  Client: '));
+  expect(levels).toHaveLength(2);
+  expect(run.reads).toHaveLength(8);
+  const deltas = (k: number) => (name: string): Side => minus(side(run.reads[4 * k + 3], name), side(run.reads[4 * k], name));
+  for (const [k, text] of levels.entries()) {
+    expect(text.slice(text.indexOf('  Server: \n') + '  Server: \n'.length)).toBe(`${expectedServer(tree, deltas(k)).join('\n')}\n`);
+  }
+  const [head, ...rows] = readFileSync(csv, 'utf8').trim().split('\n');
+  const columns = head.split(',');
+  expect(rows).toHaveLength(2);
+  const order = rows.map((r) => Number(r.split(',')[0]));
+  for (const row of rows) {
+    const values = row.split(',').map(Number);
+    const e = deltas(values[0] - 1)(tree.name);
+    expect(['Server Queue', 'Server Compute Input', 'Server Compute Infer', 'Server Compute Output'].map((c) => values[columns.indexOf(c)]))
+      .toEqual([avgUs(e.queueNs, e.queueCount), avgUs(e.ciNs, e.ciCount), avgUs(e.cinfNs, e.cinfCount), avgUs(e.coNs, e.coCount)]);
+  }
+  const nsPer = (ns: number, count: number): number => (count === 0 ? 0 : Math.floor(ns / count));
+  for (const c of tree.composing) {
+    const [cHead, ...cRows] = readFileSync(path.join(path.dirname(csv), `${c.name}_v1.${path.basename(csv)}`), 'utf8').trim().split('\n');
+    expect(cHead).toBe('Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,' +
+      'Server Compute Infer,Server Compute Output,Client Recv');
+    expect(cRows.map((r) => Number(r.split(',')[0]))).toEqual(order);
+    for (const row of cRows) {
+      const level = Number(row.split(',')[0]);
+      const s = deltas(level - 1)(c.name);
+      const e = deltas(level - 1)(tree.name);
+      const queueNs = nsPer(s.queueNs, s.queueCount);
+      const computeNs = nsPer(s.ciNs + s.cinfNs + s.coNs, s.ciCount);
+      const throughput = run.summary.results.find((r) => r.value === level)!.throughput;
+      expect(row).toBe([level, Number((s.success / e.success * throughput).toPrecision(6)), 0,
+        Math.floor(Math.max(0, nsPer(s.cumm, s.success) - queueNs - computeNs) / 1000), Math.floor(queueNs / 1000),
+        avgUs(s.ciNs, s.ciCount), avgUs(s.cinfNs, s.cinfCount), avgUs(s.coNs, s.coCount), 0].join(','));
+    }
+  }
+}
+
+describe('an ensemble: the server section per composing model, as perf_analyzer', () => {
+  test('over HTTP: the report and the CSVs are perf_analyzer\'s formulas applied to the statistics of every model at the windows\' edges', async () => {
+    const csv = repo.path('out', 'recorded-http.csv');
+    const target = await openTarget({ modelName: 'pipeline', url: httpUrl, protocol: 'http', inProcess: false } as PerfOptions);
+    try {
+      const run = await recordedRun(target, PIPELINE, csv);
+      expect(run.out.join('\n')).toContain('  Composing models: \n  dbl, version: 1\n      Inference count: ');
+      expectPerfAnalyzersNumbers(run, PIPELINE, csv);
+    } finally {
+      await target.close();
+    }
+  });
+
+  test('a nested ensemble in process: its composing ensemble\'s steps one level deeper, each from its own statistics', async () => {
+    const csv = repo.path('out', 'recorded-inprocess.csv');
+    const o = { modelName: 'nested', inProcess: true } as PerfOptions;
+    // The served Triton itself, in this process (not closed: the other tests use it).
+    const run = await recordedRun(new InProcessTarget('served', served.triton, o), NESTED, csv);
+    expect(run.out.join('\n')).toContain('\n  Composing models: \n  inc, version: 1\n      Inference count: ');
+    expect(run.out.join('\n')).toContain('\n  pipeline, version: 1\n      Inference count: ');
+    expect(run.out.join('\n')).toContain('\n    Composing models: \n    dbl, version: 1\n        Inference count: ');
+    expectPerfAnalyzersNumbers(run, NESTED, csv);
+  });
+
+  test('the CLI over HTTP, gRPC and --in-process: composing model lines; the step models counted each request once per step', async () => {
+    const stepCounts = (): number[] => ['pipeline', 'inc', 'dbl'].map(inferenceCount);
+    const csv = repo.path('out', 'ensemble.csv');
+    for (const args of [['-u', httpUrl, '-f', csv], ['-u', grpcUrl, '-i', 'grpc']]) {
+      const before = stepCounts();
+      const run = await perf(['-m', 'pipeline', ...args, ...FAST]);
+      expectOk(run);
+      const after = stepCounts();
+      // Every request perf sent ran each step once, and nothing else reached them.
+      expect(after.map((n, i) => n - before[i])).toEqual([1, 1, 1].map(() => requestsSent(run.stdout)));
+      const level = sections(run.stdout, /^Request concurrency: 1\n/)[0];
+      expect(level).toMatch(new RegExp(' {2}Server: \\n {4}Inference count: \\d+\\n {4}Execution count: \\d+\\n {4}Successful request count: (\\d+)\\n' +
+        ' {4}Avg request latency: \\d+ usec \\(overhead \\d+ usec \\+ queue \\d+ usec \\+ compute \\d+ usec\\)\\n\\n {2}Composing models: \\n' +
+        ' {2}dbl, version: 1\\n {6}Inference count: \\d+\\n {6}Execution count: \\d+\\n {6}Successful request count: \\d+\\n' +
+        ' {6}Avg request latency: \\d+ usec \\(overhead \\d+ usec \\+ queue \\d+ usec \\+ compute input \\d+ usec \\+ compute infer \\d+ usec \\+ compute output \\d+ usec\\)\\n' +
+        ' {2}inc, version: 1\\n {6}Inference count: \\d+\\n'));
+      // A step's count over the windows may differ from the ensemble's by the requests between steps at a window's edge.
+      const [ensembleCount, ...stepCount] = [...level.matchAll(/Successful request count: (\d+)/g)].map((m) => Number(m[1]));
+      for (const n of stepCount) expect(Math.abs(n - ensembleCount)).toBeLessThanOrEqual(1);
+    }
+    expect(readFileSync(repo.path('out', 'dbl_v1.ensemble.csv'), 'utf8')).toMatch(/^Concurrency,Inferences\/Second,Client Send,/);
+    expect(readFileSync(repo.path('out', 'inc_v1.ensemble.csv'), 'utf8').trim().split('\n')).toHaveLength(2);
+
+    const run = await perf(['-m', 'nested', '--in-process', '--model-repository', repo.root, ...FAST]);
+    expectOk(run);
+    const level = sections(run.stdout, /^Request concurrency: 1\n/)[0];
+    expect(level).toContain('\n  Composing models: \n  inc, version: 1\n');
+    expect(level).toContain('\n  pipeline, version: 1\n');
+    expect(level).toContain('\n    Composing models: \n    dbl, version: 1\n        Inference count: ');
+    // inc runs twice per request of nested: once as its step, once as pipeline's.
+    const counts = [...level.matchAll(/Successful request count: (\d+)/g)].map((m) => Number(m[1]));
+    const [nested, inc, pipeline, dbl, incInPipeline] = counts;
+    expect(counts).toHaveLength(5);
+    expect(inc).toBe(incInPipeline);
+    for (const n of [pipeline, dbl]) expect(Math.abs(n - nested)).toBeLessThanOrEqual(1);
+    expect(Math.abs(inc - 2 * nested)).toBeLessThanOrEqual(2);
+  });
+
+  test('--bls-composing-models: the models a BLS model calls are reported as its composing models; a bound ensemble\'s steps too', async () => {
+    const file = repo.write('bind-bls.js', `module.exports = (triton) => {
+      const tensor = (name) => ({ name, dtype: 'FP32', shape: [4] });
+      triton.bind({ modelName: 'step', inferFunc: (requests) => requests.map((r) => ({ OUT: r.data.IN })),
+        inputs: [tensor('IN')], outputs: [tensor('OUT')], config: { maxBatchSize: 8 } });
+      // A BLS model: it calls step for each request it gets.
+      triton.bind({ modelName: 'bls', inputs: [tensor('IN')], outputs: [tensor('OUT')], config: { maxBatchSize: 8 },
+        inferFunc: (requests) => Promise.all(requests.map(async (r) => ({ OUT: (await triton.infer('step', { IN: r.data.IN })).OUT }))) });
+      // A bound ensemble of step.
+      triton.bind({ modelName: 'bound_ensemble', inputs: [tensor('X')], outputs: [tensor('Y')], config: { maxBatchSize: 8,
+        ensembleScheduling: { step: [{ modelName: 'step', inputMap: { IN: 'X' }, outputMap: { OUT: 'Y' } }] } } });
+    };`);
+    const run = await perf(['--in-process', '--bind-module', file, '-m', 'bls', '--bls-composing-models', 'step:1', ...FAST]);
+    expectOk(run);
+    const level = sections(run.stdout, /^Request concurrency: 1\n/)[0];
+    expect(level).toMatch(/ {4}Avg request latency: \d+ usec \(overhead \d+ usec \+ queue \d+ usec \+ compute \d+ usec\)\n\n {2}Composing models: \n {2}step, version: 1\n {6}Inference count: \d+\n/);
+    const [bls, step] = [...level.matchAll(/Successful request count: (\d+)/g)].map((m) => Number(m[1]));
+    expect(Math.abs(step - bls)).toBeLessThanOrEqual(1);
+
+    // A bound ensemble (triton.bind with ensembleScheduling) is found from its config as a repository's is.
+    const bound = await perf(['--in-process', '--bind-module', file, '-m', 'bound_ensemble', ...FAST]);
+    expectOk(bound);
+    expect(sections(bound.stdout, /^Request concurrency: 1\n/)[0]).toMatch(/\n {2}Composing models: \n {2}step, version: 1\n {6}Inference count: [1-9]/);
+  });
+});
+
 /** The first fenced block of `lang` in docs/perf.md that contains `marker`. */
 function docsBlock(lang: string, marker: string): string {
   const doc = readFileSync(path.join(__dirname, '..', '..', 'docs', 'perf.md'), 'utf8');
@@ -693,7 +946,8 @@ test('perf --help names every option', async () => {
   expect(run.status).toBe(0);
   for (const flag of ['-m, --model-name', '-u, --url', '-i, --protocol', '--in-process', '--model-repository', '--bind-module', '-b, --batch-size',
     '--concurrency-range', '--request-rate-range', '--request-distribution', '--shape', '--input-data', '--string-length', '-p, --measurement-interval',
-    '--percentile', '-s, --stability-percentage', '-r, --max-trials', '--streaming', '-v, --verbose', '-f, --latency-report-file']) {
+    '--percentile', '-s, --stability-percentage', '-r, --max-trials', '--streaming', '-v, --verbose', '-f, --latency-report-file',
+    '--bls-composing-models']) {
     expect(run.stdout).toContain(flag);
   }
 });

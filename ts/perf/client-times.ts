@@ -19,6 +19,17 @@ export interface ClientTimes {
   recvUs: number;
 }
 
+/**
+ * What a streamed request (a decoupled model's) brought: its responses, the empty final one not
+ * counted, and when the last of them arrived (performance.now()). Its latency ends there, as
+ * perf_analyzer's does, not at the flag-only end of the stream. It lives here, not in target.ts,
+ * so that grpc-timed.ts, which target.ts imports, need not import target.ts.
+ */
+export interface StreamAnswer {
+  responses: number;
+  lastResponseMs: number;
+}
+
 export function zeroClientTimes(): ClientTimes {
   return { completed: 0, requestUs: 0, sendUs: 0, recvUs: 0 };
 }

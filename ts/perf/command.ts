@@ -5,13 +5,14 @@
  */
 import { Command, Option } from 'commander';
 import {
-  parseInputData, parsePercentile, parsePositiveInt, parseRange, parseShape, parseStabilityPercentage, type PerfOptions,
+  parseBlsComposingModels, parseInputData, parsePercentile, parsePositiveInt, parseRange, parseShape, parseStabilityPercentage, type PerfOptions,
 } from './options';
 import { runPerf, type PerfOutput } from './run';
 
 interface PerfFlags {
   modelName: string;
   modelVersion?: string;
+  blsComposingModels?: PerfOptions['blsComposingModels'];
   url?: string;
   protocol: 'http' | 'grpc' | 'in-process';
   inProcess?: boolean;
@@ -36,7 +37,7 @@ interface PerfFlags {
 function perfOptions(f: PerfFlags): PerfOptions {
   const inProcess = f.inProcess === true || f.protocol === 'in-process';
   return {
-    modelName: f.modelName, modelVersion: f.modelVersion, url: f.url,
+    modelName: f.modelName, modelVersion: f.modelVersion, blsComposingModels: f.blsComposingModels, url: f.url,
     protocol: f.protocol === 'grpc' ? 'grpc' : 'http', inProcess, modelRepository: f.modelRepository, bindModule: f.bindModule,
     batchSize: f.batchSize, concurrencyRange: f.concurrencyRange, requestRateRange: f.requestRateRange,
     requestDistribution: f.requestDistribution,
@@ -60,6 +61,8 @@ export function addPerfCommand(program: Command): void {
     .description('measure a model\'s throughput and latency as Triton\'s perf_analyzer does (same flags, report and CSV)')
     .requiredOption('-m, --model-name <model>', 'the model to measure')
     .option('-x, --model-version <version>', 'the model version (default: the latest)')
+    .option('--bls-composing-models <models>', 'the models a BLS model calls, each with an optional version after a colon ' +
+      '(e.g. modelA:3,modelB): the server section reports each, as it does an ensemble\'s steps', parseBlsComposingModels)
     .option('-u, --url <host:port>', 'the server (default localhost:8000 for http, localhost:8001 for grpc)')
     .addOption(new Option('-i, --protocol <protocol>', 'http or grpc; in-process is the same as --in-process')
       .choices(['http', 'grpc', 'in-process']).default('http'))

@@ -21,8 +21,7 @@ import { decodeInferResponse, decodeStreamResponse, type InferResponseMessage, t
 import { encodeInferRequest } from '../server/grpc/infer-encode';
 import { INFERENCE_SERVICE } from '../server/grpc/protos';
 import type { NDArray } from '../tensor';
-import { countRequest, timedDecode, type ClientTimes } from './client-times';
-import type { StreamAnswer } from './target';
+import { countRequest, timedDecode, type ClientTimes, type StreamAnswer } from './client-times';
 
 /** The client's defaults: a ModelInfer deadline, and messages up to 2^31 - 1 bytes both ways. */
 const CALL_TIMEOUT_MS = 60_000;

@@ -6,81 +6,20 @@
  * throughput and on latency (average, or the --percentile), or --max-trials windows ran. As in
  * perf_analyzer, three windows agree when the largest is at most (1 + P%) times the smallest. The
  * result of a level merges its last three windows. Server-side numbers are deltas of the
- * model's statistics over the same windows, and the client library's timers (send, receive) are
- * deltas of the target's sums, read with the latencies.
+ * model's statistics over the same windows (for an ensemble or a BLS model, every model's, and
+ * each composing model's summarized: server-stats.ts), and the client library's timers (send,
+ * receive) are deltas of the target's sums, read with the latencies.
  *
  * Everything runs on the event loop thread: the workers are async loops, a window is a timer.
  */
 import { performance } from 'node:perf_hooks';
 import type { NDArray } from '../tensor';
 import { addClientTimes, clientTimesDelta, zeroClientTimes, type ClientTimes } from './client-times';
+import {
+  addCounters, addModelCounters, composingStats, counterDelta, countersByModel, modelCountersDelta, namesOf, serverCounters, topCounters,
+  zeroCounters, type ComposingMap, type ComposingStats, type ModelCounters, type ServerCounters,
+} from './server-stats';
 import type { PerfTarget } from './target';
-
-/** The server statistics perf reads, summed over the model's versions. */
-export interface ServerCounters {
-  inferenceCount: number;
-  executionCount: number;
-  successCount: number;
-  successNs: number;
-  queueNs: number;
-  queueCount: number;
-  computeInputNs: number;
-  computeInputCount: number;
-  computeInferNs: number;
-  computeInferCount: number;
-  computeOutputNs: number;
-  computeOutputCount: number;
-  cacheHitCount: number;
-  cacheHitNs: number;
-  cacheMissCount: number;
-  cacheMissNs: number;
-}
-
-const ZERO_COUNTERS: ServerCounters = {
-  inferenceCount: 0, executionCount: 0, successCount: 0, successNs: 0, queueNs: 0, queueCount: 0,
-  computeInputNs: 0, computeInputCount: 0, computeInferNs: 0, computeInferCount: 0, computeOutputNs: 0,
-  computeOutputCount: 0, cacheHitCount: 0, cacheHitNs: 0, cacheMissCount: 0, cacheMissNs: 0,
-};
-
-type Duration = { count?: unknown; ns?: unknown } | undefined;
-
-/** The counters of `stats` (Triton's ModelStatistics; gRPC gives 64-bit numbers as strings). */
-export function serverCounters(stats: { model_stats: Record<string, unknown>[] }): ServerCounters {
-  const sum = { ...ZERO_COUNTERS };
-  for (const m of stats.model_stats) {
-    const s = (m.inference_stats ?? {}) as Record<string, Duration>;
-    const n = (d: Duration, key: 'count' | 'ns'): number => Number(d?.[key] ?? 0);
-    sum.inferenceCount += Number(m.inference_count ?? 0);
-    sum.executionCount += Number(m.execution_count ?? 0);
-    sum.successCount += n(s.success, 'count');
-    sum.successNs += n(s.success, 'ns');
-    sum.queueNs += n(s.queue, 'ns');
-    sum.queueCount += n(s.queue, 'count');
-    sum.computeInputNs += n(s.compute_input, 'ns');
-    sum.computeInputCount += n(s.compute_input, 'count');
-    sum.computeInferNs += n(s.compute_infer, 'ns');
-    sum.computeInferCount += n(s.compute_infer, 'count');
-    sum.computeOutputNs += n(s.compute_output, 'ns');
-    sum.computeOutputCount += n(s.compute_output, 'count');
-    sum.cacheHitCount += n(s.cache_hit, 'count');
-    sum.cacheHitNs += n(s.cache_hit, 'ns');
-    sum.cacheMissCount += n(s.cache_miss, 'count');
-    sum.cacheMissNs += n(s.cache_miss, 'ns');
-  }
-  return sum;
-}
-
-function counterDelta(after: ServerCounters, before: ServerCounters): ServerCounters {
-  const d = { ...ZERO_COUNTERS };
-  for (const key of Object.keys(d) as (keyof ServerCounters)[]) d[key] = after[key] - before[key];
-  return d;
-}
-
-function addCounters(a: ServerCounters, b: ServerCounters): ServerCounters {
-  const d = { ...ZERO_COUNTERS };
-  for (const key of Object.keys(d) as (keyof ServerCounters)[]) d[key] = a[key] + b[key];
-  return d;
-}
 
 /** One measurement window (or the merge of the last three). */
 export interface Window {
@@ -90,6 +29,8 @@ export interface Window {
   /** Responses of those requests (a decoupled model's 0..N each; 1 each otherwise). */
   responses: number;
   server: ServerCounters;
+  /** With composing models: the deltas of every version of the model and of each composing model. */
+  models?: ModelCounters;
   /** The target's client timers over the window. */
   client: ClientTimes;
 }
@@ -110,6 +51,8 @@ export interface LevelResult {
   /** Percentile → latency (µs): 50, 90, 95, 99 and --percentile. */
   percentilesUs: Map<number, number>;
   server: ServerCounters;
+  /** The composing models' statistics (an ensemble's steps, recursively); empty for other models. */
+  composing: ComposingStats[];
   client: ClientTimes;
   /** Requests sent and completed at this level, windows or not (the server counted all of them). */
   sent: number;
@@ -127,6 +70,11 @@ export interface MeasureSettings {
   percentile?: number;
   stabilityPercentage: number;
   maxTrials: number;
+  /**
+   * A model with composing models (an ensemble, a BLS model): the statistics of every model are
+   * read at each window's edge, and each composing model's summarized, as perf_analyzer does.
+   */
+  composition?: { model: string; version?: string; map: ComposingMap };
   /** Called at each window's end (the progress line, -v's pass lines). */
   onWindow?: (value: number, trial: number, window: Window) => void;
 }
@@ -266,7 +214,8 @@ function merge(windows: Window[]): Window {
     seconds: windows.reduce((s, w) => s + w.seconds, 0),
     latenciesUs: windows.flatMap((w) => w.latenciesUs),
     responses: windows.reduce((s, w) => s + w.responses, 0),
-    server: windows.reduce((s, w) => addCounters(s, w.server), ZERO_COUNTERS),
+    server: windows.reduce((s, w) => addCounters(s, w.server), zeroCounters()),
+    models: windows.reduce<ModelCounters>((s, w) => addModelCounters(s, w.models ?? new Map()), new Map()),
     client: windows.reduce((s, w) => addClientTimes(s, w.client), zeroClientTimes()),
   };
 }
@@ -308,7 +257,9 @@ export function levelResult(value: number, windows: Window[], stable: boolean, s
   return {
     value, stable, windows: windows.length, requestCount: sorted.length,
     throughput: perSecond(sorted.length * s.batchSize), responseThroughput: perSecond(merged.responses),
-    avgUs: avg, stdUs: Math.sqrt(variance), percentilesUs: percentiles, server: merged.server, client: merged.client, sent,
+    avgUs: avg, stdUs: Math.sqrt(variance), percentilesUs: percentiles, server: merged.server,
+    composing: s.composition ? composingStats(s.composition.model, s.composition.map, merged.models ?? new Map()) : [],
+    client: merged.client, sent,
   };
 }
 
@@ -320,8 +271,16 @@ export async function measureLevel(
   if (s.mode === 'concurrency') load.startConcurrency(value);
   else load.startRate(value, s.distribution);
   const windows: Window[] = [];
+  const c = s.composition;
+  const names = c ? namesOf(c.model, c.map) : new Set<string>();
+  // The model's statistics; with composing models, every model's (one call, so all are read at once).
+  const read = async (): Promise<{ top: ServerCounters; models?: ModelCounters }> => {
+    if (!c) return { top: serverCounters(await target.modelStatistics()) };
+    const models = countersByModel(await target.allModelStatistics(), names);
+    return { top: topCounters(models, c.model, c.version), models };
+  };
   try {
-    let before = serverCounters(await target.modelStatistics());
+    let before = await read();
     load.take();  // what completed before the first window belongs to none
     // Read with the latencies (same tick): both cover the same completed requests.
     let clientBefore = { ...target.clientTimes };
@@ -331,10 +290,11 @@ export async function measureLevel(
       const taken = load.take();
       const clientAfter = { ...target.clientTimes };
       const t1 = performance.now();
-      const after = serverCounters(await target.modelStatistics());
-      const window = {
+      const after = await read();
+      const window: Window = {
         seconds: (t1 - t0) / 1000, latenciesUs: taken.latencies, responses: taken.responses,
-        server: counterDelta(after, before), client: clientTimesDelta(clientAfter, clientBefore),
+        server: counterDelta(after.top, before.top), client: clientTimesDelta(clientAfter, clientBefore),
+        ...(after.models && before.models ? { models: modelCountersDelta(after.models, before.models) } : {}),
       };
       windows.push(window);
       s.onWindow?.(value, windows.length, window);

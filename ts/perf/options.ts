@@ -20,6 +20,8 @@ export interface PerfOptions {
   modelName: string;
   /** Default: the latest version. */
   modelVersion?: string;
+  /** --bls-composing-models: the models a BLS model calls, reported as an ensemble's steps are. */
+  blsComposingModels?: { name: string; version: string }[];
   url?: string;
   protocol: Protocol;
   /** Measures `triton.infer()` on `modelRepository` in this process, with no socket. */
@@ -109,6 +111,21 @@ export function parseInputData(value: string): InputDataMode {
   if (value === 'zero' || value === 'random') return { kind: value };
   if (value.trim() === '') throw invalid('--input-data', value, 'zero, random or the path of a JSON file');
   return { kind: 'file', path: value };
+}
+
+/**
+ * --bls-composing-models: `modelA:3,modelB`, the models a BLS model calls, each with a version
+ * after a colon or none (perf_analyzer's parsing: spaces removed, split at commas, then at the
+ * first colon).
+ */
+export function parseBlsComposingModels(value: string): { name: string; version: string }[] {
+  const expected = 'a comma-separated list of model names, each with an optional version after a colon (e.g. modelA:3,modelB)';
+  return value.replace(/\s/g, '').split(',').map((item) => {
+    const colon = item.indexOf(':');
+    const id = colon < 0 ? { name: item, version: '' } : { name: item.slice(0, colon), version: item.slice(colon + 1) };
+    if (id.name === '' || !/^\d*$/.test(id.version)) throw invalid('--bls-composing-models', value, expected);
+    return id;
+  });
 }
 
 /** A percentile from 1 to 99. */

@@ -5,7 +5,8 @@
  * chart of latency against throughput next to it.
  */
 import { clientAverages } from './client-times';
-import { percentileOf, type LevelResult, type ServerCounters, type Window } from './measure';
+import { percentileOf, type LevelResult, type Window } from './measure';
+import { zeroCounters, type ComposingStats, type ServerCounters } from './server-stats';
 
 /** µs as perf_analyzer prints them: whole, truncated (its integer divisions). */
 const whole = (v: number): number => Math.max(0, Math.trunc(v));
@@ -93,8 +94,13 @@ export interface ReportOptions {
   percentile?: number;
   /** A decoupled model: responses per second too. */
   decoupled?: boolean;
-  /** The model's config enables the response cache: the server section splits hits and misses. */
+  /**
+   * The model's config enables the response cache, or a composing model's does: the server
+   * section splits hits and misses, and the CSV has their columns.
+   */
   responseCache?: boolean;
+  /** The model's own config enables it (an ensemble's server line then has no breakdown, as perf_analyzer's). */
+  topLevelCache?: boolean;
 }
 
 /** The line that opens a level, printed before its windows are measured (as perf_analyzer). */
@@ -102,27 +108,100 @@ export function levelHeader(value: number, mode: Mode): string {
   return mode === 'concurrency' ? `Request concurrency: ${value}` : `Request Rate: ${value} inference requests per second`;
 }
 
-/** A level's Server section, perf_analyzer's ReportServerSideStats. */
-function serverText(r: LevelResult, responseCache: boolean): string[] {
-  const s = r.server;
-  if (s.successCount === 0) return ['    Request count: 0'];
-  const b = serverBreakdown(s);
-  const overhead = (accounted: number): number => Math.max(0, b.requestUs - b.queueUs - accounted);
-  const lines = [`    Inference count: ${s.inferenceCount}`, `    Execution count: ${s.executionCount}`];
-  if (responseCache) lines.push(`    Cache hit count: ${s.cacheHitCount}`, `    Cache miss count: ${s.cacheMissCount}`);
-  lines.push(`    Successful request count: ${s.successCount}`);
-  if (responseCache) {
-    lines.push(
-      `    Avg request latency: ${b.requestUs} usec (overhead ${overhead(b.cacheComputeUs)} usec + queue ${b.queueUs} usec + ` +
-        `cache hit/miss ${b.cacheComputeUs} usec)`,
-      `      Average Cache Hit Latency: ${b.cacheHitUs} usec`,
-      `      Average Cache Miss Latency: ${b.cacheMissUs + b.computeUs} usec (cache lookup/insertion ${b.cacheMissUs} usec + ` +
-        `compute input ${b.computeInputUs} usec + compute infer ${b.computeInferUs} usec + compute output ${b.computeOutputUs} usec)`,
-    );
-  } else {
-    lines.push(`    Avg request latency: ${b.requestUs} usec (overhead ${overhead(b.computeUs)} usec + queue ${b.queueUs} usec + ` +
-      `compute input ${b.computeInputUs} usec + compute infer ${b.computeInferUs} usec + compute output ${b.computeOutputUs} usec)`);
+/** A model's statistics over a level, with its composing models' (none but an ensemble's or a BLS model's). */
+interface ServerNode {
+  server: ServerCounters;
+  composing: ComposingStats[];
+}
+
+/** The composing models' times summed (perf_analyzer's EnsembleDurations), µs per request, each term truncated. */
+interface EnsembleDurations {
+  queueUs: number;
+  computeUs: number;
+  cacheHitUs: number;
+  cacheMissUs: number;
+  /** Each composing model's cache hit/miss and compute per request that hit or computed, summed. */
+  cacheComputeUs: number;
+}
+
+/**
+ * perf_analyzer's GetTotalEnsembleDurations: the ensemble's own cache hit and miss averages (its
+ * top-level response cache), plus, for each composing model, its averages (queue, compute,
+ * cache hit, cache miss, cache and compute together), or a composing ensemble's sums, recursively.
+ */
+function ensembleDurations(node: ServerNode): EnsembleDurations {
+  const d: EnsembleDurations = {
+    queueUs: 0, computeUs: 0, cacheComputeUs: 0,
+    cacheHitUs: perCount(node.server.cacheHitNs, node.server.cacheHitCount),
+    cacheMissUs: perCount(node.server.cacheMissNs, node.server.cacheMissCount),
+  };
+  for (const m of node.composing) {
+    let add: EnsembleDurations;
+    if (m.composing.length > 0) {
+      add = ensembleDurations(m);
+    } else {
+      const b = serverBreakdown(m.server);
+      add = { queueUs: b.queueUs, computeUs: b.computeUs, cacheHitUs: b.cacheHitUs, cacheMissUs: b.cacheMissUs, cacheComputeUs: b.cacheComputeUs };
+    }
+    d.queueUs += add.queueUs;
+    d.computeUs += add.computeUs;
+    d.cacheHitUs += add.cacheHitUs;
+    d.cacheMissUs += add.cacheMissUs;
+    d.cacheComputeUs += add.cacheComputeUs;
   }
+  return d;
+}
+
+/** How the server section is laid out: perf_analyzer's ResponseCacheEnabled and TopLevelResponseCachingEnabled. */
+interface ServerLayout {
+  responseCache: boolean;
+  topLevelCache: boolean;
+}
+
+/**
+ * A model's part of the Server section, perf_analyzer's ReportServerSideStats at depth
+ * `iteration` (1 for the measured model; its lines indented by 2 × iteration + 2 spaces). An
+ * ensemble's request latency is split into the sums of its composing models' queue and compute
+ * times (ensembleDurations), then come its composing models, each under "name, version: V" and
+ * laid out the same way one level deeper.
+ */
+function serverText(node: ServerNode, layout: ServerLayout, iteration = 1): string[] {
+  const ident = ' '.repeat(2 * iteration);
+  const s = node.server;
+  if (s.successCount === 0) return [`${ident}  Request count: 0`];
+  const requestUs = perCount(s.successNs, s.successCount);
+  const overhead = (queue: number, accounted: number): number => Math.max(0, requestUs - queue - accounted);
+  const lines = [`${ident}  Inference count: ${s.inferenceCount}`, `${ident}  Execution count: ${s.executionCount}`];
+  if (layout.responseCache) lines.push(`${ident}  Cache hit count: ${s.cacheHitCount}`, `${ident}  Cache miss count: ${s.cacheMissCount}`);
+  lines.push(`${ident}  Successful request count: ${s.successCount}`);
+  const latency = `${ident}  Avg request latency: ${requestUs} usec`;
+  if (node.composing.length === 0) {
+    const b = serverBreakdown(s);
+    if (layout.responseCache) {
+      lines.push(
+        `${latency} (overhead ${overhead(b.queueUs, b.cacheComputeUs)} usec + queue ${b.queueUs} usec + cache hit/miss ${b.cacheComputeUs} usec)`,
+        `${ident}${ident}  Average Cache Hit Latency: ${b.cacheHitUs} usec`,
+        `${ident}${ident}  Average Cache Miss Latency: ${b.cacheMissUs + b.computeUs} usec (cache lookup/insertion ${b.cacheMissUs} usec + ` +
+          `compute input ${b.computeInputUs} usec + compute infer ${b.computeInferUs} usec + compute output ${b.computeOutputUs} usec)`,
+      );
+    } else {
+      lines.push(`${latency} (overhead ${overhead(b.queueUs, b.computeUs)} usec + queue ${b.queueUs} usec + ` +
+        `compute input ${b.computeInputUs} usec + compute infer ${b.computeInferUs} usec + compute output ${b.computeOutputUs} usec)`);
+    }
+    return lines;
+  }
+  const e = ensembleDurations(node);
+  if (layout.responseCache) {
+    // perf_analyzer prints no breakdown where the ensemble's own config enables the cache (its FIXME).
+    lines.push(layout.topLevelCache ? latency
+      : `${latency} (overhead ${overhead(e.queueUs, e.cacheComputeUs)} usec + queue ${e.queueUs} usec + cache hit/miss ${e.cacheComputeUs} usec)`);
+    lines.push(`${ident}${ident}  Average Cache Hit Latency: ${e.cacheHitUs} usec`,
+      `${ident}${ident}  Average Cache Miss Latency: ${e.cacheMissUs + e.computeUs} usec `, '');
+  } else {
+    lines.push(`${latency} (overhead ${overhead(e.queueUs, e.computeUs)} usec + queue ${e.queueUs} usec + compute ${e.computeUs} usec)`, '');
+  }
+  lines.push(`${ident}Composing models: `);
+  for (const m of node.composing) lines.push(`${ident}${m.name}, version: ${m.version}`, ...serverText(m, layout, iteration + 1));
   return lines;
 }
 
@@ -133,7 +212,8 @@ export function levelText(r: LevelResult, library: ClientLibrary, o: ReportOptio
   if (o.percentile === undefined) lines.push(`    Avg latency: ${us(r.avgUs)} usec (standard deviation ${us(r.stdUs)} usec)`);
   // p50, p90, p95, p99 and --percentile, in increasing order.
   for (const [p, v] of r.percentilesUs) lines.push(`    p${p} latency: ${us(v)} usec`);
-  lines.push(clientLibraryText(r, library, o.verbose === true), '  Server: ', ...serverText(r, o.responseCache === true));
+  lines.push(clientLibraryText(r, library, o.verbose === true), '  Server: ',
+    ...serverText(r, { responseCache: o.responseCache === true, topLevelCache: o.topLevelCache === true }));
   return lines.join('\n');
 }
 
@@ -200,6 +280,53 @@ export function csvText(results: LevelResult[], mode: Mode, o: ReportOptions = {
     ...(o.responseCache ? ['Server Cache Hit', 'Server Cache Miss'] : []), 'Client Recv', ...percentiles.map((p) => `p${p} latency`),
   ];
   return [columns.join(','), ...rows, ''].join('\n');
+}
+
+/** ns per count, truncated as perf_analyzer's integer division (0 without a count). */
+const nsPer = (ns: number, count: number): number => (count > 0 ? Math.trunc(ns / count) : 0);
+
+/** A composing model's CSV: its file name's prefix (perf_analyzer's `<name>_v<version>.`) and text. */
+export interface ComposingCsv {
+  name: string;
+  version: string;
+  text: string;
+}
+
+/**
+ * perf_analyzer's CSVs of an ensemble's composing models (report_writer.cc): one per composing
+ * model of the first level (those of the lowest-throughput level, by name and version; a
+ * composing ensemble's own steps get none), rows by increasing throughput as in the main CSV.
+ * Columns: the level; Inferences/Second, the client's throughput times the model's successful
+ * requests over the ensemble's; Client Send 0; Network+Server Send/Recv, the model's average
+ * request time less its queue, compute and cache hit and miss averages (its server overhead,
+ * never below 0); Server Queue and Compute Input, Infer and Output (Server Cache Hit and Miss
+ * where the cache is enabled); Client Recv 0. No latency columns.
+ */
+export function composingCsvs(results: LevelResult[], mode: Mode, o: ReportOptions = {}): ComposingCsv[] {
+  const sorted = [...results].sort((a, b) => a.throughput - b.throughput);
+  if (sorted.length === 0) return [];
+  const columns = [
+    mode === 'concurrency' ? 'Concurrency' : 'Request Rate', 'Inferences/Second', 'Client Send', 'Network+Server Send/Recv', 'Server Queue',
+    'Server Compute Input', 'Server Compute Infer', 'Server Compute Output', ...(o.responseCache ? ['Server Cache Hit', 'Server Cache Miss'] : []),
+    'Client Recv',
+  ];
+  return sorted[0].composing.map(({ name, version }) => {
+    const rows = sorted.map((r) => {
+      const s = r.composing.find((m) => m.name === name && m.version === version)?.server ?? zeroCounters();
+      const queueNs = nsPer(s.queueNs, s.queueCount);
+      const computeNs = nsPer(s.computeInputNs + s.computeInferNs + s.computeOutputNs, s.computeInputCount);
+      const hitNs = nsPer(s.cacheHitNs, s.cacheHitCount);
+      const missNs = nsPer(s.cacheMissNs, s.cacheMissCount);
+      const overheadNs = Math.max(0, nsPer(s.successNs, s.successCount) - (queueNs + computeNs + hitNs + missNs));
+      const ratio = r.server.successCount > 0 ? s.successCount / r.server.successCount : 0;
+      return [
+        String(r.value), rate(ratio * r.throughput), '0', us(overheadNs / 1000), us(queueNs / 1000),
+        us(nsPer(s.computeInputNs, s.computeInputCount) / 1000), us(nsPer(s.computeInferNs, s.computeInferCount) / 1000),
+        us(nsPer(s.computeOutputNs, s.computeOutputCount) / 1000), ...(o.responseCache ? [us(hitNs / 1000), us(missNs / 1000)] : []), '0',
+      ].join(',');
+    });
+    return { name, version, text: [columns.join(','), ...rows, ''].join('\n') };
+  });
 }
 
 const escapeXml = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');

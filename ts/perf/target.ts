@@ -30,20 +30,12 @@ import { InferenceServerError } from '../errors';
 import type { NDArray } from '../tensor';
 import { Triton } from '../triton';
 import { modelMetadata, statistics } from '../server/metadata';
-import { countRequest, zeroClientTimes, type ClientTimes } from './client-times';
+import { countRequest, zeroClientTimes, type ClientTimes, type StreamAnswer } from './client-times';
 import { TimedGrpcInfer } from './grpc-timed';
 import { serverUrl, type PerfOptions } from './options';
 import { RawHttpPool, postRequest } from './raw-http';
 
-/**
- * What a streamed request (a decoupled model's) brought: its responses, the empty final one not
- * counted, and when the last of them arrived (performance.now()). Its latency ends there, as
- * perf_analyzer's does, not at the flag-only end of the stream.
- */
-export interface StreamAnswer {
-  responses: number;
-  lastResponseMs: number;
-}
+export type { StreamAnswer } from './client-times';
 
 export interface PerfTarget {
   /** How the report names it: "HTTP", "gRPC", "gRPC streaming", "in-process". */
@@ -55,8 +47,12 @@ export interface PerfTarget {
   modelMetadata(): Promise<ModelMetadata>;
   /** The config in Triton's JSON form (snake_case fields). */
   modelConfig(): Promise<Record<string, unknown>>;
+  /** Another model's config (an ensemble's step model), in the same form. */
+  configOf(name: string, version: string | undefined): Promise<Record<string, unknown>>;
   /** Triton's statistics of the model (every version). */
   modelStatistics(): Promise<{ model_stats: Record<string, unknown>[] }>;
+  /** Triton's statistics of every model (perf_analyzer reads these for an ensemble). */
+  allModelStatistics(): Promise<{ model_stats: Record<string, unknown>[] }>;
   /** One inference; resolves when its (final) response arrived, with what a stream brought. */
   infer(inputs: Record<string, NDArray>): Promise<void | StreamAnswer>;
   close(): Promise<void>;
@@ -88,8 +84,16 @@ class ClientTarget implements PerfTarget {
     return this.client.modelConfig(this.model, this.version);
   }
 
+  configOf(name: string, version: string | undefined): Promise<Record<string, unknown>> {
+    return this.client.modelConfig(name, version);
+  }
+
   modelStatistics(): Promise<{ model_stats: Record<string, unknown>[] }> {
     return this.client.modelStatistics(this.model, this.version);
+  }
+
+  allModelStatistics(): Promise<{ model_stats: Record<string, unknown>[] }> {
+    return this.client.modelStatistics();
   }
 
   infer(inputs: Record<string, NDArray>): Promise<void | StreamAnswer> {
@@ -181,8 +185,8 @@ function grpcTarget(o: PerfOptions): PerfTarget {
   return new ClientTarget(o.streaming ? 'gRPC streaming' : 'gRPC', url, client, o.modelName, o.modelVersion, { send, close: () => calls.close() }, times);
 }
 
-/** `triton.infer()` on a repository loaded in this process: no listener, no socket. */
-class InProcessTarget implements PerfTarget {
+/** `triton.infer()` on a repository loaded in this process (or on a Triton the caller runs): no listener, no socket. */
+export class InProcessTarget implements PerfTarget {
   readonly kind = 'in-process';
   readonly clientTimes = zeroClientTimes();
 
@@ -196,8 +200,16 @@ class InProcessTarget implements PerfTarget {
     return toModelConfigJson(this.#model().config) as Record<string, unknown>;
   }
 
+  async configOf(name: string, version: string | undefined): Promise<Record<string, unknown>> {
+    return toModelConfigJson(this.triton.model(name, version === undefined ? undefined : Number(version)).config) as Record<string, unknown>;
+  }
+
   async modelStatistics(): Promise<{ model_stats: Record<string, unknown>[] }> {
     return statistics(this.triton, this.o.modelName, this.o.modelVersion);
+  }
+
+  async allModelStatistics(): Promise<{ model_stats: Record<string, unknown>[] }> {
+    return statistics(this.triton);
   }
 
   async infer(inputs: Record<string, NDArray>): Promise<void | StreamAnswer> {
