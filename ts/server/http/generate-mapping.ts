@@ -128,6 +128,18 @@ function valuesByteSize(dtype: DataType, values: readonly unknown[]): number {
   return total;
 }
 
+const notFlat = (what: string): InferenceServerError =>
+  invalidArg(`${what}: the generate endpoint takes a value or a flat list of values for an input`);
+
+/** Counts an input's `size` bytes against the request's bound (Triton bounds their sum by --http-max-input-size). */
+function consume(c: Conversion, name: string, size: number): void {
+  if (c.consumed + size > c.maxInputSize) {
+    throw invalidArg(`request size of ${c.consumed} bytes with input '${clip(name)}' of size ${size} bytes exceeds the ` +
+      `maximum allowed input size of ${c.maxInputSize}. Use --http-max-input-size to increase the limit.`);
+  }
+  c.consumed += size;
+}
+
 function addInput(c: Conversion, name: string, spec: InputSpec, value: unknown): void {
   const what = `input '${clip(name)}' for model '${clip(c.modelName)}'`;
   // BYTES lists are strings JSON.parse reads as fast as anything (and their sizes need them).
@@ -137,30 +149,18 @@ function addInput(c: Conversion, name: string, spec: InputSpec, value: unknown):
   }
   value = plainValue(value);
   const values = Array.isArray(value) ? value : [value];
-  if (values.some((v) => Array.isArray(v) || isObject(v))) {
-    throw invalidArg(`${what}: the generate endpoint takes a value or a flat list of values for an input`);
-  }
+  if (values.some((v) => Array.isArray(v) || isObject(v))) throw notFlat(what);
   const size = valuesByteSize(spec.dtype, values);
-  if (c.consumed + size > c.maxInputSize) {
-    throw invalidArg(`request size of ${c.consumed} bytes with input '${clip(name)}' of size ${size} bytes exceeds the ` +
-      `maximum allowed input size of ${c.maxInputSize}. Use --http-max-input-size to increase the limit.`);
-  }
-  c.consumed += size;
+  consume(c, name, size);
   const shape = generateInputShape(spec.shape, values.length, name, c.modelName);
   c.inputs.push({ name, tensor: tensorFromJson(what, spec.dtype, shape, values) });
 }
 
 /** addInput for a scanned list of a numeric or BOOL input: the same checks in the same order, no JS array. */
 function addScannedInput(c: Conversion, name: string, spec: InputSpec, data: JsonTensorData, what: string): void {
-  if (data.nested || data.objects) {
-    throw invalidArg(`${what}: the generate endpoint takes a value or a flat list of values for an input`);
-  }
+  if (data.nested || data.objects) throw notFlat(what);
   const size = data.elements * dataTypeByteSize(spec.dtype);
-  if (c.consumed + size > c.maxInputSize) {
-    throw invalidArg(`request size of ${c.consumed} bytes with input '${clip(name)}' of size ${size} bytes exceeds the ` +
-      `maximum allowed input size of ${c.maxInputSize}. Use --http-max-input-size to increase the limit.`);
-  }
-  c.consumed += size;
+  consume(c, name, size);
   const shape = generateInputShape(spec.shape, data.elements, name, c.modelName);
   c.inputs.push({ name, tensor: tensorFromJsonData(what, spec.dtype, shape, data) });
 }
