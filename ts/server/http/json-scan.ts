@@ -16,6 +16,7 @@
  * Every inputs[i].data of the text is replaced (duplicate keys too: JSON.parse keeps the last), so
  * the placeholders that JSON.parse leaves at inputs[i].data are all the scanner's own.
  */
+import { randomBytes } from 'node:crypto';
 import { JsonTensorData } from './json-tensor-data';
 import { MAX_JSON_ARRAYS, tooManyArrays } from '../../json-bounds';
 import { MAX_JSON_NESTING_DEPTH } from '../tensor-codec';
@@ -55,8 +56,12 @@ export function needsGenerateScan(length: number): boolean {
   return length > LARGE_JSON_BODY;
 }
 
-/** What a placeholder string starts with; the index into ScannedInfer.data follows. */
-const PLACEHOLDER = '\u0000tensor-data:';
+/**
+ * What a placeholder string starts with; the index into ScannedInfer.data follows. A generate
+ * body keeps its strings where lists are taken out, so a client's string could spell a fixed
+ * placeholder and be read as another key's list: this one holds 64 random bits per process.
+ */
+const PLACEHOLDER = `\u0000tensor-data${randomBytes(8).toString('hex')}:`;
 
 export interface ScannedInfer {
   /** The JSON text with each input's data value replaced by a placeholder string. */
