@@ -4,7 +4,7 @@
  * binary; answers are split at `Inference-Header-Content-Length` and binary outputs become
  * views of the response body. The same tensor codec as the server's is used both ways.
  */
-import { invalidArg } from '../errors';
+import { InferenceServerError, invalidArg } from '../errors';
 import type { NDArray } from '../tensor';
 import { tensorFromBytes, tensorFromJson, tensorToBytes, tensorToJsonText, wireDataType, wireShape } from '../server/tensor-codec';
 import { InferResult, type InferResponseJson, type SharedMemoryRef } from './infer-io';
@@ -110,9 +110,20 @@ export function decodeInferResponse(res: HttpResponse): InferResult {
   if (!Number.isSafeInteger(jsonLength) || jsonLength < 0 || jsonLength > res.body.length) {
     throw invalidArg(`the server's Inference-Header-Content-Length '${String(headerValue)}' does not fit its ${res.body.length}-byte answer`);
   }
-  const header = parseTritonJson(res.body.toString('utf8', 0, jsonLength)) as {
+  let header: {
     model_name: string; model_version: string; id?: string; parameters?: Record<string, unknown>; outputs?: ResponseOutput[];
   };
+  try {
+    header = parseTritonJson(res.body.toString('utf8', 0, jsonLength)) as typeof header;
+  } catch (err) {
+    throw new InferenceServerError('INTERNAL', `the server's inference response is not JSON: ${(err as Error).message}`);
+  }
+  if (typeof header !== 'object' || header === null || Array.isArray(header) ||
+    (header.outputs !== undefined && (!Array.isArray(header.outputs) ||
+      header.outputs.some((o) => typeof o !== 'object' || o === null || typeof o.name !== 'string')))) {
+    throw new InferenceServerError('INTERNAL', "the server's inference response is not an inference response: " +
+      'expected an object whose outputs (when present) are a list of named outputs');
+  }
   const outputs: Record<string, NDArray> = {};
   let offset = jsonLength;
   for (const out of header.outputs ?? []) {
@@ -121,7 +132,10 @@ export function decodeInferResponse(res: HttpResponse): InferResult {
     const shape = wireShape(out.shape, what);
     const size = out.parameters?.binary_data_size;
     if (size !== undefined) {
-      if (!Number.isSafeInteger(size) || size < 0 || offset + size > res.body.length) {
+      if (!Number.isSafeInteger(size) || size < 0) {
+        throw invalidArg(`${what}: binary_data_size ${JSON.stringify(size)} is not a non-negative integer`);
+      }
+      if (offset + size > res.body.length) {
         throw invalidArg(`${what}: binary_data_size ${size} runs past the server's answer`);
       }
       outputs[out.name] = tensorFromBytes(what, dtype, shape, res.body.subarray(offset, offset + size));

@@ -163,7 +163,13 @@ export class HttpInferenceServerClient extends TritonClientBase implements Infer
   ): Promise<T> {
     const res = await this.#send(method, path, body, options);
     if (res.status !== 200) throw errorFromResponse(res);
-    return (res.body.length === 0 ? undefined : parse(res.body.toString('utf8'))) as T;
+    if (res.body.length === 0) return undefined as T;
+    try {
+      return parse(res.body.toString('utf8')) as T;
+    } catch (err) {
+      if (err instanceof InferenceServerError) throw err;
+      throw new InferenceServerError('INTERNAL', `the server's answer to ${method} ${path} is not JSON: ${(err as Error).message}`);
+    }
   }
 
   /** True when the server answers 200 (false for any other HTTP answer, as tritonclient). */
