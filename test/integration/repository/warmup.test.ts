@@ -140,6 +140,27 @@ test("BYTES warm-up: random_data gives empty strings (Triton's zero data) and a 
   }
 });
 
+test("a sequence model's warm-up may list its control inputs (Triton sends them as override inputs); the model sees a sequence of its own", async () => {
+  repo.config('m', `backend: "js"\nmax_batch_size: 4
+    input [ { name: "IN", data_type: TYPE_INT32, dims: [ 3 ] } ]
+    output [ { name: "OUT", data_type: TYPE_INT32, dims: [ 3 ] } ]
+    instance_group [ { count: 1, kind: KIND_CPU } ]
+    sequence_batching { control_input [
+      { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] },
+      { name: "READY" control [ { kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] } ] } ] }
+    model_warmup [ { name: "seq", batch_size: 1, inputs [
+      { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], zero_data: true } },
+      { key: "START", value: { data_type: TYPE_INT32, dims: [ 1 ], zero_data: true } },
+      { key: "READY", value: { data_type: TYPE_INT32, dims: [ 1 ], zero_data: true } } ] } ]`);
+  repo.write('m/1/model.js', `exports.execute = (requests) => requests.map((r) => {
+    globalThis.__warmupEvents.calls.push({ instance: 0, shape: r.data.IN.shape, values: [...r.data.START.data, ...r.data.READY.data] });
+    return { OUT: r.data.IN };
+  });`);
+  served = await startRepoTriton(repo.root);
+  expect(served.triton.repositoryIndex()[0]).toMatchObject({ state: 'READY', reason: '' });
+  expect(events.calls).toEqual([{ instance: 0, shape: [1, 3], values: [1, 1] }]);
+});
+
 test('a failing warm-up fails the load with the warm-up named; both instances are finalized', async () => {
   events.failOn = 0;
   jsModel('model_warmup [ { name: "zeros", batch_size: 1, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], zero_data: true } } } ]');
