@@ -24,27 +24,42 @@ function fill(dtype: Exclude<DataType, 'BYTES'>, count: number, random: boolean)
   return data;
 }
 
-/** The warm-up data of one input, batch axis included when the model batches. */
+/** `sample` repeated `times` times, one after another. */
+function repeat<T extends TypedArray>(sample: T, times: number): T {
+  const out = new (sample.constructor as new (n: number) => T)(sample.length * times);
+  for (let i = 0; i < times; i++) (out as unknown as { set(a: T, at: number): void }).set(sample, i * sample.length);
+  return out;
+}
+
+/**
+ * The warm-up data of one input, batch axis included when the model batches. As Triton's
+ * GenerateWarmupData: `dims` (without the batch axis) is one sample; a file holds one sample
+ * (the first bytes it needs; for BYTES, the whole file), repeated `batch_size` times; BYTES
+ * random_data is zero data (empty strings).
+ */
 export function warmupInputArray(input: WarmupInput, batchSize: number, batching: boolean, name: string): NDArray {
   const sources = [input.zeroData, input.randomData, input.inputDataFile !== undefined].filter(Boolean).length;
   if (sources !== 1) throw invalidArg(`warm-up input '${name}' needs exactly one of zeroData, randomData, inputDataFile`);
   const dtype = parseDataType(input.dtype);
+  const times = batching ? batchSize : 1;
   const shape = batching ? [batchSize, ...input.shape] : [...input.shape];
-  const count = elementCount(shape);
+  const sampleCount = elementCount([...input.shape]);
   if (dtype === 'BYTES') {
-    const items = input.inputDataFile
-      ? deserializeBytes(readFileSync(input.inputDataFile), count, `warm-up input '${name}'`)
-      : Array.from({ length: count }, () => Buffer.from(input.randomData ? String(Math.random()) : ''));
-    return new NDArray('BYTES', shape, items);
+    const sample = input.inputDataFile
+      ? deserializeBytes(readFileSync(input.inputDataFile), sampleCount, `warm-up input '${name}'`)
+      : Array.from({ length: sampleCount }, () => Buffer.alloc(0));
+    return new NDArray('BYTES', shape, Array.from({ length: times }, () => sample).flat());
   }
-  if (!input.inputDataFile) return new NDArray(dtype, shape, fill(dtype, count, Boolean(input.randomData)));
+  if (!input.inputDataFile) return new NDArray(dtype, shape, fill(dtype, sampleCount * times, Boolean(input.randomData)));
   const raw = readFileSync(input.inputDataFile);
   const Ctor = typedArrayFor(dtype);
-  const needed = count * Ctor.BYTES_PER_ELEMENT;
-  if (raw.length < needed) throw invalidArg(`warm-up file ${input.inputDataFile} has ${raw.length} bytes, needs ${needed}`);
+  const needed = sampleCount * Ctor.BYTES_PER_ELEMENT;
+  if (raw.length < needed) {
+    throw invalidArg(`warmup setting expects ${needed} bytes, but the data provided from ${input.inputDataFile} only has ${raw.length} bytes`);
+  }
   const copy = new Uint8Array(needed);
   copy.set(raw.subarray(0, needed));
-  return new NDArray(dtype, shape, new Ctor(copy.buffer));
+  return new NDArray(dtype, shape, repeat(new Ctor(copy.buffer), times));
 }
 
 let nextWarmupSequence = 1;

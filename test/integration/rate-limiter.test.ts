@@ -293,6 +293,31 @@ describe('repository models', () => {
     });
   });
 
+  test('unloading a model whose batch waits for a resource: the unload finishes, the waiting request is answered, nothing stays held', async () => {
+    const limiter = 'rate_limiter { resources [ { name: "R" global: true count: 1 } ] }';
+    heldRepoModel(repo, 'x', limiter);
+    heldRepoModel(repo, 'y', limiter);
+    const served = await startRepoTriton(repo.root, { config: { rateLimit: 'execution_count' }, controlMode: 'explicit', loadModels: ['x', 'y'] });
+    triton = served.triton;
+    const t = served.triton;
+    const x = infer(t, 'x');
+    await waitFor(() => activity.running.has('x'), 'x to execute');
+    const y = infer(t, 'y').then(() => 'ok', (e: Error) => e.message);
+    await waitFor(waitingForGrant(t, 'y'), 'y to wait for R');
+    const unloaded = t.unloadModel('y');
+    activity.release = true;  // y's batch, if granted, runs through
+    activity.gates[0].open();
+    await x;
+    await unloaded;
+    let timer: NodeJS.Timeout | undefined;
+    const answer = await Promise.race([y, new Promise((r) => { timer = setTimeout(() => r('hang'), 5000); })]);
+    clearTimeout(timer);
+    expect(answer).toBe('ok');  // its batch was granted once x released R and ran before the unload ended
+    await infer(t, 'x');
+    await infer(t, 'x');
+    expect(t.rateLimiter?.available()).toEqual([[-2, 'R', 1]]);
+  });
+
   test('ONNX models sharing a resource: grants cross from ONNX Runtime threads to the other model', async () => {
     for (const name of ['add1', 'add2']) {
       repo.config(name, `platform: "onnxruntime_onnx"

@@ -63,7 +63,10 @@ export interface WarmupInput {
   shape: number[];
   zeroData?: boolean;
   randomData?: boolean;
-  /** A raw little-endian file with the input's data (numeric) or length-prefixed strings (BYTES). */
+  /**
+   * A raw little-endian file with one sample's data (numeric: its first bytes) or length-prefixed
+   * strings (BYTES), repeated `batchSize` times as Triton does; BYTES `randomData` gives empty strings.
+   */
   inputDataFile?: string;
 }
 

@@ -33,7 +33,7 @@ import type {
 } from '../config/model-config-proto';
 import type { RawModelConfig } from './autocomplete';
 import { normalizeRawTensors } from './config-tensors';
-import { normalizeRawWarmups } from './config-warmup';
+import { normalizeRawWarmups, sequenceInputNames } from './config-warmup';
 import { readConfigText, type ModelDirectory } from './layout';
 import { resolveFileInside } from './model-files';
 import { fromProtoSequenceBatching, normalizeSequenceBatching } from '../config/sequence-batching';
@@ -326,7 +326,9 @@ export function normalizeRawConfig(raw: RawModelConfig, options: NormalizeRawOpt
     instanceGroup,
     responseCache: cfg.response_cache?.enable ?? false,
     decoupled,
-    modelWarmup: normalizeRawWarmups({ model, maxBatchSize, inputs, modelDirectory }, cfg.model_warmup),
+    modelWarmup: normalizeRawWarmups({
+      model, maxBatchSize, inputs, modelDirectory, sequenceInputs: sequenceInputNames(cfg.sequence_batching),
+    }, cfg.model_warmup),
     maxQueueSizeHardLimit: checkInt(
       model, 'maxQueueSizeHardLimit', options.maxQueueSizeHardLimit ?? DEFAULT_MAX_QUEUE_SIZE_HARD_LIMIT, 1),
     platform,

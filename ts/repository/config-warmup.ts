@@ -16,6 +16,22 @@ interface WarmupContext {
   maxBatchSize: number;
   inputs: NormalizedTensor[];
   modelDirectory: string;
+  /**
+   * The sequence batcher's control and state input names: Triton sends warm-up inputs with these
+   * names as override inputs; here warm-up runs as a sequence of its own, whose controls the
+   * sequence batcher sets, so they are accepted and left out.
+   */
+  sequenceInputs?: string[];
+}
+
+/** The control_input and state input names of a protobuf-JSON `sequence_batching`. */
+export function sequenceInputNames(sb: unknown): string[] {
+  if (typeof sb !== 'object' || sb === null) return [];
+  const { control_input: controls, state } = sb as { control_input?: unknown; state?: unknown };
+  const names = (list: unknown, key: string): string[] => (Array.isArray(list) ? list : [])
+    .map((e) => (typeof e === 'object' && e !== null ? (e as Record<string, unknown>)[key] : undefined))
+    .filter((n): n is string => typeof n === 'string');
+  return [...names(controls, 'name'), ...names(state, 'input_name')];
 }
 
 function warmupInput(ctx: WarmupContext, where: string, name: string, input: ProtoWarmupInput): WarmupInput {
@@ -55,7 +71,10 @@ function warmupEntry(ctx: WarmupContext, warmup: ProtoWarmup, index: number): Mo
     throw invalidArg(`${where}: batch_size ${batchSize} exceeds max_batch_size ${ctx.maxBatchSize}`);
   }
   const inputs: Record<string, WarmupInput> = {};
-  for (const [name, input] of Object.entries(warmup.inputs ?? {})) inputs[name] = warmupInput(ctx, where, name, input);
+  for (const [name, input] of Object.entries(warmup.inputs ?? {})) {
+    if (ctx.sequenceInputs?.includes(name) && !ctx.inputs.some((t) => t.name === name)) continue;
+    inputs[name] = warmupInput(ctx, where, name, input);
+  }
   // count 0 (the default) means "run once".
   return { name: warmup.name ?? '', batchSize, inputs, count: Math.max(1, warmup.count ?? 0) };
 }

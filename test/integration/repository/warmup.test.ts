@@ -73,7 +73,7 @@ test('zero_data and input_data_file samples run count × instances times through
   expect(served.triton.repositoryIndex()[0]).toMatchObject({ state: 'READY' });
   expect(events.calls.map((c) => [c.shape, c.values])).toEqual([
     ...Array(4).fill([[2, 3], [0, 0, 0, 0, 0, 0]]),
-    ...Array(2).fill([[2, 3], [7, 8, 9, -1, -2, -3]]),
+    ...Array(2).fill([[2, 3], [7, 8, 9, 7, 8, 9]]),  // one sample per request, as Triton
   ]);
 });
 
@@ -100,6 +100,65 @@ test('random_data gives values of the declared type and shape', async () => {
   expect(events.calls).toHaveLength(1);
   expect(events.calls[0].shape).toEqual([1, 3]);
   expect(events.calls[0].values.every((v) => Number.isInteger(v))).toBe(true);
+});
+
+test("input_data_file holds one sample, repeated batch_size times (Triton's per-request data)", async () => {
+  repo.write('m/warmup/one.bin', Buffer.from(new Int32Array([7, 8, 9]).buffer));
+  jsModel('model_warmup [ { name: "file", batch_size: 3, inputs { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], input_data_file: "one.bin" } } } ]', 1);
+  served = await startRepoTriton(repo.root);
+  expect(served.triton.repositoryIndex()[0]).toMatchObject({ state: 'READY' });
+  expect(events.calls.map((c) => [c.shape, c.values])).toEqual([[[3, 3], [7, 8, 9, 7, 8, 9, 7, 8, 9]]]);
+});
+
+test("BYTES warm-up: random_data gives empty strings (Triton's zero data) and a file's strings are one sample, repeated", async () => {
+  const seen: string[][] = [];
+  (globalThis as { __warmupBytes?: string[][] }).__warmupBytes = seen;
+  const serialized = Buffer.concat(['ab', 'c'].map((t) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32LE(t.length);
+    return Buffer.concat([len, Buffer.from(t)]);
+  }));
+  repo.write('s/warmup/strings.bin', serialized);
+  repo.config('s', `backend: "js"\nmax_batch_size: 4
+    input [ { name: "IN", data_type: TYPE_STRING, dims: [ 2 ] } ]
+    output [ { name: "OUT", data_type: TYPE_STRING, dims: [ 2 ] } ]
+    instance_group [ { count: 1, kind: KIND_CPU } ]
+    model_warmup [
+      { name: "random", batch_size: 2, inputs { key: "IN", value: { data_type: TYPE_STRING, dims: [ 2 ], random_data: true } } },
+      { name: "file", batch_size: 2, inputs { key: "IN", value: { data_type: TYPE_STRING, dims: [ 2 ], input_data_file: "strings.bin" } } }
+    ]`);
+  repo.write('s/1/model.js', `exports.execute = (requests) => requests.map((r) => {
+    globalThis.__warmupBytes.push(Array.from(r.data.IN.data, (b) => Buffer.from(b).toString()));
+    return { OUT: r.data.IN };
+  });`);
+  try {
+    served = await startRepoTriton(repo.root);
+    expect(served.triton.repositoryIndex()[0]).toMatchObject({ state: 'READY' });
+    expect(seen).toEqual([['', '', '', ''], ['ab', 'c', 'ab', 'c']]);
+  } finally {
+    delete (globalThis as { __warmupBytes?: string[][] }).__warmupBytes;
+  }
+});
+
+test("a sequence model's warm-up may list its control inputs (Triton sends them as override inputs); the model sees a sequence of its own", async () => {
+  repo.config('m', `backend: "js"\nmax_batch_size: 4
+    input [ { name: "IN", data_type: TYPE_INT32, dims: [ 3 ] } ]
+    output [ { name: "OUT", data_type: TYPE_INT32, dims: [ 3 ] } ]
+    instance_group [ { count: 1, kind: KIND_CPU } ]
+    sequence_batching { control_input [
+      { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] },
+      { name: "READY" control [ { kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] } ] } ] }
+    model_warmup [ { name: "seq", batch_size: 1, inputs [
+      { key: "IN", value: { data_type: TYPE_INT32, dims: [ 3 ], zero_data: true } },
+      { key: "START", value: { data_type: TYPE_INT32, dims: [ 1 ], zero_data: true } },
+      { key: "READY", value: { data_type: TYPE_INT32, dims: [ 1 ], zero_data: true } } ] } ]`);
+  repo.write('m/1/model.js', `exports.execute = (requests) => requests.map((r) => {
+    globalThis.__warmupEvents.calls.push({ instance: 0, shape: r.data.IN.shape, values: [...r.data.START.data, ...r.data.READY.data] });
+    return { OUT: r.data.IN };
+  });`);
+  served = await startRepoTriton(repo.root);
+  expect(served.triton.repositoryIndex()[0]).toMatchObject({ state: 'READY', reason: '' });
+  expect(events.calls).toEqual([{ instance: 0, shape: [1, 3], values: [1, 1] }]);
 });
 
 test('a failing warm-up fails the load with the warm-up named; both instances are finalized', async () => {
@@ -170,7 +229,7 @@ test('an ONNX warm-up whose sample the model rejects fails the load', async () =
 test.each([
   ['a data file outside warmup/', 'input_data_file: "../config.pbtxt"', "input_data_file '../config.pbtxt' must be a relative path inside"],
   ['a missing data file', 'input_data_file: "nothing.bin"', "input_data_file 'nothing.bin' is not a file in"],
-  ['a data file too short', 'input_data_file: "short.bin"', 'has 4 bytes, needs 12'],
+  ['a data file too short', 'input_data_file: "short.bin"', 'warmup setting expects 12 bytes, but the data provided from '],
   ['an input the model does not have', 'zero_data: true', "'IMAGE' is not an input of the model"],
 ])('%s fails the load with a clear error', async (_what, source, message) => {
   repo.write('m/warmup/short.bin', Buffer.alloc(4));
@@ -181,6 +240,7 @@ test.each([
   expect(entry.state).toBe('UNAVAILABLE');
   expect(entry.reason).toContain(message);
   expect(entry.reason).toContain("'m'");
+  if (source.includes('short.bin')) expect(entry.reason).toMatch(/short\.bin only has 4 bytes;$/);
 });
 
 test('bind(): a warm-up with count 0 (Triton\'s default) runs once on each instance', async () => {
