@@ -498,9 +498,9 @@ model_warmup { name: "skipped" inputs { key: "x" value { data_type: TYPE_FP32 di
       ['another datatype', 'batch_size: 1 inputs { key: "x" value { data_type: TYPE_INT32 dims: [ 3 ] zero_data: true } }',
         "model 'm': model_warmup 'w': input 'x' has data_type TYPE_INT32, the model's input is FP32"],
       ['no data source', 'batch_size: 1 inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 3 ] } }',
-        "model 'm': model_warmup 'w': input 'x' needs one of zero_data, random_data or input_data_file"],
+        "model 'm': model_warmup 'w': warmup setting expects input 'x' to have input_data_type set (one of zero_data, random_data or input_data_file)"],
       ['variable dims', 'batch_size: 1 inputs { key: "x" value { data_type: TYPE_FP32 dims: [ -1 ] zero_data: true } }',
-        "model 'm': model_warmup 'w': input 'x' dims [-1] must be concrete (no -1)"],
+        "model 'm': model_warmup 'w': warmup setting expects all variable-size dimensions are specified for input 'x' (dims [-1]: give each -1 a size)"],
       ['a batch above max_batch_size', 'batch_size: 5 inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 3 ] zero_data: true } }',
         "model 'm': model_warmup 'w': batch_size 5 exceeds max_batch_size 4"],
     ])('%s is INVALID_ARG', (_, body, message) => {

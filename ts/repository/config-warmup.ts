@@ -46,7 +46,9 @@ function warmupInput(ctx: WarmupContext, where: string, name: string, input: Pro
   }
   const shape = input.dims ?? [];
   if (shape.some((d) => d < 0)) {
-    throw invalidArg(`${where}: input '${name}' dims [${shape.join(', ')}] must be concrete (no -1)`);
+    // Triton's text (backend_model_instance.cc GenerateWarmupData), then what was given.
+    throw invalidArg(`${where}: warmup setting expects all variable-size dimensions are specified for input '${name}' ` +
+      `(dims [${shape.join(', ')}]: give each -1 a size)`);
   }
   // zero_data / random_data count as chosen whenever they are set, whatever their value (Triton's rule).
   if (input.zero_data !== undefined) return { dtype, shape, zeroData: true };
@@ -56,7 +58,8 @@ function warmupInput(ctx: WarmupContext, where: string, name: string, input: Pro
     const file = resolveFileInside(warmupDir, input.input_data_file, `${where}: input '${name}' input_data_file`);
     return { dtype, shape, inputDataFile: file };
   }
-  throw invalidArg(`${where}: input '${name}' needs one of zero_data, random_data or input_data_file`);
+  throw invalidArg(`${where}: warmup setting expects input '${name}' to have input_data_type set ` +
+    '(one of zero_data, random_data or input_data_file)');
 }
 
 function warmupEntry(ctx: WarmupContext, warmup: ProtoWarmup, index: number): ModelWarmup | null {
