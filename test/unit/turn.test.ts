@@ -6,6 +6,8 @@
 import { TurnQueue } from '../../ts/server/turn';
 import { DisconnectSignal } from '../../ts/server/http/disconnect';
 import { native } from '../../ts/native';
+import { ANSWER_BUDGET_MS } from '../../ts/server/answer-pace';
+import { performance } from 'node:perf_hooks';
 
 describe('loopTurns (the event loop\'s iteration count TurnQueue reads)', () => {
   const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -111,6 +113,71 @@ describe('TurnQueue', () => {
     });
     await inner;
     expect(order).toEqual(['first', 'first done', 'second']);
+  });
+});
+
+describe('answer pacing (answer-pace.ts, through TurnQueue.run)', () => {
+  const turns = native().loopTurns();
+  /** A continuation that holds the loop for `ms`, as writing an answer does. */
+  const hold = (ms: number): void => {
+    const start = performance.now();
+    while (performance.now() - start < ms) { /* busy: the time a write takes */ }
+  };
+
+  test('answers that settle together reach their continuations in settling order, a bounded time per turn of the loop', async () => {
+    const turn = new TurnQueue();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const seen: { index: number; turn: number }[] = [];
+    const answered = Array.from({ length: 30 }, async (_, index) => {
+      const value = await turn.run(() => gate.then(() => index));
+      hold(0.3);
+      seen.push({ index: value, turn: turns[0] });
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    release();  // all 30 settle in one microtask burst, as a completed batch does
+    await Promise.all(answered);
+    expect(seen.map((s) => s.index)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    const perTurn = new Map<number, number>();
+    for (const s of seen) perTurn.set(s.turn, (perTurn.get(s.turn) ?? 0) + 1);
+    // 0.3 ms an answer: at most ceil(budget / 0.3) start within a turn's budget (0.5 ms: at 0 and 0.3 ms).
+    expect(Math.max(...perTurn.values())).toBeLessThanOrEqual(Math.ceil(ANSWER_BUDGET_MS / 0.3));
+    expect(perTurn.size).toBeGreaterThanOrEqual(Math.ceil(30 / Math.ceil(ANSWER_BUDGET_MS / 0.3)));
+    expect(perTurn.size).toBeGreaterThan(1);  // 9 ms of writes never go in one turn
+  });
+
+  test('timers and I/O callbacks run between the turns of a long burst of answers', async () => {
+    const turn = new TurnQueue();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    let done = 0;
+    const answered = Array.from({ length: 40 }, async () => {
+      await turn.run(() => gate);
+      hold(0.3);
+      done++;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    let doneWhenTimerRan = -1;
+    setTimeout(() => { doneWhenTimerRan = done; }, 1);
+    release();
+    await Promise.all(answered);
+    expect(doneWhenTimerRan).toBeGreaterThan(0);
+    expect(doneWhenTimerRan).toBeLessThan(40);
+  });
+
+  test('failures wait their turn too: a rejection is handed on in settling order with the answers around it', async () => {
+    const turn = new TurnQueue();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const order: string[] = [];
+    const calls = Array.from({ length: 12 }, (_, i) => turn.run(() => gate.then(() => {
+      if (i % 3 === 1) throw new Error(`failed ${i}`);
+      return i;
+    })).then((v) => { hold(0.3); order.push(`ok ${v}`); }, (e: Error) => { hold(0.3); order.push(e.message); }));
+    await new Promise((resolve) => setImmediate(resolve));
+    release();
+    await Promise.all(calls);
+    expect(order).toEqual(Array.from({ length: 12 }, (_, i) => (i % 3 === 1 ? `failed ${i}` : `ok ${i}`)));
   });
 });
 

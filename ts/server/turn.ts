@@ -22,15 +22,12 @@
  * number in shared memory), so a call that starts at once schedules nothing: a setImmediate per
  * call only to learn where its turn ended cost more than the rest of the frontend at
  * concurrency 1.
+ *
+ * The other half, the answers: each call settles through answer-pace.ts, which hands the answers
+ * of a completing batch to their continuations a bounded time per turn rather than all at once.
  */
-import { native } from '../native';
-
-let loopTurns: Float64Array | null = null;
-
-/** The event loop's iteration count (one view per environment, made on first use). */
-function currentTurn(): number {
-  return (loopTurns ??= native().loopTurns())[0];
-}
+import { answerPace } from './answer-pace';
+import { currentTurn } from './loop-turn';
 
 export class TurnQueue {
   #calls: (() => void)[] = [];
@@ -75,10 +72,14 @@ export class TurnQueue {
   run<T>(start: () => Promise<T>): Promise<T> {
     // Both ways settle through the same number of promise hops: the answers of one gRPC stream
     // are written in the order they settle, and a sequence's responses must keep their order
-    // when one call started at once and the one before it had gathered.
+    // when one call started at once and the one before it had gathered. answerPace hands them
+    // on in the order they settled.
     return new Promise<T>((resolve, reject) => {
       const call = (): void => {
-        callStart(start).then(resolve, reject);
+        callStart(start).then(
+          (value) => answerPace.deliver(() => resolve(value)),
+          (err: unknown) => answerPace.deliver(() => reject(err)),
+        );
       };
       if (this.#count()) call();
       else this.submit(call);
