@@ -110,12 +110,16 @@ export interface OnnxBenchRow {
   fractionOfCeiling?: number;
   /** infernode: ONNX Runtime's mean run time inside the server (µs), to set against the ceiling's. */
   serverRunUs?: number;
+  /** Every round's requests/s, in the order measured (the row is the median one). */
+  roundsPerSecond?: number[];
 }
 
 export interface OnnxBenchResult {
   scenario: BenchModel['scenario'];
   model: string;
   durationMs: number;
+  /** Rounds per concurrency; each row is its server's median round. */
+  rounds: number;
   rows: OnnxBenchRow[];
   /** infernode ÷ naive requests/s at concurrency 64. */
   speedupAt64: number;
@@ -123,31 +127,63 @@ export interface OnnxBenchResult {
   ceiling: CeilingReport;
 }
 
-async function measure(server: 'infernode' | 'naive', m: BenchModel, durationMs: number): Promise<OnnxBenchRow[]> {
-  const proc = await ServerProcess.start(path.join(__dirname, 'onnx-server.js'), [server, repositoryOf(m), modelFileOf(m)], `${server} server`);
+type ServerName = OnnxBenchRow['server'];
+
+/** One window of `concurrency` against one server, with what the server saw meanwhile. */
+async function measureWindow(proc: ServerProcess, server: ServerName, concurrency: number, durationMs: number): Promise<OnnxBenchRow> {
   const request = requestBytes().toString('base64');
-  const rows: OnnxBenchRow[] = [];
+  const before = await proc.ask<ServerReport>('report');
+  proc.reset();
+  const report = await load({ port: proc.port, request, concurrency, warmupMs: 1000, durationMs });
+  const { executions, ...eventLoopDelay } = await proc.ask<ServerReport>('report');
+  const runs = executions && before.executions ? executions.executions - before.executions.executions : 0;
+  return {
+    server, concurrency, requestsPerSecond: report.seconds > 0 ? report.requests / report.seconds : 0,
+    p50Us: report.p50Us, p99Us: report.p99Us, errors: report.errors, eventLoopDelay,
+    meanBatch: runs > 0 ? (executions!.rows - before.executions!.rows) / runs : 1,
+    serverRunUs: runs > 0 ? (executions!.inferNs - before.executions!.inferNs) / runs / 1000 : undefined,
+  };
+}
+
+/** The round with the median requests/s, carrying every round's requests/s. */
+function medianRound(windows: OnnxBenchRow[]): OnnxBenchRow {
+  const sorted = [...windows].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
+  return { ...sorted[Math.floor((sorted.length - 1) / 2)], roundsPerSecond: windows.map((w) => w.requestsPerSecond) };
+}
+
+/**
+ * Both servers run side by side (each in a process of its own, the one not measured idle), and
+ * every concurrency is measured in `rounds` rounds that alternate which server goes first: this
+ * VM's speed drifts by tens of percent within minutes, and measuring one server's whole sweep
+ * before the other's put that drift into the ratios.
+ */
+async function measure(m: BenchModel, durationMs: number, rounds: number): Promise<OnnxBenchRow[]> {
+  const servers: ServerName[] = ['infernode', 'naive'];
+  const procs = new Map<ServerName, ServerProcess>();
   try {
+    for (const server of servers) {
+      procs.set(server, await ServerProcess.start(path.join(__dirname, 'onnx-server.js'), [server, repositoryOf(m), modelFileOf(m)], `${server} server`));
+    }
     // A fresh process runs this model slower for its first seconds (seen as ~2× at
     // concurrency 1 in both servers, native run time included): steady state first.
-    await load({ port: proc.port, request, concurrency: 4, warmupMs: 0, durationMs: STEADY_STATE_MS });
-    for (const concurrency of CONCURRENCY) {
-      const before = await proc.ask<ServerReport>('report');
-      proc.reset();
-      const report = await load({ port: proc.port, request, concurrency, warmupMs: 1000, durationMs });
-      const { executions, ...eventLoopDelay } = await proc.ask<ServerReport>('report');
-      const runs = executions && before.executions ? executions.executions - before.executions.executions : 0;
-      rows.push({
-        server, concurrency, requestsPerSecond: report.seconds > 0 ? report.requests / report.seconds : 0,
-        p50Us: report.p50Us, p99Us: report.p99Us, errors: report.errors, eventLoopDelay,
-        meanBatch: runs > 0 ? (executions!.rows - before.executions!.rows) / runs : 1,
-        serverRunUs: runs > 0 ? (executions!.inferNs - before.executions!.inferNs) / runs / 1000 : undefined,
-      });
+    const request = requestBytes().toString('base64');
+    for (const server of servers) {
+      await load({ port: procs.get(server)!.port, request, concurrency: 4, warmupMs: 0, durationMs: STEADY_STATE_MS });
     }
+    const rows: OnnxBenchRow[] = [];
+    for (const concurrency of CONCURRENCY) {
+      const windows = new Map<ServerName, OnnxBenchRow[]>(servers.map((s) => [s, []]));
+      for (let round = 0; round < rounds; round++) {
+        for (const server of round % 2 === 0 ? servers : [...servers].reverse()) {
+          windows.get(server)!.push(await measureWindow(procs.get(server)!, server, concurrency, durationMs));
+        }
+      }
+      for (const server of servers) rows.push(medianRound(windows.get(server)!));
+    }
+    return [...rows.filter((r) => r.server === 'infernode'), ...rows.filter((r) => r.server === 'naive')];
   } finally {
-    await proc.stop();
+    for (const proc of procs.values()) await proc.stop();
   }
-  return rows;
 }
 
 /** Runs the engine ceiling (onnx-ceiling.js) in a child process of its own. */
@@ -164,9 +200,9 @@ export function ceiling(job: CeilingJob): Promise<CeilingReport> {
 
 const batchOf = (row: OnnxBenchRow): number => Math.max(1, Math.round(row.meanBatch));
 
-export async function runOnnxBench(m: BenchModel, durationMs = 5000): Promise<OnnxBenchResult> {
+export async function runOnnxBench(m: BenchModel, durationMs = 5000, rounds = 3): Promise<OnnxBenchResult> {
   prepareRepository(m);
-  const rows = [...await measure('infernode', m, durationMs), ...await measure('naive', m, durationMs)];
+  const rows = await measure(m, durationMs, rounds);
   const formed = [...new Set(rows.filter((r) => r.server === 'infernode').map(batchOf))].sort((a, b) => a - b);
   const engine = await ceiling({ modelFile: modelFileOf(m), batches: formed, durationMs: Math.min(durationMs, 2000) });
   for (const row of rows.filter((r) => r.server === 'infernode')) {
@@ -175,7 +211,7 @@ export async function runOnnxBench(m: BenchModel, durationMs = 5000): Promise<On
   }
   const at64 = (s: string): number => rows.find((r) => r.server === s && r.concurrency === 64)?.requestsPerSecond ?? 0;
   return {
-    scenario: m.scenario, model: m.label, durationMs, rows, ceiling: engine,
+    scenario: m.scenario, model: m.label, durationMs, rounds, rows, ceiling: engine,
     speedupAt64: at64('naive') > 0 ? at64('infernode') / at64('naive') : 0,
   };
 }
@@ -226,14 +262,17 @@ export function onnxMarkdown(r: OnnxBenchResult, machine: string): string {
     `${fmt(x.p50Us / 1000, 2)} | ${fmt(x.p99Us / 1000, 1)} | ${fmt(x.meanBatch, 1)} | ` +
     `${x.fractionOfCeiling === undefined ? '' : `${fmt(x.fractionOfCeiling * 100)} %`} | ` +
     `${x.serverRunUs === undefined ? '' : fmt(x.serverRunUs)} | ${fmt(x.eventLoopDelay.p99Ms, 2)} | ` +
-    `${fmt(x.eventLoopDelay.maxMs, 1)} | ${x.errors} |`;
+    `${fmt(x.eventLoopDelay.maxMs, 1)} | ${x.errors} | ${(x.roundsPerSecond ?? []).map((v) => fmt(v)).join(' / ')} |`;
   return [
     `# Headline: ${r.model} over HTTP — infernode vs node:http + onnxruntime-node`,
     '',
     `Machine: ${machine}  `,
     `Date: ${new Date().toISOString()}  `,
-    `Each server first takes ${STEADY_STATE_MS / 1000} s of load (concurrency 4) to reach steady state; then each row: ` +
-    `${r.durationMs / 1000} s after 1 s of warm-up, closed loop, KServe binary requests of one row; load generator and each server in their own processes. ` +
+    `Both servers run side by side, each in a process of its own (the one not measured idles), and each first takes ${STEADY_STATE_MS / 1000} s ` +
+    `of load (concurrency 4) to reach steady state. Each concurrency is then measured in ${r.rounds} rounds that alternate which server goes first ` +
+    `(this VM's speed drifts by tens of percent within minutes); a round is ${r.durationMs / 1000} s after 1 s of warm-up, closed loop, ` +
+    'KServe binary requests of one row, the load generator in a process of its own. Each row is its server\'s median round; the last ' +
+    'column lists every round\'s requests/s in the order measured. ' +
     'Both servers use their defaults: onnxruntime-node picks its own intra-op threads (ONNX Runtime counts physical cores, ' +
     'half the logical CPUs where it cannot read them) with spinning on; infernode gives one instance all the CPUs, spinning off (docs/repository.md).',
     '',
@@ -243,8 +282,8 @@ export function onnxMarkdown(r: OnnxBenchResult, machine: string): string {
     '',
     `![requests/s by concurrency](${r.scenario}.svg)`,
     '',
-    '| server | concurrency | req/s | p50 ms | p99 ms | rows per run | of ceiling | run µs in server | event-loop delay p99 ms | max ms | errors |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| server | concurrency | req/s | p50 ms | p99 ms | rows per run | of ceiling | run µs in server | event-loop delay p99 ms | max ms | errors | rounds req/s |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...r.rows.map(row),
     '',
     ...ceilingLines(r),
