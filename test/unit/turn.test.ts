@@ -6,7 +6,7 @@
 import { TurnQueue } from '../../ts/server/turn';
 import { DisconnectSignal } from '../../ts/server/http/disconnect';
 import { native } from '../../ts/native';
-import { ANSWER_BUDGET_MS } from '../../ts/server/answer-pace';
+import { ANSWER_BUDGET_MS, answerPace } from '../../ts/server/answer-pace';
 import { performance } from 'node:perf_hooks';
 
 describe('loopTurns (the event loop\'s iteration count TurnQueue reads)', () => {
@@ -163,6 +163,22 @@ describe('answer pacing (answer-pace.ts, through TurnQueue.run)', () => {
     await Promise.all(answered);
     expect(doneWhenTimerRan).toBeGreaterThan(0);
     expect(doneWhenTimerRan).toBeLessThan(40);
+  });
+
+  test('a backlog that never empties keeps the queue bounded (delivered slots are dropped)', async () => {
+    // Each answer handed on settles another, so ten stay queued for 5,000 deliveries.
+    let left = 5000;
+    let maxSlots = 0;
+    await new Promise<void>((done) => {
+      const settleOne = (): void => answerPace.deliver(() => {
+        maxSlots = Math.max(maxSlots, answerPace.slots);
+        if (--left === 0) done();
+        else if (left >= 10) settleOne();
+      });
+      for (let i = 0; i < 10; i++) settleOne();
+    });
+    expect(maxSlots).toBeGreaterThan(10);
+    expect(maxSlots).toBeLessThan(2 * 1024 + 20);
   });
 
   test('failures wait their turn too: a rejection is handed on in settling order with the answers around it', async () => {

@@ -23,6 +23,11 @@ export const ANSWER_BUDGET_MS = 0.5;
 
 type Delivery = () => void;
 
+const RESOLVED = Promise.resolve();
+
+/** Delivered slots at the queue's head that are dropped at once when a backlog never empties. */
+const COMPACT_AFTER = 1024;
+
 class AnswerPace {
   #queue: (Delivery | undefined)[] = [];
   #head = 0;
@@ -33,6 +38,11 @@ class AnswerPace {
   #until = 0;
 
   readonly #next = (): void => this.#deliverNext();
+
+  /** Slots the queue holds, delivered ones not yet dropped included (tests: it stays bounded). @internal */
+  get slots(): number {
+    return this.#queue.length;
+  }
 
   /** Runs `delivery` (which settles one answer) now, or after the answers that settled before it. */
   deliver(delivery: Delivery): void {
@@ -45,7 +55,7 @@ class AnswerPace {
 
   #deliverNext(): void {
     if (this.#head === this.#queue.length) {
-      this.#queue = [];
+      this.#queue.length = 0;
       this.#head = 0;
       this.#active = false;
       return;
@@ -61,10 +71,17 @@ class AnswerPace {
     }
     const delivery = this.#queue[this.#head]!;
     this.#queue[this.#head++] = undefined;
+    // Under a backlog that never empties the array would only grow at its tail: drop the
+    // delivered head once it is most of the array (amortized O(1) per answer).
+    if (this.#head >= COMPACT_AFTER && this.#head * 2 >= this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
     delivery();
     // Queued after the continuation that delivery() just released, so it runs once that
-    // continuation has written its answer and the time it took is on the clock.
-    queueMicrotask(this.#next);
+    // continuation has written its answer and the time it took is on the clock. A reaction of a
+    // settled promise rather than queueMicrotask, which makes an AsyncResource per call.
+    void RESOLVED.then(this.#next);
   }
 }
 
