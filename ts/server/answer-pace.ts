@@ -53,6 +53,16 @@ class AnswerPace {
     }
   }
 
+  /**
+   * Resolves once every answer settled so far has been handed to its continuation (answers
+   * settling later queue behind it, so this is bounded). Shutdown waits for it before ending
+   * what is left: a paced answer would otherwise be cut by a close that a drained model let run.
+   */
+  flushed(): Promise<void> {
+    if (!this.#active) return RESOLVED;
+    return new Promise((resolve) => this.deliver(resolve));
+  }
+
   #deliverNext(): void {
     if (this.#head === this.#queue.length) {
       this.#queue.length = 0;

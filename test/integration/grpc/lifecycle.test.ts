@@ -87,6 +87,42 @@ describe('graceful shutdown', () => {
     expect(final.details).toBe(SHUTTING_DOWN);
     s.stub.close();
   });
+
+  test('a stream\'s accepted requests are all answered when stop() comes while a batch completes (answers still paced are not cut)', async () => {
+    const held = new Recorder();
+    const s = await serve((t) => {
+      bindStandardModels(t);
+      t.bind({
+        modelName: 'held', inferFunc: held.func, config: { maxBatchSize: 256 },
+        inputs: [{ name: 'IN', dtype: 'FP32', shape: [-1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [-1] }],
+      });
+    });
+    const N = 200;
+    const width = 4096;
+    const gate = held.hold();
+    const stream = s.stub.ModelStreamInfer(new Metadata()) as ClientDuplexStream<unknown, Record<string, unknown>>;
+    stream.on('error', () => undefined);
+    const answers: Record<string, unknown>[] = [];
+    stream.on('data', (m) => answers.push(m));
+    const ended = new Promise<StatusObject>((resolve) => stream.on('status', resolve));
+    const req = (i: number) => ({
+      model_name: 'held', id: String(i),
+      inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, width] }], raw_input_contents: [fp32Bytes(new Array(width).fill(i))],
+    });
+    stream.write(req(0));
+    await waitFor(() => held.active === 1, 'the first request to run');
+    for (let i = 1; i < N; i++) stream.write(req(i));
+    stream.end();
+    await new Promise((resolve) => setTimeout(resolve, 300));  // all read and queued behind the held batch
+    const stopping = s.triton.stop();
+    gate.open();
+    await stopping;
+    const final = await ended;
+    s.stub.close();
+    const errors = answers.filter((a) => a.error_message);
+    expect({ answered: answers.length - errors.length, errors: errors.length, ended: typeof final.code })
+      .toEqual({ answered: N, errors: 0, ended: 'number' });
+  });
 });
 
 describe('server options', () => {

@@ -18,6 +18,7 @@ import { stoppedAccepting } from '../exiting';
 import { healthHandlers, serviceHandlers } from './handlers';
 import { modelInfer, modelStreamInfer, type InferHandlerOptions } from './infer-handlers';
 import { TurnQueue } from '../turn';
+import { answerPace } from '../answer-pace';
 import { compileHeaderForwardPattern } from '../parameters';
 import { loadServerTls, type ServerTls } from '../tls';
 import { SERVER_OPTIONS, forServer, healthServiceDefinition, inferenceServiceDefinition } from './protos';
@@ -156,7 +157,10 @@ export async function startGrpcFrontend(ctx: ServerContext): Promise<Frontend> {
       // Nothing to do here: new calls are refused from ctx.exiting, which Triton.stop() set
       // before calling this; grpc-js keeps accepting connections until close().
     },
-    close(): Promise<void> {
+    async close(): Promise<void> {
+      // The models have drained, but the answers of their last batches may still be paced
+      // (answer-pace.ts): let them reach their streams before the streams are ended.
+      await answerPace.flushed();
       // Streams a client keeps open would hold the server forever: end them, saying why.
       const closing = stoppedAccepting('GRPC');
       for (const stream of [...streams]) stream.close(callStatus(closing.grpcCode, closing.message));
