@@ -87,11 +87,15 @@ class AnswerPace {
       this.#queue = this.#queue.slice(this.#head);
       this.#head = 0;
     }
-    delivery();
-    // Queued after the continuation that delivery() just released, so it runs once that
-    // continuation has written its answer and the time it took is on the clock. A reaction of a
-    // settled promise rather than queueMicrotask, which makes an AsyncResource per call.
-    void RESOLVED.then(this.#next);
+    try {
+      delivery();
+    } finally {
+      // Queued after the continuation that delivery() just released, so it runs once that
+      // continuation has written its answer and the time it took is on the clock. A reaction of
+      // a settled promise rather than queueMicrotask, which makes an AsyncResource per call. In
+      // `finally`: a delivery that threw must not stop the ones behind it.
+      void RESOLVED.then(this.#next);
+    }
   }
 }
 
