@@ -47,7 +47,8 @@ export const SEQUENCE_MODELS: readonly SequenceModel[] = [
 /**
  * max_sequence_idle_microseconds of the sequence models, in ms: short, so abandoned sequences
  * expire within the soak, yet well above a client's turnaround between two steps of a sequence
- * (a step refused for expiry after a shorter client-side gap is a failure; see sequences.ts).
+ * (a START refusal that comes back sooner than that after the previous step was sent is a failure;
+ * see sequences.ts).
  * 500 ms was too short on a 2-core machine running two test suites at once: a stalled event
  * loop there made a legitimate expiry look like a failure.
  */

@@ -187,15 +187,20 @@ class Lane {
       return false;
     }
     // Refused as expired when the server may have been idle for the sequence longer than the idle
-    // time: measured from when the previous step was sent (the server finished it later, and this
-    // client may have read the answer late on a stalled event loop), the server is right.
-    if (isStartError(err) && seq.answeredAt > 0 && step.sentAt - seq.stepSentAt > SEQUENCE_IDLE_MS) {
-      this.record('expired', seq, `${step.sentAt - seq.stepSentAt} ms after sending its previous step`);
+    // time. The server counts from when it finished the previous step (after this client sent it)
+    // to when it queued this one (before this refusal came back), so the time from sending the
+    // previous step to this refusal bounds it: a server whose event loop stalled after this step
+    // was sent (a busy 2-core CI machine) expires the sequence rightly, and only a refusal that
+    // came back sooner than the idle time is a failure.
+    const refusedAt = Date.now();
+    if (isStartError(err) && seq.answeredAt > 0 && refusedAt - seq.stepSentAt > SEQUENCE_IDLE_MS) {
+      this.record('expired', seq, `refused ${refusedAt - seq.stepSentAt} ms after sending its previous step`);
       return false;
     }
     const { outcome, detail } = classifyError(this.state, { cycled: false }, step.sentAt, false, err);
     this.record(outcome, seq, `step ${seq.done + 1}/${seq.length}${step.start ? ' (START)' : ''}` +
-      `${seq.answeredAt > 0 ? `, ${step.sentAt - seq.answeredAt} ms after its last answer` : ''}: ${detail}`);
+      `${seq.answeredAt > 0 ? `, ${step.sentAt - seq.answeredAt} ms after its last answer, refused ${refusedAt - seq.stepSentAt} ms ` +
+        'after sending its previous step' : ''}: ${detail}`);
     return false;
   }
 
