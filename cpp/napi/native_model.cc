@@ -614,6 +614,11 @@ Napi::Value NativeModel::Stop(const Napi::CallbackInfo& info) {
   stopped_ = true;
   cleanup_hook_.Remove(env);
   channel_->Close();
+  // The callbacks are closures over the BoundModel that holds this object's wrapper: strong
+  // references from here made a cycle through a GC root, so no stopped model (its pool, its
+  // ONNX sessions, its queues) was ever collected. The closed channel calls neither again.
+  on_execute_.Reset();
+  on_complete_.Reset();
   return result;
 }
 
