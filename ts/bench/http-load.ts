@@ -4,10 +4,12 @@
  * flight (closed loop), writes one pre-serialized request per turn and parses only what it must
  * of each response (status, Content-Length), so it stays cheap on a small machine.
  *
- * Protocol: the parent forks this file and sends one LoadJob message; the child answers with
- * one LoadReport message and exits.
+ * Protocol (loadInChild): the parent forks this file and sends one LoadJob message; the child
+ * sends 'measuring' when its warm-up ends, then one LoadReport message, and exits.
  */
+import { fork } from 'node:child_process';
 import * as net from 'node:net';
+import * as path from 'node:path';
 
 export interface LoadJob {
   port: number;
@@ -45,8 +47,27 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-/** Runs one job against 127.0.0.1:`port`. */
-export function runJob(job: LoadJob): Promise<LoadReport> {
+/**
+ * Runs one job in a child process of its own. `onMeasuring` runs when the warm-up ends and the
+ * measured window starts (a server in this process samples its CPU time there).
+ */
+export function loadInChild(job: LoadJob, onMeasuring?: () => void): Promise<LoadReport> {
+  return new Promise((resolve, reject) => {
+    const child = fork(path.join(__dirname, 'http-load.js'), [], { stdio: 'inherit' });
+    child.on('message', (message: LoadReport | 'measuring') => {
+      if (message === 'measuring') onMeasuring?.();
+      else resolve(message);
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`load generator exited with ${code}`));
+    });
+    child.send(job);
+  });
+}
+
+/** Runs one job against 127.0.0.1:`port`; `onMeasuring` runs when the warm-up ends. */
+export function runJob(job: LoadJob, onMeasuring?: () => void): Promise<LoadReport> {
   const request = Buffer.from(job.request, 'base64');
   const latencies: number[] = [];
   let errors = 0;
@@ -54,6 +75,7 @@ export function runJob(job: LoadJob): Promise<LoadReport> {
   const measureFrom = start + job.warmupMs;
   const stopAt = measureFrom + job.durationMs;
   let open = job.concurrency;
+  if (onMeasuring) setTimeout(onMeasuring, job.warmupMs);
   return new Promise((resolve, reject) => {
     const finish = (): void => {
       const seconds = (performance.now() - measureFrom) / 1000;
@@ -97,7 +119,7 @@ export function runJob(job: LoadJob): Promise<LoadReport> {
 
 if (require.main === module && process.send) {
   process.once('message', (job: LoadJob) => {
-    runJob(job).then((report) => {
+    runJob(job, () => process.send!('measuring')).then((report) => {
       process.send!(report, () => process.exit(0));
     }, (err: unknown) => {
       console.error(err);

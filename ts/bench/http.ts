@@ -7,9 +7,7 @@
  * generator in a child process (http-load.ts) at concurrency 1, 16 and 64, with JSON and with
  * binary tensors; the ratio of requests/s is the figure of merit.
  */
-import { fork } from 'node:child_process';
 import * as http from 'node:http';
-import * as path from 'node:path';
 import { Triton } from '../triton';
 import type { Request } from '../request';
 import type { NDArray } from '../tensor';
@@ -21,18 +19,18 @@ import { sendBody, sendError } from '../server/http/respond';
 import { TurnQueue } from '../server/turn';
 import { Logger } from '../log';
 import { postRequest } from '../perf/raw-http';
-import type { LoadJob, LoadReport } from './http-load';
+import { loadInChild, type LoadJob, type LoadReport } from './http-load';
 
 export type WireFormat = 'json' | 'binary';
 
 export interface HttpBenchRow {
   format: WireFormat;
   concurrency: number;
-  infernode: LoadReport & { requestsPerSecond: number; meanBatchSize: number };
+  infernode: MeasuredLoad & { requestsPerSecond: number; meanBatchSize: number };
   /** The bare server answering inline, in the callback that read the request. */
-  ceiling: LoadReport & { requestsPerSecond: number };
+  ceiling: MeasuredLoad & { requestsPerSecond: number };
   /** The bare server answering once per event-loop turn, as infernode's frontend does (turn.ts). */
-  ceilingPerTurn: LoadReport & { requestsPerSecond: number };
+  ceilingPerTurn: MeasuredLoad & { requestsPerSecond: number };
   /** infernode requests/s ÷ inline ceiling requests/s. */
   ratio: number;
   /** infernode requests/s ÷ per-turn ceiling requests/s. */
@@ -106,17 +104,19 @@ function startCeiling(perTurn: boolean): Promise<http.Server> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-/** Runs one load job in a child process. */
-function load(job: LoadJob): Promise<LoadReport> {
-  return new Promise((resolve, reject) => {
-    const child = fork(path.join(__dirname, 'http-load.js'), [], { stdio: 'inherit' });
-    child.once('message', (report: LoadReport) => resolve(report));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (code !== 0) reject(new Error(`load generator exited with ${code}`));
-    });
-    child.send(job);
-  });
+/** A load job's report with the CPU time this process (the servers) spent per measured request. */
+type MeasuredLoad = LoadReport & { serverCpuUs: number };
+
+/**
+ * Runs one load job against a server of this process; `serverCpuUs` is this process's CPU time
+ * (user + system, every thread) from the end of the warm-up to the report, per request
+ * measured. Unlike requests/s it does not move with CPU time the hypervisor gives other guests.
+ */
+async function load(job: LoadJob): Promise<MeasuredLoad> {
+  let from: NodeJS.CpuUsage | undefined;
+  const report = await loadInChild(job, () => { from = process.cpuUsage(); });
+  const used = process.cpuUsage(from);
+  return { ...report, serverCpuUs: report.requests > 0 ? (used.user + used.system) / report.requests : 0 };
 }
 
 const rate = (r: LoadReport): number => (r.seconds > 0 ? r.requests / r.seconds : 0);
@@ -126,7 +126,9 @@ const rate = (r: LoadReport): number => (r.seconds > 0 ? r.requests / r.seconds 
  * times; each side keeps its best round (the machine is shared, so the best round is the one
  * least disturbed by other work).
  */
-export async function runHttpBench(durationMs = 1500, rounds = 5): Promise<HttpBenchResult> {
+export async function runHttpBench(
+  durationMs = 1500, rounds = 5, formats: readonly WireFormat[] = ['json', 'binary'], concurrencies: readonly number[] = [1, 16, 64],
+): Promise<HttpBenchResult> {
   const triton = new Triton({ config: { httpAddress: '127.0.0.1', httpPort: 0, allowGrpc: false, allowMetrics: false, logInfo: false } });
   triton.bind({
     modelName: MODEL,
@@ -142,9 +144,9 @@ export async function runHttpBench(durationMs = 1500, rounds = 5): Promise<HttpB
   const ports = { infernode: triton.ports.http!, ceiling: portOf(ceiling), ceilingPerTurn: portOf(ceilingPerTurn) };
   const rows: HttpBenchRow[] = [];
   try {
-    for (const format of ['json', 'binary'] as const) {
+    for (const format of formats) {
       const request = requestBytes(format).toString('base64');
-      for (const concurrency of [1, 16, 64]) {
+      for (const concurrency of concurrencies) {
         const job = (port: number): LoadJob => ({ port, request, concurrency, warmupMs: 500, durationMs });
         let ours: HttpBenchRow['infernode'] | null = null;
         let bare: HttpBenchRow['ceiling'] | null = null;
@@ -192,17 +194,22 @@ export function httpMarkdown(r: HttpBenchResult, machine: string): string {
       '**per turn** (answers of one event-loop turn written together, as infernode\'s frontend starts the inferences of a turn together ' +
       'so the dynamic batcher sees them queued together). The per-turn ceiling isolates what the model path costs.',
     '',
-    '| format | concurrency | infernode req/s | p50 µs | p99 µs | mean batch | ceiling inline req/s | p50 µs | p99 µs | ratio | ceiling per turn req/s | ratio |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| format | concurrency | infernode req/s | p50 µs | p99 µs | mean batch | CPU µs/req | ceiling inline req/s | p50 µs | p99 µs | CPU µs/req | ratio | ceiling per turn req/s | CPU µs/req | ratio |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...r.rows.map((row) => `| ${row.format} | ${row.concurrency} | ${fmt(row.infernode.requestsPerSecond)} | ${fmt(row.infernode.p50Us)} | ` +
-      `${fmt(row.infernode.p99Us)} | ${fmt(row.infernode.meanBatchSize, 1)} | ${fmt(row.ceiling.requestsPerSecond)} | ` +
-      `${fmt(row.ceiling.p50Us)} | ${fmt(row.ceiling.p99Us)} | **${fmt(row.ratio * 100, 1)} %** | ` +
-      `${fmt(row.ceilingPerTurn.requestsPerSecond)} | **${fmt(row.ratioPerTurn * 100, 1)} %** |`),
+      `${fmt(row.infernode.p99Us)} | ${fmt(row.infernode.meanBatchSize, 1)} | ${fmt(row.infernode.serverCpuUs, 1)} | ` +
+      `${fmt(row.ceiling.requestsPerSecond)} | ${fmt(row.ceiling.p50Us)} | ${fmt(row.ceiling.p99Us)} | ${fmt(row.ceiling.serverCpuUs, 1)} | ` +
+      `**${fmt(row.ratio * 100, 1)} %** | ${fmt(row.ceilingPerTurn.requestsPerSecond)} | ${fmt(row.ceilingPerTurn.serverCpuUs, 1)} | ` +
+      `**${fmt(row.ratioPerTurn * 100, 1)} %** |`),
     '',
     'What separates infernode from the ceilings is the model path (the native enqueue per request; per batch the dispatch, ' +
       'the callable, output collection and the native completion) and the garbage it makes; the frontend itself (routing, ' +
       'restrictions, cancellation signal, per-turn start) is a few percent. On a 2-core machine shared with the load generator ' +
       'and other work, cells vary by ±15 % between runs. See docs/http.md.',
+    '',
+    '"CPU µs/req": the server process\'s CPU time (every thread, user and system) over the measured window, per request. ' +
+      'Requests/s at concurrency 1 is a latency and moves with the CPU time the hypervisor takes (the machine line above); ' +
+      'CPU per request is what the server itself spends, and is the steadier figure for comparing the servers on a shared VM.',
     '',
   ].join('\n');
 }

@@ -18,26 +18,28 @@ import { SEQUENCE_SIZES, runSequenceBench, sequenceMarkdown } from './sequence';
 import { ensembleMarkdown, runEnsembleBench } from './ensemble';
 import { gpuMarkdown, runGpuBench } from './gpu';
 import { runTimelineBench, timelineMarkdown } from './timeline';
+import { startStealMeter, stealText } from './steal';
 
 const RESULTS_DIR = path.join(__dirname, '..', '..', 'bench', 'results');
 
-export function machineDescription(): string {
+/** The machine, and (`stolen`: a fraction) how much of its CPU time the hypervisor took during the run. */
+export function machineDescription(stolen: number | null = null): string {
   const cpus = os.cpus();
   const info = native().buildInfo();
   return `${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ` +
-    `Node ${process.version}, ${os.platform()} ${os.release()}, CUDA devices: ${info.cudaDeviceCount}`;
+    `Node ${process.version}, ${os.platform()} ${os.release()}, CUDA devices: ${info.cudaDeviceCount}${stealText(stolen)}`;
 }
 
 function fmt(n: number, digits = 1): string {
   return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
 
-function inProcessMarkdown(r: InProcessResult): string {
+function inProcessMarkdown(r: InProcessResult, machine: string): string {
   const c256 = r.rows.find((row) => row.batching && row.concurrency === 256)!;
   const lines = [
     '# In-process `triton.infer()` — identity JS model, FP32[4]',
     '',
-    `Machine: ${machineDescription()}  `,
+    `Machine: ${machine}  `,
     `Date: ${new Date().toISOString()}`,
     '',
     `Direct call of the callable (floor): ${fmt(r.directCallMeanUs, 2)} µs mean.  `,
@@ -79,11 +81,26 @@ function inProcessMarkdown(r: InProcessResult): string {
   return lines.join('\n');
 }
 
-function write(name: string, json: unknown, markdown: string): void {
+function write(name: string, json: unknown, markdown: string, machine: string): void {
   mkdirSync(RESULTS_DIR, { recursive: true });
-  writeFileSync(path.join(RESULTS_DIR, `${name}.json`), JSON.stringify({ machine: machineDescription(), result: json }, null, 2) + '\n');
+  writeFileSync(path.join(RESULTS_DIR, `${name}.json`), JSON.stringify({ machine, result: json }, null, 2) + '\n');
   writeFileSync(path.join(RESULTS_DIR, `${name}.md`), markdown);
   console.log(markdown);
+}
+
+/**
+ * Runs one scenario and writes its results, the machine described with the CPU time stolen
+ * while it ran. `run` resolves null when the scenario cannot run here (it says why).
+ */
+async function scenario<R>(
+  name: string, run: () => Promise<R | null>, markdown: (r: R, machine: string) => string, chart?: (r: R) => string,
+): Promise<void> {
+  const stolen = startStealMeter();
+  const result = await run();
+  if (result === null) return;
+  const machine = machineDescription(stolen());
+  write(name, result, markdown(result, machine), machine);
+  if (chart) writeFileSync(path.join(RESULTS_DIR, `${name}.svg`), chart(result));
 }
 
 async function main(): Promise<void> {
@@ -99,52 +116,21 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const want = (name: string): boolean => wanted.length === 0 || wanted.includes(name);
-  if (want('inprocess')) {
-    const result = await runInProcessBench();
-    write('inprocess', result, inProcessMarkdown(result));
-  }
-  if (want('http')) {
-    const result = await runHttpBench();
-    write('http', result, httpMarkdown(result, machineDescription()));
-  }
-  if (want('client')) {
-    const result = await runClientBench();
-    write('client', result, clientMarkdown(result, machineDescription()));
-  }
-  if (want('grpc')) {
-    const result = await runGrpcBench();
-    write('grpc', result, grpcMarkdown(result, machineDescription()));
-  }
-  if (want('stream')) {
-    const result = await runStreamBench();
-    write('stream', result, streamMarkdown(result, machineDescription()));
-  }
-  if (want('cache')) {
-    const result = await runCacheBench();
-    write('cache', result, cacheMarkdown(result, machineDescription()));
-  }
-  if (want('ensemble')) {
-    const result = await runEnsembleBench();
-    write('ensemble', result, ensembleMarkdown(result, machineDescription()));
-  }
-  if (want('gpu')) {
-    const result = await runGpuBench();  // null without a CUDA device (it says so)
-    if (result) write('gpu', result, gpuMarkdown(result, machineDescription()));
-  }
-  if (want('timeline')) {
-    const result = await runTimelineBench();
-    write('timeline', result, timelineMarkdown(result, machineDescription()));
-  }
+  if (want('inprocess')) await scenario('inprocess', () => runInProcessBench(), inProcessMarkdown);
+  if (want('http')) await scenario('http', () => runHttpBench(), httpMarkdown);
+  if (want('client')) await scenario('client', () => runClientBench(), clientMarkdown);
+  if (want('grpc')) await scenario('grpc', () => runGrpcBench(), grpcMarkdown);
+  if (want('stream')) await scenario('stream', () => runStreamBench(), streamMarkdown);
+  if (want('cache')) await scenario('cache', () => runCacheBench(), cacheMarkdown);
+  if (want('ensemble')) await scenario('ensemble', () => runEnsembleBench(), ensembleMarkdown);
+  // null without a CUDA device (it says so)
+  if (want('gpu')) await scenario('gpu', () => runGpuBench(), gpuMarkdown);
+  if (want('timeline')) await scenario('timeline', () => runTimelineBench(), timelineMarkdown);
   for (const size of SEQUENCE_SIZES) {
-    if (!want(size.scenario)) continue;
-    const result = await runSequenceBench(size);
-    write(size.scenario, result, sequenceMarkdown(result, machineDescription()));
+    if (want(size.scenario)) await scenario(size.scenario, () => runSequenceBench(size), sequenceMarkdown);
   }
   for (const model of BENCH_MODELS) {
-    if (!want(model.scenario)) continue;
-    const result = await runOnnxBench(model);
-    write(model.scenario, result, onnxMarkdown(result, machineDescription()));
-    writeFileSync(path.join(RESULTS_DIR, `${model.scenario}.svg`), onnxChart(result));
+    if (want(model.scenario)) await scenario(model.scenario, () => runOnnxBench(model), onnxMarkdown, onnxChart);
   }
 }
 

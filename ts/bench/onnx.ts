@@ -10,7 +10,7 @@ import { fork } from 'node:child_process';
 import { ServerProcess } from './server-process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import type { LoadJob, LoadReport } from './http-load';
+import { loadInChild, type LoadJob, type LoadReport } from './http-load';
 import type { CeilingJob, CeilingReport } from './onnx-ceiling';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -85,15 +85,7 @@ interface ServerReport extends EventLoopDelay {
 
 /** Runs one job of the load generator (http-load.js) in a child process of its own. */
 export function load(job: LoadJob): Promise<LoadReport> {
-  return new Promise((resolve, reject) => {
-    const child = fork(path.join(__dirname, 'http-load.js'), [], { stdio: 'inherit' });
-    child.once('message', (report: LoadReport) => resolve(report));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (code !== 0) reject(new Error(`load generator exited with ${code}`));
-    });
-    child.send(job);
-  });
+  return loadInChild(job);
 }
 
 export interface OnnxBenchRow {
