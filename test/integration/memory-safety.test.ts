@@ -203,19 +203,25 @@ test('enqueue, pump and completeBatch kept after their model was collected throw
   expect(result.errors).toEqual(Array(3).fill('NativeModel: the model was collected'));
 });
 
-test('a model unloaded from the repository is collected with its native side (ONNX, JS, ensemble, sequence)', () => {
+test('a model unloaded from the repository is collected with its native side (ONNX, JS, ensemble, sequence) and its JS module', () => {
   // The native model held its JS callbacks, closures over the BoundModel that holds the native
   // model's wrapper, by strong references: every model ever unloaded stayed in memory with its
-  // pool and ONNX Runtime sessions (the soak's RSS grew ~0.3 MiB/s under reloads).
+  // pool and ONNX Runtime sessions (the soak's RSS grew ~0.3 MiB/s under reloads). And each
+  // reload of a repository JS model left its CommonJS module listed in the loader's children.
   ensureLib();
   const script = path.join(__dirname, 'fixtures', 'models-collected.js');
   const child = spawnSync(process.execPath, ['--expose-gc', script, LIB], { encoding: 'utf8', timeout: 60_000 });
   expect(child.stderr).toBe('');
   expect(child.status).toBe(0);
-  const result = JSON.parse(child.stdout.trim()) as { collected: Record<string, boolean>; aliveAfterCycles: number; cycles: number };
+  const result = JSON.parse(child.stdout.trim()) as {
+    collected: Record<string, boolean>; aliveAfterCycles: number; modulesAlive: number; cycles: number;
+  };
   expect(result.collected).toEqual({ cycle_onnx: true, cycle_js: true, ens_cycle_add: true, seq_sum_js: true });
   expect(result.cycles).toBe(20);
   expect(result.aliveAfterCycles).toBe(0);
+  // The last module loaded may stay listed as the loader's child until the next reload; the
+  // other 19 went (before the fix all 20 stayed: require() lists each in the loader's children).
+  expect(result.modulesAlive).toBeLessThanOrEqual(1);
 });
 
 describe('every accepted request settles when a model stops (item 5)', () => {
