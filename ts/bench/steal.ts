@@ -39,7 +39,7 @@ export function startStealMeter(): () => number | null {
   };
 }
 
-/** "steal 12.3 % of CPU time during the run" or an empty string where it is unknown. */
+/** ", 12.3 % of the CPU time stolen by the hypervisor during the run" (for the machine line), or "" where unknown. */
 export function stealText(fraction: number | null): string {
   if (fraction === null) return '';
   return `, ${(fraction * 100).toFixed(1)} % of the CPU time stolen by the hypervisor during the run`;
