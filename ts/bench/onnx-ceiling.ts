@@ -20,6 +20,8 @@ export interface CeilingJob {
 
 export interface CeilingReport {
   intraOpThreads: number;
+  /** Whether ONNX Runtime's workers spin between runs (infernode's default). */
+  spinning: boolean;
   /** Per batch size: runs per second and rows per second. */
   rows: { batch: number; runsPerSecond: number; rowsPerSecond: number; meanRunUs: number }[];
 }
@@ -43,9 +45,10 @@ export async function measureCeiling(job: CeilingJob): Promise<CeilingReport> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const ort = require('onnxruntime-node') as OrtModule;
   const defaults = onnxSessionDefaults({ instanceCount: 1 });
+  const allowSpinning = defaults.sessionConfig!['session.intra_op.allow_spinning'];
   const session = await ort.InferenceSession.create(job.modelFile, {
     intraOpNumThreads: defaults.intraOpThreads,
-    extra: { session: { intra_op: { allow_spinning: defaults.sessionConfig!['session.intra_op.allow_spinning'] } } },
+    extra: { session: { intra_op: { allow_spinning: allowSpinning } } },
   });
   const rows: CeilingReport['rows'] = [];
   for (const batch of job.batches) {
@@ -55,7 +58,7 @@ export async function measureCeiling(job: CeilingJob): Promise<CeilingReport> {
     const { runs, seconds } = await runsFor(run, job.durationMs);
     rows.push({ batch, runsPerSecond: runs / seconds, rowsPerSecond: (runs * batch) / seconds, meanRunUs: (seconds * 1e6) / runs });
   }
-  return { intraOpThreads: defaults.intraOpThreads ?? 0, rows };
+  return { intraOpThreads: defaults.intraOpThreads ?? 0, spinning: allowSpinning !== '0', rows };
 }
 
 if (require.main === module) {

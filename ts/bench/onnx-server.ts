@@ -16,8 +16,9 @@
  * start with ONNX Runtime's reason instead of running on the CPU).
  *
  * IPC: the child sends {port} once listening; the parent sends 'reset' (clear the delay
- * histogram), 'report' (→ {p50Ms, p99Ms, maxMs, executions}) and 'stop'.
+ * histogram), 'report' (→ {p50Ms, p99Ms, maxMs, executions, cpu}) and 'stop'.
  */
+import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Triton } from '../triton';
@@ -99,6 +100,23 @@ async function startNaive(modelPath: string, provider: string): Promise<BenchSer
   };
 }
 
+/**
+ * CPU time this process has used so far (ns, every thread) and, where Linux's schedstat can be
+ * read, the part of it its JS thread ran (null elsewhere): the naive server's model runs on that
+ * thread (onnxruntime-node's `run()` calls ONNX Runtime synchronously from a setImmediate), so
+ * this shows where each server's time goes.
+ */
+function cpuSoFar(): { processNs: number; jsThreadNs: number | null } {
+  const used = process.cpuUsage();
+  let jsThreadNs: number | null = null;
+  try {
+    jsThreadNs = Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
+  } catch {
+    // not Linux: the column stays empty
+  }
+  return { processNs: (used.user + used.system) * 1000, jsThreadNs };
+}
+
 async function main(): Promise<void> {
   const [mode, repository, modelPath, model = 'mlp_bench', provider = 'cpu'] = process.argv.slice(2);
   const delay = monitorEventLoopDelay({ resolution: 1 });
@@ -109,7 +127,7 @@ async function main(): Promise<void> {
     else if (message === 'report') {
       process.send!({
         p50Ms: delay.percentile(50) / 1e6, p99Ms: delay.percentile(99) / 1e6, maxMs: delay.max / 1e6,
-        executions: server.executions(),
+        executions: server.executions(), cpu: cpuSoFar(),
       });
     } else if (message === 'stop') {
       void server.stop().then(() => process.exit(0));

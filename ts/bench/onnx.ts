@@ -44,7 +44,7 @@ input [ { name: "input", data_type: TYPE_FP32, dims: [ 256 ] } ]
 output [ { name: "logits", data_type: TYPE_FP32, dims: [ 10 ] } ]
 # No queue delay: a batch leaves as soon as the instance is free, holding whatever queued
 # while the previous one ran. One instance; infernode's defaults spread each run over the
-# cores without spinning (docs/repository.md).
+# cores (docs/repository.md).
 dynamic_batching { }
 instance_group [ { count: 1, kind: KIND_CPU } ]
 `;
@@ -81,6 +81,7 @@ interface EventLoopDelay {
 
 interface ServerReport extends EventLoopDelay {
   executions: { rows: number; executions: number; inferNs: number } | null;
+  cpu: { processNs: number; jsThreadNs: number | null };
 }
 
 /** Runs one job of the load generator (http-load.js) in a child process of its own. */
@@ -102,6 +103,10 @@ export interface OnnxBenchRow {
   fractionOfCeiling?: number;
   /** infernode: ONNX Runtime's mean run time inside the server (µs), to set against the ceiling's. */
   serverRunUs?: number;
+  /** The server process's CPU time per request over the window (µs, every thread, user and system). */
+  cpuUs: number;
+  /** The part of `cpuUs` its JS thread ran (undefined where /proc cannot be read). */
+  jsThreadCpuUs?: number;
   /** Every round's requests/s, in the order measured (the row is the median one). */
   roundsPerSecond?: number[];
 }
@@ -124,16 +129,23 @@ type ServerName = OnnxBenchRow['server'];
 /** One window of `concurrency` against one server, with what the server saw meanwhile. */
 async function measureWindow(proc: ServerProcess, server: ServerName, concurrency: number, durationMs: number): Promise<OnnxBenchRow> {
   const request = requestBytes().toString('base64');
-  const before = await proc.ask<ServerReport>('report');
   proc.reset();
-  const report = await load({ port: proc.port, request, concurrency, warmupMs: 1000, durationMs });
-  const { executions, ...eventLoopDelay } = await proc.ask<ServerReport>('report');
+  // The server's counters at the end of the warm-up, so every figure covers the measured window.
+  let measuring: Promise<ServerReport> | undefined;
+  const report = await loadInChild({ port: proc.port, request, concurrency, warmupMs: 1000, durationMs }, () => {
+    measuring = proc.ask<ServerReport>('report');
+  });
+  const before = await measuring!;
+  const { executions, cpu, ...eventLoopDelay } = await proc.ask<ServerReport>('report');
   const runs = executions && before.executions ? executions.executions - before.executions.executions : 0;
+  const perRequestUs = (ns: number): number => (report.requests > 0 ? ns / report.requests / 1000 : 0);
   return {
     server, concurrency, requestsPerSecond: report.seconds > 0 ? report.requests / report.seconds : 0,
     p50Us: report.p50Us, p99Us: report.p99Us, errors: report.errors, eventLoopDelay,
     meanBatch: runs > 0 ? (executions!.rows - before.executions!.rows) / runs : 1,
     serverRunUs: runs > 0 ? (executions!.inferNs - before.executions!.inferNs) / runs / 1000 : undefined,
+    cpuUs: perRequestUs(cpu.processNs - before.cpu.processNs),
+    jsThreadCpuUs: cpu.jsThreadNs !== null && before.cpu.jsThreadNs !== null ? perRequestUs(cpu.jsThreadNs - before.cpu.jsThreadNs) : undefined,
   };
 }
 
@@ -235,7 +247,7 @@ function ceilingLines(r: OnnxBenchResult): string[] {
   const c = r.ceiling;
   return [
     `Engine ceiling: ONNX Runtime (onnxruntime-node) called directly in a loop in a process of its own, at each batch size infernode formed, ` +
-    `with infernode's session settings (${c.intraOpThreads} intra-op threads, no spinning); "of ceiling" is infernode's requests/s ÷ ` +
+    `with infernode's session settings (${c.intraOpThreads} intra-op threads, spinning ${c.spinning ? 'on' : 'off'}); "of ceiling" is infernode's requests/s ÷ ` +
     `those rows/s at its mean batch. "Run µs in server" is ONNX Runtime's mean run inside infernode (its statistics): ` +
     'against the ceiling\'s run time at the same batch it shows how much of the gap is the run slowed by the cores it shares ' +
     '(event loop, load generator) and how much is the instance waiting for work (closed loop: at concurrency 1 every request ' +
@@ -254,7 +266,8 @@ export function onnxMarkdown(r: OnnxBenchResult, machine: string): string {
     `${fmt(x.p50Us / 1000, 2)} | ${fmt(x.p99Us / 1000, 1)} | ${fmt(x.meanBatch, 1)} | ` +
     `${x.fractionOfCeiling === undefined ? '' : `${fmt(x.fractionOfCeiling * 100)} %`} | ` +
     `${x.serverRunUs === undefined ? '' : fmt(x.serverRunUs)} | ${fmt(x.eventLoopDelay.p99Ms, 2)} | ` +
-    `${fmt(x.eventLoopDelay.maxMs, 1)} | ${x.errors} | ${(x.roundsPerSecond ?? []).map((v) => fmt(v)).join(' / ')} |`;
+    `${fmt(x.eventLoopDelay.maxMs, 1)} | ${fmt(x.cpuUs)} | ${x.jsThreadCpuUs === undefined ? '' : fmt(x.jsThreadCpuUs)} | ` +
+    `${x.errors} | ${(x.roundsPerSecond ?? []).map((v) => fmt(v)).join(' / ')} |`;
   return [
     `# Headline: ${r.model} over HTTP — infernode vs node:http + onnxruntime-node`,
     '',
@@ -266,7 +279,14 @@ export function onnxMarkdown(r: OnnxBenchResult, machine: string): string {
     'KServe binary requests of one row, the load generator in a process of its own. Each row is its server\'s median round; the last ' +
     'column lists every round\'s requests/s in the order measured. ' +
     'Both servers use their defaults: onnxruntime-node picks its own intra-op threads (ONNX Runtime counts physical cores, ' +
-    'half the logical CPUs where it cannot read them) with spinning on; infernode gives one instance all the CPUs, spinning off (docs/repository.md).',
+    'half the logical CPUs where it cannot read them) with spinning on; infernode gives one instance all the CPUs, with ONNX Runtime\'s ' +
+    'spinning on as well and its compute threads at nice 19 (docs/repository.md).',
+    '',
+    '"CPU µs/req" is the server process\'s CPU time (every thread, user and system) over the measured window per request; ' +
+    '"on JS thread" is the part its JS thread ran. onnxruntime-node\'s `run()` calls ONNX Runtime synchronously on the JS thread ' +
+    '(from a setImmediate), so the naive server\'s model runs there: no thread hop per request, which pays at concurrency 1 on an ' +
+    'idle machine, and an event loop that serves nothing else while a run lasts. infernode\'s JS thread only parses, enqueues and ' +
+    'answers; its runs are on the instance thread and ONNX Runtime\'s pool (docs/architecture.md, "Where the time goes at low load").',
     '',
     `**infernode ÷ naive at concurrency 64: ${fmt(r.speedupAt64, 2)}×**`,
     '',
@@ -274,8 +294,8 @@ export function onnxMarkdown(r: OnnxBenchResult, machine: string): string {
     '',
     `![requests/s by concurrency](${r.scenario}.svg)`,
     '',
-    '| server | concurrency | req/s | p50 ms | p99 ms | rows per run | of ceiling | run µs in server | event-loop delay p99 ms | max ms | errors | rounds req/s |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| server | concurrency | req/s | p50 ms | p99 ms | rows per run | of ceiling | run µs in server | event-loop delay p99 ms | max ms | CPU µs/req | on JS thread | errors | rounds req/s |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...r.rows.map(row),
     '',
     ...ceilingLines(r),

@@ -64,15 +64,19 @@ export function releaseOnnxHandles(handles: object[]): void {
  *   in VMs) it takes half the logical CPUs: one thread on a 2-vCPU machine, which doubled the
  *   headline model's run time at concurrency 1 (bench/results/onnx.md). An explicit 0 still
  *   means ONNX Runtime's default.
- * - `session.intra_op.allow_spinning` "0": the workers share the cores with the event loop,
- *   and a worker spinning after a run takes the CPU the next request's parsing needs
- *   (measured 2.4× fewer requests/s at concurrency 1 with spinning on).
+ * - `session.intra_op.allow_spinning` "1", ONNX Runtime's own default, set here so the bench's
+ *   engine ceiling reads it: after a run the workers spin briefly before they sleep, so while
+ *   requests keep coming the next run finds them awake (and this VM's vCPUs not halted), and
+ *   when they stop the spinning stops. It only takes CPU time nobody else wants because the
+ *   pool runs at nice 19 (DEFAULT_COMPUTE_THREAD_NICE); before the compute threads were niced,
+ *   spinning lost 2.4× at concurrency 1 on the 2-core bench machine, taking the core the event
+ *   loop needed.
  */
 export function onnxSessionDefaults(req: Pick<OnnxEngineRequest, 'intraOpThreads' | 'sessionConfig'> & { instanceCount: number },
   cpus = availableParallelism()): Pick<OnnxLoadOptions, 'intraOpThreads' | 'sessionConfig'> {
   return {
     intraOpThreads: req.intraOpThreads ?? Math.max(1, Math.floor(cpus / Math.max(1, req.instanceCount))),
-    sessionConfig: { 'session.intra_op.allow_spinning': '0', ...req.sessionConfig },
+    sessionConfig: { 'session.intra_op.allow_spinning': '1', ...req.sessionConfig },
   };
 }
 

@@ -96,9 +96,11 @@ function intParameter(model: string, config: RawModelConfig, key: string, max: n
 /**
  * How much lower than the JS thread the compute threads (instance threads, ONNX Runtime's
  * pools) are scheduled, as a nice increment: under CPU contention the event loop runs first,
- * which keeps its delay low while ONNX Runtime uses every core it leaves.
+ * which keeps its delay low while ONNX Runtime uses every core it leaves. 19, the most, so
+ * ONNX Runtime's spinning workers (engines/onnx.ts) give way at once to any thread with work
+ * (10 left them a tenth of a contended core; docs/repository.md, "Threads and session options").
  */
-export const DEFAULT_COMPUTE_THREAD_NICE = 10;
+export const DEFAULT_COMPUTE_THREAD_NICE = 19;
 
 /** The config's `session.*` parameters: ONNX Runtime session config entries, passed as they are. */
 function sessionConfigEntries(config: RawModelConfig): Record<string, string> | undefined {

@@ -385,14 +385,14 @@ describe('session parameters', () => {
     expect(newComputeThreads(before, base)).toHaveLength(expected);
   });
 
-  test("infernode's session defaults: all the CPUs over the instances, no spinning; what the config sets wins", () => {
+  test("infernode's session defaults: all the CPUs over the instances, spinning on; what the config sets wins", () => {
     expect(onnxSessionDefaults({ instanceCount: 1 }, 16)).toEqual({
-      intraOpThreads: 16, sessionConfig: { 'session.intra_op.allow_spinning': '0' },
+      intraOpThreads: 16, sessionConfig: { 'session.intra_op.allow_spinning': '1' },
     });
     expect(onnxSessionDefaults({ instanceCount: 3 }, 16).intraOpThreads).toBe(5);
     expect(onnxSessionDefaults({ instanceCount: 4 }, 2).intraOpThreads).toBe(1);
-    expect(onnxSessionDefaults({ instanceCount: 1, intraOpThreads: 0, sessionConfig: { 'session.intra_op.allow_spinning': '1' } }, 8))
-      .toEqual({ intraOpThreads: 0, sessionConfig: { 'session.intra_op.allow_spinning': '1' } });
+    expect(onnxSessionDefaults({ instanceCount: 1, intraOpThreads: 0, sessionConfig: { 'session.intra_op.allow_spinning': '0' } }, 8))
+      .toEqual({ intraOpThreads: 0, sessionConfig: { 'session.intra_op.allow_spinning': '0' } });
   });
 
   test.each(['20', '-1', 'low'])('compute_thread_nice "%s" is refused, naming the parameter', async (value) => {
