@@ -79,8 +79,10 @@ sequence_batching {
 instance_group [ { count: 1, kind: KIND_CPU } ]
 # The load generators share this machine's cores: compute threads at the JS thread's priority
 # (infernode's default lowers them, for the event loop's sake) so that the peer's ONNX Runtime,
-# at normal priority, is not favoured over ours by the clients' processes.
+# at normal priority, is not favoured over ours by the clients' processes; and, at that
+# priority, no spinning (a spinning worker would take the event loop's core: docs/repository.md).
 parameters { key: "compute_thread_nice" value { string_value: "0" } }
+parameters { key: "session.intra_op.allow_spinning" value { string_value: "0" } }
 `;
 
 /** Writes the RNN model (once) and its config under .tmp/ (not committed). */
