@@ -130,7 +130,9 @@ class StreamSession {
   #paused = false;
   #halfClosed = false;
   #finished = false;
-  readonly #entry = { close: (status: CallStatus): void => this.#fail(status) };
+  /** The status the server's stop ends this stream with once its answers are written (see #closeForStop). */
+  #stopping: CallStatus | null = null;
+  readonly #entry = { close: (status: CallStatus): void => this.#closeForStop(status) };
 
   constructor(private readonly o: InferHandlerOptions, private readonly call: ServerDuplexStream<unknown, unknown>) {
     this.#closeOnError = metadataValue(call.metadata, 'triton_grpc_error') === 'true';
@@ -272,7 +274,7 @@ class StreamSession {
   /** A request's last answer left: it stops counting, and reading resumes below half the bound. */
   #requestDone(): void {
     this.#inFlight--;
-    if (this.#paused && this.#inFlight < STREAM_MAX_IN_FLIGHT / 2) {
+    if (this.#paused && !this.#stopping && this.#inFlight < STREAM_MAX_IN_FLIGHT / 2) {
       this.#paused = false;
       this.call.resume();
     }
@@ -280,10 +282,34 @@ class StreamSession {
   }
 
   #maybeFinish(): void {
-    if (this.#finished || !this.#halfClosed || this.#inFlight > 0) return;
-    this.#finished = true;
-    this.o.streams.delete(this.#entry);
-    this.call.end();
+    if (this.#finished || this.#inFlight > 0) return;
+    if (this.#halfClosed) {
+      this.#finished = true;
+      this.o.streams.delete(this.#entry);
+      this.call.end();
+    } else if (this.#stopping) {
+      this.#fail(this.#stopping);
+    }
+  }
+
+  /**
+   * The server is stopping; its models have drained, so every request this stream accepted has
+   * its answer written or being written. No more requests are read. Once those answers have left,
+   * a stream the client half-closed ends with OK, as it would have anyway; one the client keeps
+   * open ends with `status`. Not before: a grpc-js client hands a non-OK status to the caller at
+   * once and drops the messages it has received but not yet delivered (its subchannel call
+   * outputs a non-OK status without waiting for them), so failing the stream while its answers
+   * were still on their way lost them at a client that read slowly. A client that reads nothing
+   * at all holds its answers back, and the server's close grace (server.ts) then ends it.
+   */
+  #closeForStop(status: CallStatus): void {
+    if (this.#finished || this.#stopping) return;
+    this.#stopping = status;
+    if (!this.#paused) {
+      this.#paused = true;
+      this.call.pause();
+    }
+    this.#maybeFinish();
   }
 
   /** Ends the stream with an error status; requests still in flight are cancelled. */
