@@ -8,7 +8,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { GRPC_MAX_MESSAGE_SIZE, grpcServerOptions } from '../../../ts/server/grpc/server';
-import { Recorder, waitFor } from '../helpers';
+import { NDArray } from '../../../ts/tensor';
+import { gate, Recorder, waitFor } from '../helpers';
 import { bindStandardModels, fails, fp32Bytes, grpcTriton, ok, rawStub, serve, unary } from './helpers';
 
 /** Triton's text (server src/grpc/infer_handler.cc) for calls after shutdown began. */
@@ -89,9 +90,9 @@ describe('graceful shutdown', () => {
   });
 
   test.each([
-    ['half-closed by the client: it ends with OK', true, status.OK],
-    ['left open by the client: it ends with UNAVAILABLE after them', false, status.UNAVAILABLE],
-  ])('a stream\'s accepted requests are all answered when stop() comes while a batch completes; %s', async (_, halfClose, code) => {
+    ['half-closed by the client before stop(): it ends with OK', 'before', status.OK],
+    ['left open by the client: it ends with UNAVAILABLE after them', 'never', status.UNAVAILABLE],
+  ] as const)('a stream\'s accepted requests are all answered when stop() comes while a batch completes; %s', async (_, halfClose, code) => {
     const held = new Recorder();
     const s = await serve((t) => {
       bindStandardModels(t);
@@ -119,8 +120,10 @@ describe('graceful shutdown', () => {
     stream.write(req(0));
     await waitFor(() => held.active === 1, 'the first request to run');
     for (let i = 1; i < N; i++) stream.write(req(i));
-    if (halfClose) stream.end();
-    await new Promise((resolve) => setTimeout(resolve, 300));  // all read and queued behind the held batch
+    if (halfClose === 'before') stream.end();
+    // All accepted (read and queued behind the held batch) before stop: a request read after stop
+    // began is refused, as Triton refuses it.
+    await waitFor(() => s.triton.model('held').stats().queued === N - 1, 'every request to be queued');
     const stopping = s.triton.stop();
     gate.open();
     await stopping;
@@ -129,7 +132,59 @@ describe('graceful shutdown', () => {
     const errors = answers.filter((a) => a.error_message);
     expect({ answered: answers.length - errors.length, errors: errors.length, code: final.code })
       .toEqual({ answered: N, errors: 0, code });
-    if (!halfClose) expect(final.details).toBe(SHUTTING_DOWN);
+    if (halfClose === 'never') expect(final.details).toBe(SHUTTING_DOWN);
+  });
+
+  test('a stopping stream keeps reading: requests sent after the models drained are refused in band, and the half-close behind them ends the stream OK', async () => {
+    const release = gate();
+    let started = 0;
+    const width = 4096;  // 16 KiB answers to 8-byte requests (3.2 MB): far more than HTTP/2's windows hold
+    const s = await serve((t) => {
+      bindStandardModels(t);
+      t.bind({
+        modelName: 'held', config: { maxBatchSize: 256 },
+        inputs: [{ name: 'IN', dtype: 'FP32', shape: [-1] }], outputs: [{ name: 'OUT', dtype: 'FP32', shape: [-1] }],
+        inferFunc: async (requests) => {
+          started++;
+          await release.promise;
+          return requests.map(() => ({ OUT: new NDArray('FP32', [1, width], new Float32Array(width)) }));
+        },
+      });
+    });
+    const N = 200;
+    const late = 10;
+    const stream = s.stub.ModelStreamInfer(new Metadata()) as ClientDuplexStream<unknown, Record<string, unknown>>;
+    stream.on('error', () => undefined);
+    const answers: Record<string, unknown>[] = [];
+    stream.on('data', (m) => answers.push(m));
+    const ended = new Promise<StatusObject>((resolve) => stream.on('status', resolve));
+    const req = (i: number) => ({
+      model_name: 'held', id: String(i), inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 1] }], raw_input_contents: [fp32Bytes([i])],
+    });
+    stream.write(req(0));
+    await waitFor(() => started === 1, 'the first request to run');
+    for (let i = 1; i < N; i++) stream.write(req(i));
+    await waitFor(() => s.triton.model('held').stats().pending === N, 'every request to be taken');
+    // The client reads nothing for now: its answers stay in flight (HTTP/2 flow control), so the
+    // stream is still open with answers to send when the models have drained and stop() closes it.
+    stream.pause();
+    const stopping = s.triton.stop();
+    release.open();
+    await waitFor(() => s.triton.model('held').stats().inferenceCount === N, 'every request to run');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    for (let i = N; i < N + late; i++) stream.write(req(i));
+    stream.end();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    stream.resume();
+    await stopping;
+    const final = await ended;
+    s.stub.close();
+    const refused = answers.filter((a) => a.error_message);
+    expect({ answered: answers.length - refused.length, refused: refused.length, code: final.code })
+      .toEqual({ answered: N, refused: late, code: status.OK });
+    expect(new Set(refused.map((a) => a.error_message))).toEqual(new Set([SHUTTING_DOWN]));
+    expect(refused.map((a) => Number((a.infer_response as { id: string }).id)).sort((x, y) => x - y))
+      .toEqual(Array.from({ length: late }, (_, i) => N + i));
   });
 });
 

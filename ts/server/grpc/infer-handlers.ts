@@ -274,7 +274,7 @@ class StreamSession {
   /** A request's last answer left: it stops counting, and reading resumes below half the bound. */
   #requestDone(): void {
     this.#inFlight--;
-    if (this.#paused && !this.#stopping && this.#inFlight < STREAM_MAX_IN_FLIGHT / 2) {
+    if (this.#paused && this.#inFlight < STREAM_MAX_IN_FLIGHT / 2) {
       this.#paused = false;
       this.call.resume();
     }
@@ -294,21 +294,21 @@ class StreamSession {
 
   /**
    * The server is stopping; its models have drained, so every request this stream accepted has
-   * its answer written or being written. No more requests are read. Once those answers have left,
-   * a stream the client half-closed ends with OK, as it would have anyway; one the client keeps
-   * open ends with `status`. Not before: a grpc-js client hands a non-OK status to the caller at
-   * once and drops the messages it has received but not yet delivered (its subchannel call
-   * outputs a non-OK status without waiting for them), so failing the stream while its answers
-   * were still on their way lost them at a client that read slowly. A client that reads nothing
-   * at all holds its answers back, and the server's close grace (server.ts) then ends it.
+   * its answer written or being written. Reading goes on: a request read from now on is refused
+   * in-band (refusal() says the server is shutting down, with the request's id), and a half-close
+   * queued behind the last request is still seen (a paused stream never emits 'end', so pausing
+   * here turned a client's clean half-close into a failed stream whenever the server had not read
+   * to it yet). Once the answers have left, a stream the client half-closed ends with OK, as it
+   * would have anyway; one the client keeps open ends with `status`. Not before: a grpc-js client
+   * hands a non-OK status to the caller at once and drops the messages it has received but not
+   * yet delivered (its subchannel call outputs a non-OK status without waiting for them), so
+   * failing the stream while its answers were on their way lost them at a client that read
+   * slowly. A client that reads nothing, or keeps sending, is ended by the server's close grace
+   * (server.ts).
    */
   #closeForStop(status: CallStatus): void {
     if (this.#finished || this.#stopping) return;
     this.#stopping = status;
-    if (!this.#paused) {
-      this.#paused = true;
-      this.call.pause();
-    }
     this.#maybeFinish();
   }
 
