@@ -9,7 +9,7 @@
  * the step model's queue only); one execution and a batch_stats entry per successful request; a
  * failed request counts its duration only.
  */
-import { waitFor } from './helpers';
+import { gate, sleep, waitFor, type Gate } from './helpers';
 import { closeAgent, get, post } from './http/http-helpers';
 import { fp32Bytes, ok, rawStub } from './grpc/helpers';
 import { TempRepo, addConstModel, startRepoTriton, type Served } from './repository/repo-helpers';
@@ -21,6 +21,20 @@ const MS = 1e6;
  * its loop time, in whole ms, taken when the turn began. Lower bounds allow that much per sleep.
  */
 const SLEEP_SLACK = 1 * MS;
+/** How long, at least, the test holds a busy instance with a step queued behind it. */
+const HOLD_MS = 200;
+
+/** What holds the busy instance of 'sleeper' (its repository model runs in this realm). */
+interface SleeperHold {
+  /** Set once the held request executes. */
+  entered: boolean;
+  /** Opened by the test to let it finish. */
+  gate: Gate;
+}
+
+declare global {
+  var __ensembleStatsHold: SleeperHold | undefined;
+}
 
 let repo: TempRepo;
 let served: Served | undefined;
@@ -210,37 +224,62 @@ test("an ensemble's compute times are its step requests' own, summed per request
 });
 
 test("a step queued behind a busy instance: the wait is the step model's queue time and the ensemble's request time, not its queue or compute time", async () => {
-  // sleeper (one instance) sleeps as long as its first input value says, in ms.
-  jsStep('sleeper', 'await sleep(requests[0].data.IN.data[0]);');
+  // sleeper (one instance) sleeps as long as its first input value says, in ms; a negative one
+  // holds it until the test opens the gate: the test, not a timer racing a loaded machine,
+  // decides how long the ensemble's step waits behind it.
+  jsStep('sleeper', `if (requests[0].data.IN.data[0] < 0) {
+    globalThis.__ensembleStatsHold.entered = true;
+    await globalThis.__ensembleStatsHold.gate.promise;
+  } else await sleep(requests[0].data.IN.data[0]);`);
   ensemble('napper', [['sleeper', 'IN', 'OUT']]);
-  served = await startRepoTriton(repo.root, { config: SERVER });
-  const port = served.triton.ports.http!;
-  const direct = post(port, '/v2/models/sleeper/infer', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, WIDTH], data: [400, 0, 0, 0] }] });
-  const sleeper = served.triton.model('sleeper');
-  await waitFor(() => sleeper.stats().pending === 1 && sleeper.stats().queued === 0, 'the direct request to execute');
-  const viaEnsemble = httpInfer('napper', [10, 0, 0, 0]);
-  await waitFor(() => sleeper.stats().queued === 1, "the ensemble's step to queue behind it");
-  expect((await viaEnsemble).status).toBe(200);
-  expect((await direct).status).toBe(200);
+  const hold: SleeperHold = { entered: false, gate: gate() };
+  globalThis.__ensembleStatsHold = hold;
+  try {
+    served = await startRepoTriton(repo.root, { config: SERVER });
+    const port = served.triton.ports.http!;
+    const direct = post(port, '/v2/models/sleeper/infer', { inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, WIDTH], data: [-1, 0, 0, 0] }] });
+    const sleeper = served.triton.model('sleeper');
+    await waitFor(() => hold.entered && sleeper.stats().pending === 1 && sleeper.stats().queued === 0, 'the direct request to execute');
+    const posted = performance.now();
+    const viaEnsemble = httpInfer('napper', [10, 0, 0, 0]);
+    await waitFor(() => sleeper.stats().queued === 1, "the ensemble's step to queue behind it");
+    // The ensemble's own queue (from its arrival until its step was sent) lies within this.
+    const sendMs = performance.now() - posted;
+    // The step waits at least HOLD_MS, and longer than sending it took, so that a wait counted
+    // as the ensemble's queue could not pass for its own however slow the machine.
+    const holdMs = Math.ceil(Math.max(HOLD_MS, 2 * sendMs));
+    await sleep(holdMs);
+    hold.gate.open();
+    expect((await viaEnsemble).status).toBe(200);
+    expect((await direct).status).toBe(200);
 
-  const step = (await httpStats('sleeper')).inference_stats;
-  const ens = (await httpStats('napper')).inference_stats;
-  // The step request waited for the 400 ms execution: in the step model's queue time.
-  expect(step.queue.count).toBe(2);
-  expect(step.queue.ns).toBeGreaterThanOrEqual(200 * MS);
-  // The ensemble's compute is its own step's 10 ms sleep, not the 400 ms one it waited behind;
-  // its queue is its own (Triton's: enqueue to its EnsembleContext), once per request.
-  expect(ens.compute_infer.count).toBe(1);
-  expect(ens.compute_infer.ns).toBeGreaterThanOrEqual(10 * MS - SLEEP_SLACK);
-  expect(ens.compute_infer.ns).toBeLessThan(200 * MS);
-  expect(ens.queue.count).toBe(1);
-  expect(ens.queue.ns).toBeLessThan(100 * MS);
-  // The wait is in its request duration only.
-  expect(ens.success.ns).toBeGreaterThanOrEqual(200 * MS + ens.compute_infer.ns);
+    const step = (await httpStats('sleeper')).inference_stats;
+    const ens = (await httpStats('napper')).inference_stats;
+    const heldNs = holdMs * MS - SLEEP_SLACK;
+    // The step request waited for the held execution: in the step model's queue time.
+    expect(step.queue.count).toBe(2);
+    expect(step.queue.ns).toBeGreaterThanOrEqual(heldNs);
+    // The ensemble's compute is its own step's 10 ms sleep, not the held execution it waited
+    // behind: the step model's compute is both requests' (the held one's is over heldNs), so the
+    // ensemble's fits in what remains of it. Its queue is its own (Triton's: enqueue to its
+    // EnsembleContext), once per request: over before its step queued, not the wait after.
+    expect(ens.compute_infer.count).toBe(1);
+    expect(ens.compute_infer.ns).toBeGreaterThanOrEqual(10 * MS - SLEEP_SLACK);
+    expect(step.compute_infer.count).toBe(2);
+    expect(ens.compute_infer.ns + heldNs).toBeLessThanOrEqual(step.compute_infer.ns);
+    expect(ens.queue.count).toBe(1);
+    expect(ens.queue.ns).toBeLessThanOrEqual(sendMs * MS);
+    // The wait is in its request duration only.
+    expect(ens.success.ns).toBeGreaterThanOrEqual(heldNs + ens.compute_infer.ns);
 
-  const text = (await get(served.triton.ports.metrics!, '/metrics')).body.toString();
-  expect(metric(text, 'nv_inference_compute_infer_duration_us', 'napper')).toBe(Math.floor(ens.compute_infer.ns / 1000));
-  expect(metric(text, 'nv_inference_queue_duration_us', 'napper')).toBe(Math.floor(ens.queue.ns / 1000));
+    const text = (await get(served.triton.ports.metrics!, '/metrics')).body.toString();
+    expect(metric(text, 'nv_inference_compute_infer_duration_us', 'napper')).toBe(Math.floor(ens.compute_infer.ns / 1000));
+    expect(metric(text, 'nv_inference_queue_duration_us', 'napper')).toBe(Math.floor(ens.queue.ns / 1000));
+  } finally {
+    // Opened whatever failed, so that stopping the server does not wait on the held request.
+    hold.gate.open();
+    delete globalThis.__ensembleStatsHold;
+  }
 });
 
 test("an ensemble that is a step of another: the outer one's compute times are the inner one's, as Triton's nested RequestTrackers sum them", async () => {

@@ -288,10 +288,11 @@ describe('ModelClient', () => {
   });
 
   test('a model the server does not list is waited for until initTimeoutS, as PyTriton does; the timeout names the models it has', async () => {
-    const client = new ModelClient(url(), 'ehco', undefined, { initTimeoutS: 0.3 });
+    // 1 s: the reason needs one whole check (four calls, each bounded by initTimeoutS too) in time.
+    const client = new ModelClient(url(), 'ehco', undefined, { initTimeoutS: 1 });
     const err = await client.inferSample({ IN: new Float32Array([1]) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ClientTimeoutError);
-    expect((err as Error).message).toMatch(/^waiting for model 'ehco' at .* to be ready took longer than 0\.3 s: the server's model repository does not list it: it has only /);
+    expect((err as Error).message).toMatch(/^waiting for model 'ehco' at .* to be ready took longer than 1 s: the server's model repository does not list it: it has only /);
     expect((err as Error).message).toContain("'echo'");
     await client.close();
   });

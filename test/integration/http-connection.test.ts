@@ -17,6 +17,7 @@ import { HttpConnectionPool, requestHead, type ServerAddress } from '../../ts/cl
 import { ClientClosedError, ClientTimeoutError } from '../../ts/client/errors';
 import { HttpInferenceServerClient } from '../../ts/client/http';
 import { InferenceServerError } from '../../ts/errors';
+import { waitFor } from './helpers';
 
 const servers: net.Server[] = [];
 const pools: HttpConnectionPool[] = [];
@@ -120,8 +121,10 @@ test('interim 1xx answers are skipped and trailers after a chunked body are read
 test('an idle socket the server closes is replaced: the next call does not fail', async () => {
   // Answers with keep-alive, then closes the socket 20 ms later, as a server's keep-alive timeout does.
   let connections = 0;
+  let closed = 0;
   const { port } = await listen(net.createServer((socket) => {
     connections++;
+    socket.once('close', () => closed++);
     socket.on('data', () => {
       socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
       setTimeout(() => socket.end(), 20);
@@ -129,7 +132,10 @@ test('an idle socket the server closes is replaced: the next call does not fail'
   }));
   const p = pool(port);
   expect(await send(p, 'a')).toBe('ok');
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  // The server's side closes only once the client's FIN is back, and the client sends it when it
+  // handles the server's (its 'end'): the client has seen the close before the next call. A pool
+  // that then reused the socket would write to one ended both ways, and the call would fail.
+  await waitFor(() => closed === 1, 'the client to see the server close the idle socket');
   expect(await send(p, 'b')).toBe('ok');
   expect(connections).toBe(2);
 });
@@ -299,16 +305,20 @@ describe('sockets that must not be reused', () => {
 
   test('bytes on an idle socket drop it', async () => {
     let connections = 0;
+    let closed = 0;
     const { port } = await listen(net.createServer((socket) => {
       connections++;
+      socket.once('close', () => closed++);
       socket.on('data', () => {
         socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+        // The server never closes this socket itself: only the client dropping it closes it.
         setTimeout(() => socket.write('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n'), 20);
       });
     }));
     const p = pool(port);
     expect(await send(p, 'x')).toBe('ok');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The client drops the socket when the stray bytes come; a pool that kept it fails here.
+    await waitFor(() => closed === 1, 'the client to drop the socket the stray bytes came on');
     expect(await send(p, 'y')).toBe('ok');
     expect(connections).toBe(2);
   });

@@ -4,7 +4,7 @@
  * opt-in summaries and histogram, and one registry per Triton.
  */
 import { readFileSync } from 'node:fs';
-import { gate, Recorder, waitFor } from './helpers';
+import { gate, Recorder, waitFor, type Gate } from './helpers';
 import { TempRepo, startRepoTriton } from './repository/repo-helpers';
 import { NDArray } from '../../ts/tensor';
 import type { Request } from '../../ts/request';
@@ -13,6 +13,11 @@ import { Triton } from '../../ts/triton';
 import { TimeoutAction, type TritonConfig } from '../../ts/config/types';
 import { DEFAULT_QUANTILES, parseMetricsConfig } from '../../ts/server/metrics/config';
 import { closeAgent, echo, get, post, RawConnection, rawPost, serve, type Served } from './http/http-helpers';
+
+declare global {
+  /** What holds the reload test's in-flight request: its repository model runs in this realm. */
+  var __metricsReloadHold: Gate | undefined;
+}
 
 let s: Served;
 let held: Recorder;
@@ -575,8 +580,9 @@ describe("a model config's metric_tags and model_metrics (repository models)", (
 
   test("a reload that keeps a model's labels keeps its counters counting (Triton's new version shares the reporter its old " +
     'one holds), its request in flight at the reload included', async () => {
-    // IN < 0: the request waits 300 ms.
-    const slow = 'exports.execute = async (requests) => { if (requests[0].data.IN.data[0] < 0) await new Promise((r) => setTimeout(r, 300)); ' +
+    // IN < 0: the request waits until the test opens the gate, once it has read the counters
+    // during the reload: a fixed wait could end first on a loaded machine, and count the request.
+    const slow = 'exports.execute = async (requests) => { if (requests[0].data.IN.data[0] < 0) await globalThis.__metricsReloadHold.promise; ' +
       'return requests.map((r) => ({ OUT: r.data.IN.data })); };';
     const io = 'input [ { name: "IN", data_type: TYPE_FP32, dims: [ 2 ] } ] output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 2 ] } ]';
     repo.config('r', `backend: "js"\nmax_batch_size: 4\n${io}`);
@@ -585,6 +591,8 @@ describe("a model config's metric_tags and model_metrics (repository models)", (
       controlMode: 'explicit',
       config: { allowMetrics: true, metricsAddress: '127.0.0.1', metricsPort: 0, metricsConfig: ['histogram_latencies=true', 'summary_latencies=true'] },
     });
+    const hold = gate();
+    globalThis.__metricsReloadHold = hold;
     try {
       const R = { model: 'r', version: '1' };
       const input = (v: number): Record<string, NDArray> => ({ IN: new NDArray('FP32', [1, 2], new Float32Array([v, v])) });
@@ -611,6 +619,9 @@ describe("a model config's metric_tags and model_metrics (repository models)", (
       const during = await read();
       expect(during).toMatchObject({ success: 3, count: 3, summary: 3, histogram: 3 });
       expect(during.durationUs).toBe(before.durationUs);
+      // The old version's request was still in flight while `during` was read.
+      expect(old.pendingCount).toBe(1);
+      hold.open();
       await served.triton.infer('r', input(1));
       await inFlight;
       await reload;
@@ -619,7 +630,10 @@ describe("a model config's metric_tags and model_metrics (repository models)", (
       // Each counter equals its summary's sum, as documented (docs/http.md).
       expect(after.durationUs).toBe(after.summaryUs);
     } finally {
+      // Opened whatever failed, so that stop() does not wait on the held request.
+      hold.open();
       await served.triton.stop();
+      delete globalThis.__metricsReloadHold;
     }
   });
 

@@ -176,8 +176,9 @@ describe('over http:// (HTTP generate_stream)', () => {
 });
 
 test('an unknown model is waited for until initTimeoutS, as inferSample does; the timeout says the server\'s index does not list it', async () => {
-  const c = new ModelClient(`grpc://127.0.0.1:${s.port}`, 'nope', undefined, { initTimeoutS: 0.3 });
+  // 1 s: the reason needs one whole check (connecting, then four calls) in time.
+  const c = new ModelClient(`grpc://127.0.0.1:${s.port}`, 'nope', undefined, { initTimeoutS: 1 });
   clients.push(c);
   await expect(c.inferSampleStream({ IN: new Float32Array([1]) }).next()).rejects.toThrow(
-    /waiting for model 'nope' at .* to be ready took longer than 0\.3 s: the server's model repository does not list it/);
+    /waiting for model 'nope' at .* to be ready took longer than 1 s: the server's model repository does not list it/);
 });

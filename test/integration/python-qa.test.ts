@@ -63,8 +63,10 @@ function identityRepository(): string {
   zeroModel('onnx_zero_3_float32', 'TYPE_FP32', '[ -1 ]', 3);
   // test.sh: the first -1 of onnx_zero_1_object's config becomes 1.
   zeroModel('onnx_zero_1_object_1_element', 'TYPE_STRING', '[ 1 ]');
+  // test_descriptive_status_code queues one request, sleeps 0.5 s, and needs it still queued when
+  // its second request arrives: Triton's qa holds it 1 s; 3 s here, so a loaded machine keeps it.
   zeroModel('onnx_zero_1_float32_queue', 'TYPE_FP32', '[ -1 ]', 1,
-    'dynamic_batching {\n  max_queue_delay_microseconds: 1000000\n  preferred_batch_size: [ 8 ]\n  default_queue_policy { max_queue_size: 1 }\n}\n');
+    'dynamic_batching {\n  max_queue_delay_microseconds: 3000000\n  preferred_batch_size: [ 8 ]\n  default_queue_policy { max_queue_size: 1 }\n}\n');
   const models = path.join(OWN_SCRIPTS, 'models');
   cpSync(path.join(models, 'simple_identity'), path.join(root, 'simple_identity'), { recursive: true });
   cpSync(path.join(models, 'simple_identity'), path.join(root, 'simple_identity_int64'), { recursive: true });

@@ -108,7 +108,8 @@ test('a callable that finishes after the exit timeout: its requests already fail
 });
 
 test('stop() across models: requests of a finishing model complete, those of a stuck model fail; stop() resolves', async () => {
-  start({ exitTimeoutSecs: 1 });
+  // 2 s for the finishing model's two requests, released after stop() began: ample on a stalled machine.
+  start({ exitTimeoutSecs: 2 });
   const rec = new Recorder();
   let stuckCalls = 0;
   triton.bind({ modelName: 'fine', inferFunc: rec.func, inputs: [IN], outputs: [OUT], config: { maxBatchSize: 1 } });

@@ -181,10 +181,12 @@ describe('streamInfer', () => {
   });
 
   test('responseTimeoutMs: no response in time → ClientTimeoutError, and the request is cancelled', async () => {
-    const stream = client.streamInfer({ modelName: 'quiet', inputs: { IN: f32(0) } }, { responseTimeoutMs: 200 });
+    // The timer runs from the call, so it must outlast the request's way to the model on a loaded
+    // machine (if it fired first, the cancellation could beat the request and the model never run).
+    const stream = client.streamInfer({ modelName: 'quiet', inputs: { IN: f32(0) } }, { responseTimeoutMs: 1000 });
     const err = await thrown(() => stream.next());
     expect(err).toBeInstanceOf(ClientTimeoutError);
-    expect((err as Error).message).toBe("ModelStreamInfer of model 'quiet': no response within 200 ms (responseTimeoutMs)");
+    expect((err as Error).message).toBe("ModelStreamInfer of model 'quiet': no response within 1000 ms (responseTimeoutMs)");
     const model = s.triton.model('quiet');
     await waitFor(() => stopped.quiet === 1 && model.stats().pending === 0, 'the request to be cancelled');
     expect(model.stats().failures.CANCELED).toBe(1);

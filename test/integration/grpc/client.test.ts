@@ -174,7 +174,8 @@ describe('ModelClient over grpc://', () => {
     } finally {
       await mc.close();
     }
-    const missing = new ModelClient(`grpc://127.0.0.1:${s.port}`, 'nope', undefined, { initTimeoutS: 0.3 });
+    // 1 s: the reason needs one whole check (connecting, then four calls) in time.
+    const missing = new ModelClient(`grpc://127.0.0.1:${s.port}`, 'nope', undefined, { initTimeoutS: 1 });
     const err = await missing.inferSample([new Float32Array([1])]).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ClientTimeoutError);
     expect((err as Error).message).toContain("the server's model repository does not list it");

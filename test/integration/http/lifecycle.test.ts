@@ -4,7 +4,7 @@
  * mid-body leaks nothing, slow clients do not hold others up, keep-alive and pipelining work,
  * concurrent requests are batched, and a stopping server answers 503 while draining.
  */
-import { Recorder, waitFor } from '../helpers';
+import { Recorder, track, waitFor } from '../helpers';
 import type { Triton } from '../../../ts/triton';
 import {
   closeAgent, post, RawConnection, rawExchange, rawGet, rawPost, serve, type Served,
@@ -94,19 +94,45 @@ describe('connections', () => {
   test('a slow client does not hold up the others, and is answered when it is done', async () => {
     const slow = new RawConnection(s.port);
     const request = rawPost('/v2/models/batched/infer', tagged(7));
+    const headLength = request.indexOf('\r\n\r\n') + 4;
+    // About 4 bytes every 10 ms, all but the last byte: that one is written only once the
+    // others have their answers, so the slow request is still incomplete however long they take.
+    const held = request.length - 1;
     let sent = 0;
-    // About 4 bytes every 10 ms: the whole request takes over half a second to arrive.
     const trickle = setInterval(() => {
-      slow.write(request.subarray(sent, sent + 4));
-      sent += 4;
-      if (sent >= request.length) clearInterval(trickle);
+      const next = Math.min(sent + 4, held);
+      slow.write(request.subarray(sent, next));
+      sent = next;
+      if (sent === held) clearInterval(trickle);
     }, 10);
-    const started = Date.now();
-    for (let i = 0; i < 5; i++) expect((await post(s.port, '/v2/models/batched/infer', tagged(i))).status).toBe(200);
-    expect(sent).toBeLessThan(request.length);  // the others finished while the slow one was still sending
-    const answer = await slow.next();
-    expect(answer!.status).toBe(200);
-    expect(Date.now() - started).toBeGreaterThan(50);
+    let received = 0;
+    slow.socket.on('data', (chunk: Buffer) => { received += chunk.length; });
+    const answer = track(slow.next());
+    try {
+      // The others start once the slow request's head is out: the server has begun it, and a
+      // server that took requests one at a time would hold them up behind its body.
+      await waitFor(() => sent >= headLength, 'the slow request\'s head to be sent');
+      const statuses: number[] = [];
+      const others = track((async () => {
+        for (let i = 0; i < 5; i++) statuses.push((await post(s.port, '/v2/models/batched/infer', tagged(i))).status);
+      })());
+      // A deadline rather than a wait without end: others stuck behind the slow request fail here.
+      await waitFor(() => others.settled, 'the others to be answered while the slow request is incomplete', 15_000);
+      await others.promise;
+      expect(statuses).toEqual([200, 200, 200, 200, 200]);
+      // The others finished while the slow one was still sending: it has had no answer, not a byte.
+      expect(answer.settled).toBe(false);
+      expect(received).toBe(0);
+    } catch (err) {
+      slow.destroy();
+      throw err;
+    } finally {
+      clearInterval(trickle);
+    }
+    slow.write(request.subarray(sent));
+    const reply = await answer.promise;
+    expect(reply!.status).toBe(200);
+    expect(reply!.json().outputs).toEqual([{ name: 'OUT', datatype: 'FP32', shape: [1, 1], data: [7] }]);
     slow.destroy();
   });
 
