@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { GRPC_MAX_MESSAGE_SIZE, grpcServerOptions } from '../../../ts/server/grpc/server';
 import { NDArray } from '../../../ts/tensor';
 import { gate, Recorder, waitFor } from '../helpers';
-import { bindStandardModels, fails, fp32Bytes, grpcTriton, ok, rawStub, serve, unary } from './helpers';
+import { bindStandardModels, fails, fp32Bytes, grpcTriton, ok, rawStub, serve, unary, type Served } from './helpers';
 
 /** Triton's text (server src/grpc/infer_handler.cc) for calls after shutdown began. */
 const SHUTTING_DOWN = 'GRPC server is shutting down and has stopped accepting new requests.';
@@ -56,6 +56,24 @@ describe('restricted protocol groups', () => {
     await t.stop();
   });
 });
+
+/** A ModelStreamInfer call that collects its answers, and its final status. */
+function collectingStream(stub: Served['stub']) {
+  const stream = stub.ModelStreamInfer(new Metadata()) as ClientDuplexStream<unknown, Record<string, unknown>>;
+  stream.on('error', () => undefined);  // the status says how it ended
+  const answers: Record<string, unknown>[] = [];
+  stream.on('data', (m: Record<string, unknown>) => answers.push(m));
+  const ended = new Promise<StatusObject>((resolve) => stream.on('status', resolve));
+  return { stream, answers, ended };
+}
+
+/** Request `i` (its id) for model 'held': one row of `width` values `i`. */
+function heldRequest(i: number, width: number) {
+  return {
+    model_name: 'held', id: String(i),
+    inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, width] }], raw_input_contents: [fp32Bytes(new Array(width).fill(i))],
+  };
+}
 
 describe('graceful shutdown', () => {
   test('new calls get UNAVAILABLE with Triton\'s message, accepted ones finish, idle streams end', async () => {
@@ -108,15 +126,8 @@ describe('graceful shutdown', () => {
     // the messages it has not delivered when a non-OK status arrives).
     const width = 4096;
     const gate = held.hold();
-    const stream = s.stub.ModelStreamInfer(new Metadata()) as ClientDuplexStream<unknown, Record<string, unknown>>;
-    stream.on('error', () => undefined);
-    const answers: Record<string, unknown>[] = [];
-    stream.on('data', (m) => answers.push(m));
-    const ended = new Promise<StatusObject>((resolve) => stream.on('status', resolve));
-    const req = (i: number) => ({
-      model_name: 'held', id: String(i),
-      inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, width] }], raw_input_contents: [fp32Bytes(new Array(width).fill(i))],
-    });
+    const { stream, answers, ended } = collectingStream(s.stub);
+    const req = (i: number) => heldRequest(i, width);
     stream.write(req(0));
     await waitFor(() => held.active === 1, 'the first request to run');
     for (let i = 1; i < N; i++) stream.write(req(i));
@@ -156,14 +167,8 @@ describe('graceful shutdown', () => {
     });
     const N = 100;
     const late = 10;
-    const stream = s.stub.ModelStreamInfer(new Metadata()) as ClientDuplexStream<unknown, Record<string, unknown>>;
-    stream.on('error', () => undefined);
-    const answers: Record<string, unknown>[] = [];
-    stream.on('data', (m) => answers.push(m));
-    const ended = new Promise<StatusObject>((resolve) => stream.on('status', resolve));
-    const req = (i: number) => ({
-      model_name: 'held', id: String(i), inputs: [{ name: 'IN', datatype: 'FP32', shape: [1, 1] }], raw_input_contents: [fp32Bytes([i])],
-    });
+    const { stream, answers, ended } = collectingStream(s.stub);
+    const req = (i: number) => heldRequest(i, 1);
     stream.write(req(0));
     await waitFor(() => started === 1, 'the first request to run');
     for (let i = 1; i < N; i++) stream.write(req(i));
